@@ -1,0 +1,62 @@
+//! Server functions: what the browser asks the console for.
+//!
+//! Read-only calls use GET (`GetUrl`) so they are cacheable and never count as
+//! state-changing for the origin check.
+
+use leptos::prelude::*;
+use runboard::runview::RunList;
+use serde::{Deserialize, Serialize};
+
+/// What the header shows of the campaign being served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CampaignInfo {
+    pub name: String,
+    /// Absolute path of the campaign root on the server.
+    pub root: String,
+    /// Whether this is the generated demo campaign.
+    pub demo: bool,
+}
+
+#[cfg(feature = "ssr")]
+pub mod ssr {
+    //! The seam between the app and the server's adapters.
+    use super::CampaignInfo;
+    use runboard::runview::RunList;
+    use std::sync::Arc;
+
+    /// What the console can do for a page. Implemented by the `server` crate;
+    /// methods may block (they read files) and are called off the async runtime.
+    pub trait Console: Send + Sync + 'static {
+        fn campaign(&self) -> CampaignInfo;
+        fn list_runs(&self) -> RunList;
+        fn runs_version(&self) -> String;
+    }
+
+    pub type ConsoleHandle = Arc<dyn Console>;
+
+    /// Runs a blocking console call on the blocking pool.
+    pub async fn with_console<T: Send + 'static>(
+        f: impl FnOnce(&dyn Console) -> T + Send + 'static,
+    ) -> Result<T, leptos::prelude::ServerFnError> {
+        let console = leptos::prelude::use_context::<ConsoleHandle>()
+            .ok_or_else(|| leptos::prelude::ServerFnError::new("console not provided"))?;
+        tokio::task::spawn_blocking(move || f(console.as_ref()))
+            .await
+            .map_err(|e| leptos::prelude::ServerFnError::new(format!("console task failed: {e}")))
+    }
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "campaign")]
+pub async fn get_campaign() -> Result<CampaignInfo, ServerFnError> {
+    ssr::with_console(|c| c.campaign()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "runs")]
+pub async fn list_runs() -> Result<RunList, ServerFnError> {
+    ssr::with_console(|c| c.list_runs()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "runs_version")]
+pub async fn runs_version() -> Result<String, ServerFnError> {
+    ssr::with_console(|c| c.runs_version()).await
+}

@@ -1,0 +1,78 @@
+//! runboard's web app: the single-page console (Leptos), rendered on the server
+//! and hydrated in the browser.
+//!
+//! - [`api`] — server functions: the browser's typed calls into the console. On
+//!   the server they reach the adapters through the [`api::ssr::Console`] trait,
+//!   which the `server` crate implements (so this crate never touches files).
+//! - [`pages`] — one module per view.
+
+pub mod api;
+pub mod pages;
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::components::{Redirect, Route, Router, Routes, A};
+use leptos_router::path;
+
+/// The HTML document the server renders around the app.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <link rel="icon" href="/favicon.ico"/>
+                <AutoReload options=options.clone()/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    // Set only in the browser, once the WASM app has taken over the page: the
+    // end-to-end tests wait for it, and it cannot be set by server rendering.
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        if let Some(body) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.body())
+        {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+    let campaign = Resource::new(|| (), |_| api::get_campaign());
+    view! {
+        <Stylesheet id="leptos" href="/pkg/runboard.css"/>
+        <Title text="runboard"/>
+        <Router>
+            <header class="topbar">
+                <a class="brand" href="/runs">"runboard"</a>
+                <Transition fallback=|| ()>
+                    {move || campaign.get().and_then(Result::ok).map(|c| view! {
+                        <span class="campaign" title=c.root.clone()>
+                            {c.name.clone()}
+                            {c.demo.then_some(view! { <span class="badge demo">"demo"</span> })}
+                        </span>
+                    })}
+                </Transition>
+                <nav>
+                    <A href="/runs">"Runs"</A>
+                </nav>
+            </header>
+            <main>
+                <Routes fallback=|| view! { <p class="empty">"No such page."</p> }>
+                    <Route path=path!("/") view=|| view! { <Redirect path="/runs"/> }/>
+                    <Route path=path!("/runs") view=pages::runs::RunsPage/>
+                </Routes>
+            </main>
+        </Router>
+    }
+}

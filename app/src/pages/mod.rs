@@ -1,0 +1,3 @@
+//! One module per view of the console.
+
+pub mod runs;

@@ -1,0 +1,166 @@
+//! The Runs view: every run directory under the campaign root, latest written
+//! first, with its status in words. Filters live in the URL (`?q=…&status=…`) so a
+//! filtered list can be linked. The list follows the disk: the page polls the
+//! cheap list version every 2 s and re-reads the list only when it changed.
+
+use leptos::prelude::*;
+use leptos_router::hooks::query_signal;
+use runboard::runview::{RunList, RunRow};
+use runboard::timefmt::ago;
+
+use crate::api::list_runs;
+#[cfg(feature = "hydrate")]
+use crate::api::runs_version;
+
+/// How often the page asks whether the list changed.
+#[cfg(feature = "hydrate")]
+const POLL_MS: u32 = 2_000;
+
+const STATUSES: [&str; 5] = [
+    "starting",
+    "running",
+    "stopped",
+    "interrupted",
+    "unreadable",
+];
+
+#[component]
+pub fn RunsPage() -> impl IntoView {
+    let refresh = RwSignal::new(0u64);
+    let runs = Resource::new(move || refresh.get(), |_| list_runs());
+    let (query, set_query) = query_signal::<String>("q");
+    let (status, set_status) = query_signal::<String>("status");
+
+    #[cfg(feature = "hydrate")]
+    {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let alive = Arc::new(AtomicBool::new(true));
+        let alive_loop = alive.clone();
+        on_cleanup(move || alive.store(false, Ordering::Relaxed));
+        leptos::task::spawn_local(async move {
+            while alive_loop.load(Ordering::Relaxed) {
+                gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
+                let shown = runs.get_untracked().and_then(Result::ok).map(|l| l.version);
+                if let Ok(current) = runs_version().await {
+                    if shown.as_deref() != Some(current.as_str())
+                        && alive_loop.load(Ordering::Relaxed)
+                    {
+                        refresh.update(|n| *n += 1);
+                    }
+                }
+            }
+        });
+    }
+
+    let filtered = move |list: &RunList| -> Vec<RunRow> {
+        let q = query.get().unwrap_or_default().to_lowercase();
+        let st = status.get().unwrap_or_default();
+        list.runs
+            .iter()
+            .filter(|r| st.is_empty() || r.status.label() == st)
+            .filter(|r| {
+                q.is_empty()
+                    || r.path.to_lowercase().contains(&q)
+                    || r.model.as_deref().unwrap_or("").to_lowercase().contains(&q)
+                    || r.status_text.to_lowercase().contains(&q)
+            })
+            .cloned()
+            .collect()
+    };
+
+    view! {
+        <section class="runs">
+            <div class="toolbar">
+                <h1>"Runs"</h1>
+                <input
+                    type="search"
+                    class="filter"
+                    placeholder="filter by path, model or status"
+                    prop:value=move || query.get().unwrap_or_default()
+                    on:input=move |ev| {
+                        let v = event_target_value(&ev);
+                        set_query.set(if v.is_empty() { None } else { Some(v) });
+                    }
+                />
+                <select
+                    class="status-filter"
+                    on:change=move |ev| {
+                        let v = event_target_value(&ev);
+                        set_status.set(if v.is_empty() { None } else { Some(v) });
+                    }
+                    prop:value=move || status.get().unwrap_or_default()
+                >
+                    <option value="">"any status"</option>
+                    {STATUSES.map(|s| view! { <option value=s>{s}</option> })}
+                </select>
+            </div>
+            <Transition fallback=|| view! { <p class="loading">"Reading runs…"</p> }>
+                {move || runs.get().map(|res| match res {
+                    Err(e) => view! { <p class="error">"Could not list runs: " {e.to_string()}</p> }.into_any(),
+                    Ok(list) => {
+                        let rows = filtered(&list);
+                        let total = list.runs.len();
+                        let now = list.generated_at;
+                        let skipped = list.skipped.clone();
+                        view! {
+                            <p class="count" data-count=rows.len()>
+                                {format!("{} of {} runs", rows.len(), total)}
+                            </p>
+                            {if rows.is_empty() {
+                                view! { <p class="empty">"No run directories match. A run directory is any folder holding snapshot.json."</p> }.into_any()
+                            } else {
+                                view! {
+                                    <table class="run-list">
+                                        <thead><tr>
+                                            <th>"Run"</th><th>"Path"</th><th>"Last written"</th>
+                                            <th>"Status"</th><th>"Rounds"</th><th>"Phase"</th><th>"Model"</th>
+                                        </tr></thead>
+                                        <tbody>
+                                            {rows.into_iter().map(|r| run_row(r, now)).collect_view()}
+                                        </tbody>
+                                    </table>
+                                }.into_any()
+                            }}
+                            {(!skipped.is_empty()).then(|| view! {
+                                <details class="skipped">
+                                    <summary>{format!("{} folders could not be searched", skipped.len())}</summary>
+                                    <ul>{skipped.into_iter().map(|s| view! { <li><code>{s.path}</code>": "{s.reason}</li> }).collect_view()}</ul>
+                                </details>
+                            })}
+                        }.into_any()
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+fn run_row(r: RunRow, now: runboard::Timestamp) -> impl IntoView {
+    let label = r.status.label();
+    let written = r.last_written.map(|t| (ago(t, now), t.to_display()));
+    let rounds = match (r.rounds_written, r.rounds_planned) {
+        (Some(w), Some(p)) => format!("{w} / {p}"),
+        (Some(w), None) => w.to_string(),
+        (None, Some(p)) => format!("0 / {p}"),
+        (None, None) => "–".to_owned(),
+    };
+    let title = written.as_ref().map(|w| w.1.clone());
+    let shown = written.map(|w| w.0).unwrap_or_else(|| "never".to_owned());
+    let name = r.name.clone();
+    view! {
+        <tr class=format!("run status-{label}") data-run=name data-status=label>
+            <td class="name">{r.name}</td>
+            <td class="path"><code>{r.path}</code></td>
+            <td class="written" title=title>{shown}</td>
+            <td class="status">
+                <span class=format!("badge {label}")>{label}</span>
+                " "
+                <span class="why">{r.status_text}</span>
+            </td>
+            <td class="rounds">{rounds}</td>
+            <td class="phase">{r.phase.unwrap_or_default()}</td>
+            <td class="model">{r.model.unwrap_or_default()}</td>
+        </tr>
+    }
+}

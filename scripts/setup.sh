@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Idempotent set-up of everything runboard needs to build and test on a fresh
+# Debian 12 machine with a Rust toolchain (no GitHub access: nothing here downloads
+# a prebuilt binary from it). Each step is skipped when already satisfied.
+#
+#   scripts/setup.sh          # build tools + browser
+#
+# Why each step: docs/toolchain.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+TOOLS="$ROOT/.tools"
+CARGO_LEPTOS_VERSION=0.3.10
+# Must equal the wasm-bindgen version in Cargo.lock (pinned with `=` in Cargo.toml).
+WASM_BINDGEN_VERSION=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
+BINARYEN_VERSION=132.0.0
+
+log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
+export PATH="$HOME/.cargo/bin:$PATH"
+
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  log "installing Debian chromium (for end-to-end tests)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+fi
+
+if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
+  log "adding rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if ! cargo leptos --version 2>/dev/null | grep -q " $CARGO_LEPTOS_VERSION\$"; then
+  # 0.3.11 needs rustc 1.96; --locked keeps its dependency tree the verified one.
+  log "installing cargo-leptos $CARGO_LEPTOS_VERSION (takes ~11 min once)"
+  cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked
+fi
+
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; then
+  # Without --locked: its own lock pins a crate the registry no longer has.
+  log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+fi
+
+# wasm-opt from npm's binaryen: Debian's v108 produces a wasm that never hydrates.
+if [ ! -x "$TOOLS/binaryen/node_modules/.bin/wasm-opt" ]; then
+  log "installing binaryen@$BINARYEN_VERSION (wasm-opt) from npm into .tools/"
+  mkdir -p "$TOOLS/binaryen"
+  (cd "$TOOLS/binaryen" && { [ -f package.json ] || npm init -y >/dev/null; } \
+     && npm install --silent --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null)
+fi
+
+if [ ! -d end2end/node_modules/playwright-core ]; then
+  log "installing end2end npm packages"
+  (cd end2end && npm ci --silent --no-audit --no-fund)
+fi
+log "ready"

@@ -1,0 +1,69 @@
+//! The console the web app talks to: one campaign root and its readers.
+
+use std::path::{Path, PathBuf};
+
+use app::api::ssr::Console;
+use app::api::CampaignInfo;
+use runboard::campaign::{CampaignConfig, CONFIG_FILE};
+use runboard::runview::RunList;
+
+use crate::runview::RunIndex;
+
+pub struct LocalConsole {
+    info: CampaignInfo,
+    runs: RunIndex,
+}
+
+impl LocalConsole {
+    /// Opens the campaign at `root` (which must exist). A missing `campaign.toml`
+    /// names the campaign after its folder; a broken one is an error.
+    pub fn open(root: &Path, demo: bool) -> anyhow::Result<Self> {
+        let root = std::fs::canonicalize(root)
+            .map_err(|e| anyhow::anyhow!("campaign root {}: {e}", root.display()))?;
+        if !root.is_dir() {
+            anyhow::bail!("campaign root {} is not a folder", root.display());
+        }
+        let cfg = match std::fs::read_to_string(root.join(CONFIG_FILE)) {
+            Ok(text) => CampaignConfig::parse(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", root.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => CampaignConfig::unnamed(
+                &root
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            ),
+            Err(e) => anyhow::bail!("{}: {e}", root.join(CONFIG_FILE).display()),
+        };
+        let info = CampaignInfo {
+            name: cfg.name,
+            root: root.to_string_lossy().into_owned(),
+            demo,
+        };
+        Ok(Self {
+            info,
+            runs: RunIndex::new(root),
+        })
+    }
+
+    pub fn root(&self) -> PathBuf {
+        self.runs.root().to_path_buf()
+    }
+
+    pub fn runs(&self) -> &RunIndex {
+        &self.runs
+    }
+}
+
+impl Console for LocalConsole {
+    fn campaign(&self) -> CampaignInfo {
+        self.info.clone()
+    }
+
+    fn list_runs(&self) -> RunList {
+        self.runs.list()
+    }
+
+    fn runs_version(&self) -> String {
+        self.runs.list_version()
+    }
+}

@@ -1,0 +1,135 @@
+//! The HTTP surface: the Leptos app (pages and server functions), the JSON API,
+//! static files, and the guards every request passes.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use app::api::ssr::ConsoleHandle;
+use axum::extract::{FromRef, Request, State};
+use axum::http::HeaderMap;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use leptos::config::LeptosOptions;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use serde_json::json;
+
+use crate::assets::StaticFiles;
+use crate::auth::{self, Access};
+use crate::console::LocalConsole;
+use crate::error::AppError;
+
+/// Everything a request handler may need.
+#[derive(Clone)]
+pub struct AppState {
+    pub leptos: LeptosOptions,
+    pub console: Arc<LocalConsole>,
+    pub assets: Arc<StaticFiles>,
+    pub access: Access,
+    /// Milliseconds since the epoch of the latest request (the idle watchdog's input).
+    pub last_request: Arc<AtomicI64>,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(s: &AppState) -> Self {
+        s.leptos.clone()
+    }
+}
+
+impl AppState {
+    pub fn new(leptos: LeptosOptions, console: LocalConsole, access: Access) -> Self {
+        let assets = Arc::new(StaticFiles::new(&*leptos.site_root));
+        Self {
+            leptos,
+            console: Arc::new(console),
+            assets,
+            access,
+            last_request: Arc::new(AtomicI64::new(crate::clock::now().millis())),
+        }
+    }
+}
+
+/// The whole application as a router, apart from `main`, so tests can call
+/// `app(state).oneshot(request)`.
+pub fn app(state: AppState) -> Router {
+    let routes = generate_route_list(app::App);
+    let console: ConsoleHandle = state.console.clone();
+    let leptos = state.leptos.clone();
+    let api = Router::new()
+        .route("/api/campaign", get(campaign))
+        .route("/api/runs", get(runs))
+        .route("/api/runs/version", get(runs_version))
+        .route("/api/{*rest}", get(api_not_found).post(api_not_found));
+    Router::new()
+        .merge(api)
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || leptos::prelude::provide_context(console.clone()),
+            move || app::shell(leptos.clone()),
+        )
+        .fallback(static_or_404)
+        .layer(middleware::from_fn_with_state(
+            state.access.clone(),
+            auth::guard,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.last_request.clone(),
+            note_request,
+        ))
+        .with_state(state)
+}
+
+async fn note_request(State(last): State<Arc<AtomicI64>>, req: Request, next: Next) -> Response {
+    last.store(crate::clock::now().millis(), Ordering::Relaxed);
+    next.run(req).await
+}
+
+async fn blocking<T: Send + 'static>(
+    doing: &'static str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, AppError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| AppError::Internal {
+            doing,
+            detail: e.to_string(),
+        })
+}
+
+async fn campaign(State(s): State<AppState>) -> impl IntoResponse {
+    use app::api::ssr::Console;
+    Json(s.console.campaign())
+}
+
+async fn runs(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    let console = s.console.clone();
+    Ok(Json(
+        blocking("listing runs", move || console.runs().list()).await?,
+    ))
+}
+
+async fn runs_version(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    let console = s.console.clone();
+    let version = blocking("reading the run list version", move || {
+        console.runs().list_version()
+    })
+    .await?;
+    Ok(Json(json!({ "version": version })))
+}
+
+async fn api_not_found(req: Request) -> AppError {
+    AppError::NotFound(format!(
+        "no API endpoint {} {}",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+async fn static_or_404(State(s): State<AppState>, headers: HeaderMap, req: Request) -> Response {
+    match s.assets.resolve(req.uri().path()) {
+        Some(path) => s.assets.respond(&path, &headers).await,
+        None => AppError::NotFound(format!("nothing at {}", req.uri().path())).into_response(),
+    }
+}

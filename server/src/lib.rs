@@ -1,0 +1,24 @@
+//! The `runboard` binary's library: the web console (axum + the Leptos app), the
+//! command line, and the adapters between the pure core and the outside world.
+//!
+//! - [`serve`] — `runboard serve`: binding, access, shutdown, idle watchdog.
+//! - [`http`] — the router: pages, server functions, JSON API, static files.
+//! - [`auth`] — token and origin checks.  [`assets`] — revalidated static files.
+//! - [`site`] — Leptos site options from the embedded `Leptos.toml`.
+//! - [`console`] — one campaign root and its readers, as the app sees it.
+//! - [`runview`] — reading run directories from disk, read-only, with a cache.
+//! - [`demo`] — the generated demo campaign.  [`simulate`] — the simulated agent.
+//! - [`atomic`] — atomic file replacement.  [`clock`] — the wall clock.
+
+pub mod assets;
+pub mod atomic;
+pub mod auth;
+pub mod clock;
+pub mod console;
+pub mod demo;
+pub mod error;
+pub mod http;
+pub mod runview;
+pub mod serve;
+pub mod simulate;
+pub mod site;

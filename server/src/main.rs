@@ -1,0 +1,219 @@
+//! `runboard`: the command line. Every subcommand is a thin shell over the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use server::serve::{serve, Ended, ServeOptions};
+use server::simulate::{simulate_run, SimEnd, SimOptions};
+
+#[derive(Parser)]
+#[command(
+    name = "runboard",
+    version,
+    about = "Run, watch and steer experiment campaigns."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the web console (the bundled demo campaign when no --root is given).
+    Serve {
+        /// The campaign folder to serve.
+        #[arg(long)]
+        root: Option<PathBuf>,
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        #[arg(long, default_value_t = 8850)]
+        port: u16,
+        /// Exit after this many minutes without a request (fractions allowed); 0 or less disables it.
+        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+        idle_minutes: f64,
+        /// Required when --host is not a loopback address.
+        #[arg(long, env = "RUNBOARD_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Where runboard keeps its own data, such as the demo campaign.
+        #[arg(long, env = "RUNBOARD_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+        /// The built site (pkg/, public files); found beside the binary by default.
+        #[arg(long)]
+        site_root: Option<PathBuf>,
+    },
+    /// Run directories under a campaign root.
+    Runs {
+        #[command(subcommand)]
+        command: RunsCommand,
+    },
+    /// Write a simulated agent run into DIR over time (the demo and tests use it).
+    SimulateRun {
+        dir: PathBuf,
+        #[arg(long, default_value_t = 6)]
+        rounds: u32,
+        #[arg(long, default_value_t = 3)]
+        slots: u32,
+        /// Pause between steps, in milliseconds; 0 writes the run at once.
+        #[arg(long, default_value_t = 1500)]
+        step_ms: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value = "qwen3-32b")]
+        model: String,
+        /// Continue the run in DIR (a `resume`) instead of starting a new one.
+        #[arg(long)]
+        resume: bool,
+        /// Crash while appending the round after this many rounds (half a line, no stop; exit 3).
+        #[arg(long)]
+        crash_after: Option<u32>,
+        /// Stop when the process with this PID is gone.
+        #[arg(long)]
+        exit_with_parent: Option<u32>,
+    },
+}
+
+#[derive(Subcommand)]
+enum RunsCommand {
+    /// List every run directory under the root, latest written first.
+    List {
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// Print JSON (the same as GET /api/runs).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RUNBOARD_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("runboard: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli.command)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("runboard: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve {
+            root,
+            host,
+            port,
+            idle_minutes,
+            token,
+            data_dir,
+            site_root,
+        } => {
+            let ended = serve(ServeOptions {
+                root,
+                host,
+                port,
+                idle_minutes,
+                token,
+                data_dir,
+                site_root,
+            })
+            .await?;
+            if ended == Ended::Idle {
+                println!("runboard: stopped after being idle");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Runs {
+            command: RunsCommand::List { root, json },
+        } => {
+            anyhow::ensure!(
+                root.is_dir(),
+                "campaign root {} does not exist or is not a folder",
+                root.display()
+            );
+            let list =
+                tokio::task::spawn_blocking(move || server::runview::RunIndex::new(root).list())
+                    .await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                for r in &list.runs {
+                    let when = r
+                        .last_written
+                        .map(|t| t.to_display())
+                        .unwrap_or_else(|| "never".into());
+                    println!(
+                        "{when}  {:<12} {}  {}",
+                        r.status.label(),
+                        r.path,
+                        r.status_text
+                    );
+                }
+                for s in &list.skipped {
+                    println!("skipped {}: {}", s.path, s.reason);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::SimulateRun {
+            dir,
+            rounds,
+            slots,
+            step_ms,
+            seed,
+            model,
+            resume,
+            crash_after,
+            exit_with_parent,
+        } => {
+            let opts = SimOptions {
+                rounds,
+                slots,
+                step: Duration::from_millis(step_ms),
+                seed,
+                model,
+                resume,
+                crash_after,
+            };
+            let stop = async move {
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                let parent_gone = async {
+                    match exit_with_parent {
+                        Some(pid) => loop {
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            let probe = server::runview::ProcessProbe::this_host();
+                            if !probe.alive(pid) {
+                                break;
+                            }
+                        },
+                        None => std::future::pending::<()>().await,
+                    }
+                };
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+                    _ = parent_gone => {}
+                }
+            };
+            match simulate_run(&dir, &opts, stop).await? {
+                SimEnd::Crashed => Ok(ExitCode::from(3)),
+                SimEnd::Finished | SimEnd::Stopped => Ok(ExitCode::SUCCESS),
+            }
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! `list_runs`, `find_run` and `run_version` over a campaign root, with a cache.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use runboard::json::{describe_error, from_slice_lenient};
+use runboard::runview::files::{self, VERSIONED};
+use runboard::runview::jsonl::tail_lines;
+use runboard::runview::records::{Snapshot, StateFile};
+use runboard::runview::summary::{sort_latest_first, EventsTail};
+use runboard::runview::{
+    summarise, FileStamp, ListInputs, ProcessCheck, RunList, RunRow, RunVersion, SkippedFolder,
+};
+
+use super::fsread::{open_regular, read_regular, read_tail, stamp_of, stamp_time, ProcessProbe};
+
+/// How deep below the root the scan looks for run directories.
+const MAX_DEPTH: usize = 12;
+/// The first chunk read from the end of an events file; doubled until the latest
+/// open is found or the file's start is reached.
+const EVENTS_TAIL_CHUNK: u64 = 16 << 10;
+
+/// What was parsed of one run, valid while its files' stamps are unchanged.
+#[derive(Debug, Clone)]
+struct Parsed {
+    stamps: [Option<FileStamp>; 5],
+    snapshot: Result<Snapshot, String>,
+    state: Option<Result<StateFile, String>>,
+    events: Option<Result<EventsTail, String>>,
+}
+
+/// The runs under one campaign root, with parsed files cached by file identity,
+/// size and modification time.
+pub struct RunIndex {
+    root: PathBuf,
+    probe: ProcessProbe,
+    cache: Mutex<HashMap<PathBuf, Parsed>>,
+    parses: AtomicU64,
+}
+
+impl RunIndex {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self::with_probe(root, ProcessProbe::this_host())
+    }
+
+    pub fn with_probe(root: impl Into<PathBuf>, probe: ProcessProbe) -> Self {
+        Self {
+            root: root.into(),
+            probe,
+            cache: Mutex::new(HashMap::new()),
+            parses: AtomicU64::new(0),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// How many files have been parsed since this index was made (the warm-list
+    /// benchmark and tests check that an unchanged tree parses none).
+    pub fn files_parsed(&self) -> u64 {
+        self.parses.load(Ordering::Relaxed)
+    }
+
+    /// Every run directory under the root, latest written first (seed: `list_runs`).
+    pub fn list(&self) -> RunList {
+        let (dirs, skipped) = find_run_dirs(&self.root);
+        let mut rows = Vec::with_capacity(dirs.len());
+        let mut fresh = HashMap::with_capacity(dirs.len());
+        {
+            let old = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            for dir in &dirs {
+                let stamps = stamps_of(dir);
+                let parsed = match old.get(dir) {
+                    Some(p) if p.stamps == stamps => p.clone(),
+                    _ => self.parse(dir, stamps),
+                };
+                rows.push(self.row(dir, &parsed));
+                fresh.insert(dir.clone(), parsed);
+            }
+        }
+        // Runs that disappeared drop out of the cache with this swap.
+        *self.cache.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
+        // The list's version is over rows in path order, as `list_version` computes it.
+        rows.sort_by(|a, b| a.path.cmp(&b.path));
+        let version =
+            RunVersion::of_list(rows.iter().map(|r| (r.path.as_str(), r.version.as_str()))).0;
+        sort_latest_first(&mut rows);
+        RunList {
+            runs: rows,
+            skipped,
+            version,
+            generated_at: crate::clock::now(),
+        }
+    }
+
+    /// The version of the whole list, from directory walks and `stat` alone.
+    pub fn list_version(&self) -> String {
+        let (dirs, _) = find_run_dirs(&self.root);
+        let mut pairs: Vec<(String, String)> = dirs
+            .iter()
+            .map(|d| (self.relative(d), RunVersion::of_files(&stamps_of(d)).0))
+            .collect();
+        pairs.sort();
+        RunVersion::of_list(pairs.iter().map(|(p, v)| (p.as_str(), v.as_str()))).0
+    }
+
+    /// The run directory the list names `name` (its folder name, or its path
+    /// relative to the root); `None` when it names none so (seed: `find_run`).
+    pub fn find(&self, name: &str) -> Option<PathBuf> {
+        let (dirs, _) = find_run_dirs(&self.root);
+        let by_path = dirs.iter().find(|d| self.relative(d) == name);
+        by_path
+            .or_else(|| {
+                dirs.iter()
+                    .find(|d| d.file_name().is_some_and(|n| n == name))
+            })
+            .cloned()
+    }
+
+    fn relative(&self, dir: &Path) -> String {
+        let rel = dir.strip_prefix(&self.root).unwrap_or(dir);
+        rel.components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    fn parse(&self, dir: &Path, stamps: [Option<FileStamp>; 5]) -> Parsed {
+        let snapshot = self.parse_json::<Snapshot>(&dir.join(files::SNAPSHOT), files::SNAPSHOT);
+        let state =
+            stamps[1].map(|_| self.parse_json::<StateFile>(&dir.join(files::STATE), files::STATE));
+        let events = stamps[3].map(|_| self.events_tail(&dir.join(files::EVENTS)));
+        Parsed {
+            stamps,
+            snapshot,
+            state,
+            events,
+        }
+    }
+
+    fn parse_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &Path,
+        label: &str,
+    ) -> Result<T, String> {
+        self.parses.fetch_add(1, Ordering::Relaxed);
+        let bytes = read_regular(path).map_err(|e| format!("{label}: {e}"))?;
+        from_slice_lenient(&bytes).map_err(|e| format!("{label}: {}", describe_error(&e)))
+    }
+
+    /// Reads the events file from its end back to its latest open.
+    fn events_tail(&self, path: &Path) -> Result<EventsTail, String> {
+        self.parses.fetch_add(1, Ordering::Relaxed);
+        let (mut file, len) = open_regular(path).map_err(|e| format!("{}: {e}", files::EVENTS))?;
+        let mut chunk = EVENTS_TAIL_CHUNK;
+        loop {
+            let (bytes, start) =
+                read_tail(&mut file, len, chunk).map_err(|e| format!("{}: {e}", files::EVENTS))?;
+            let tail = EventsTail::from_lines(tail_lines(&bytes, start));
+            if tail.last_open.is_some() || start == 0 {
+                return Ok(tail);
+            }
+            chunk = chunk.saturating_mul(4);
+        }
+    }
+
+    fn row(&self, dir: &Path, parsed: &Parsed) -> RunRow {
+        let stamps = &parsed.stamps;
+        let (events, events_err) = match &parsed.events {
+            None => (None, None),
+            Some(Ok(t)) => (Some(t.clone()), None),
+            // An unreadable events file degrades to "no events" plus its reason.
+            Some(Err(e)) => (Some(EventsTail::default()), Some(e.clone())),
+        };
+        let process = match events.as_ref().and_then(|e| e.last_open.as_ref()) {
+            Some(open) => match (open.host.clone(), open.pid) {
+                (Some(host), Some(pid)) if host == self.probe.host => {
+                    if self.probe.alive(pid) {
+                        ProcessCheck::Alive { host, pid }
+                    } else {
+                        ProcessCheck::Gone { host, pid }
+                    }
+                }
+                (Some(host), Some(pid)) => ProcessCheck::OtherHost { host, pid },
+                _ => ProcessCheck::NotRecorded,
+            },
+            None => ProcessCheck::NotRecorded,
+        };
+        let inputs = ListInputs {
+            name: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path: self.relative(dir),
+            snapshot: parsed.snapshot.clone(),
+            state: parsed.state.clone(),
+            state_written: stamps[1].as_ref().map(stamp_time),
+            events,
+            // The calls folder's time changes when a call file is added (a call
+            // file is written whole when its call ends).
+            last_call_written: stamps[4].as_ref().map(stamp_time),
+            process,
+            last_written: stamps.iter().flatten().map(stamp_time).max(),
+            version: RunVersion::of_files(stamps).0,
+        };
+        let mut row = summarise(inputs);
+        if let Some(reason) = events_err {
+            row.status_text = format!("{} (events unreadable: {reason})", row.status_text);
+        }
+        row
+    }
+}
+
+/// The stamps of a run's versioned files, in `files::VERSIONED` order.
+fn stamps_of(dir: &Path) -> [Option<FileStamp>; 5] {
+    VERSIONED.map(|name| stamp_of(&dir.join(name)))
+}
+
+/// Walks `root` for run directories (any directory holding `snapshot.json`; their
+/// own subfolders are not searched). Symlinked folders are followed only while
+/// they stay inside the root, each real folder is entered once (so a symlink loop
+/// ends), and folders that cannot be read are reported, not fatal.
+pub fn find_run_dirs(root: &Path) -> (Vec<PathBuf>, Vec<SkippedFolder>) {
+    let mut runs = Vec::new();
+    let mut skipped = Vec::new();
+    let mut seen: HashSet<(u64, u64)> = HashSet::new();
+    let real_root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let mut stack = vec![(root.to_path_buf(), 0usize)];
+    let rel = |p: &Path| {
+        p.strip_prefix(root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned()
+    };
+    while let Some((dir, depth)) = stack.pop() {
+        let md = match fs::metadata(&dir) {
+            Ok(md) => md,
+            Err(e) => {
+                skipped.push(SkippedFolder {
+                    path: rel(&dir),
+                    reason: e.to_string(),
+                });
+                continue;
+            }
+        };
+        if !seen.insert((md.dev(), md.ino())) {
+            continue; // already entered through another path: a loop or a second link
+        }
+        if dir.join(files::SNAPSHOT).symlink_metadata().is_ok() {
+            runs.push(dir);
+            continue;
+        }
+        if depth >= MAX_DEPTH {
+            continue;
+        }
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) => {
+                skipped.push(SkippedFolder {
+                    path: rel(&dir),
+                    reason: e.to_string(),
+                });
+                continue;
+            }
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with('.') {
+                continue; // .git, editor and tool folders
+            }
+            let Ok(ft) = entry.file_type() else { continue };
+            let path = entry.path();
+            if ft.is_dir() {
+                stack.push((path, depth + 1));
+            } else if ft.is_symlink() {
+                match fs::canonicalize(&path) {
+                    Ok(target) if target.is_dir() && target.starts_with(&real_root) => {
+                        stack.push((path, depth + 1))
+                    }
+                    Ok(target) if target.is_dir() => skipped.push(SkippedFolder {
+                        path: rel(&path),
+                        reason: "symlink leads outside the campaign root".into(),
+                    }),
+                    Ok(_) => {}
+                    Err(e) => skipped.push(SkippedFolder {
+                        path: rel(&path),
+                        reason: format!("broken symlink: {e}"),
+                    }),
+                }
+            }
+        }
+    }
+    (runs, skipped)
+}

@@ -1,0 +1,157 @@
+//! `runboard serve`: the web console.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::Access;
+use crate::console::LocalConsole;
+use crate::http::{app, AppState};
+
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub root: Option<PathBuf>,
+    pub host: String,
+    pub port: u16,
+    /// Exit after this many minutes without a request; zero or less: never.
+    pub idle_minutes: f64,
+    pub token: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub site_root: Option<PathBuf>,
+}
+
+/// Why the server stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Signal,
+    Idle,
+}
+
+pub fn parse_host(host: &str) -> anyhow::Result<IpAddr> {
+    if host == "localhost" {
+        return Ok(IpAddr::from([127, 0, 0, 1]));
+    }
+    host.parse()
+        .with_context(|| format!("--host {host:?} is not an IP address (try 127.0.0.1)"))
+}
+
+pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
+    let ip = parse_host(&opts.host)?;
+    let token = opts.token.clone().filter(|t| !t.is_empty());
+    if !ip.is_loopback() && token.is_none() {
+        anyhow::bail!(
+            "binding {ip} makes the console reachable from other machines; give it a token with --token or RUNBOARD_TOKEN"
+        );
+    }
+    let leptos = crate::site::options(opts.site_root.as_deref())?;
+
+    let (root, demo, writer) = match &opts.root {
+        Some(root) => {
+            anyhow::ensure!(
+                root.is_dir(),
+                "campaign root {} does not exist or is not a folder",
+                root.display()
+            );
+            (root.clone(), false, None)
+        }
+        None => {
+            let data = crate::demo::data_dir(opts.data_dir.as_deref())?;
+            let (root, writer) = crate::demo::prepare(&data).await?;
+            (root, true, Some(writer))
+        }
+    };
+    let console = LocalConsole::open(&root, demo)?;
+
+    let addr = SocketAddr::new(ip, opts.port);
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            if let Some(w) = writer {
+                w.stop().await;
+            }
+            anyhow::bail!(
+                "port {} on {ip} is already in use (another runboard?); choose another with --port",
+                opts.port
+            )
+        }
+        Err(e) => return Err(e).with_context(|| format!("binding {addr}")),
+    };
+    let local = listener.local_addr()?;
+    let state = AppState::new(
+        leptos,
+        console,
+        Access {
+            token: token.clone(),
+        },
+    );
+    let last_request = state.last_request.clone();
+    let shutdown = CancellationToken::new();
+    let ended = std::sync::Arc::new(std::sync::Mutex::new(Ended::Signal));
+
+    // Signals: SIGINT (ctrl-c) and SIGTERM both shut down gracefully.
+    {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+            shutdown.cancel();
+        });
+    }
+    // The idle watchdog.
+    if opts.idle_minutes > 0.0 {
+        let idle_ms = (opts.idle_minutes * 60_000.0) as i64;
+        let shutdown = shutdown.clone();
+        let ended = ended.clone();
+        // Check four times per timeout, at most once a minute.
+        let every = Duration::from_millis((idle_ms / 4).clamp(200, 60_000) as u64);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(every) => {}
+                    _ = shutdown.cancelled() => return,
+                }
+                let quiet = crate::clock::now().millis() - last_request.load(Ordering::Relaxed);
+                if quiet >= idle_ms {
+                    eprintln!(
+                        "runboard: no request for {} min; exiting (--idle-minutes)",
+                        opts.idle_minutes
+                    );
+                    *ended.lock().unwrap_or_else(|p| p.into_inner()) = Ended::Idle;
+                    shutdown.cancel();
+                    return;
+                }
+            }
+        });
+    }
+
+    let url = format!("http://{local}/");
+    println!(
+        "runboard: serving {} ({}) at {url}",
+        if demo {
+            "the demo campaign"
+        } else {
+            "campaign"
+        },
+        root.display()
+    );
+    if token.is_some() {
+        println!("runboard: token required; open {url}?token=<token> once in your browser");
+    }
+    let result = axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .await;
+    if let Some(w) = writer {
+        w.stop().await;
+    }
+    result.context("serving HTTP")?;
+    let why = *ended.lock().unwrap_or_else(|p| p.into_inner());
+    Ok(why)
+}

@@ -1,0 +1,235 @@
+//! Handler tests: the whole router, called in-process with `oneshot`.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use server::auth::Access;
+use server::console::LocalConsole;
+use server::http::{app, AppState};
+use tower::ServiceExt;
+
+fn state(root: &std::path::Path, site: &std::path::Path, token: Option<&str>) -> AppState {
+    let leptos = server::site::options(Some(site)).unwrap();
+    let console = LocalConsole::open(root, false).unwrap();
+    AppState::new(
+        leptos,
+        console,
+        Access {
+            token: token.map(str::to_owned),
+        },
+    )
+}
+
+async fn send(
+    state: &AppState,
+    req: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let res = app(state.clone()).oneshot(req).await.unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let body = res.into_body().collect().await.unwrap().to_bytes().to_vec();
+    (status, headers, body)
+}
+
+fn get(uri: &str) -> Request<Body> {
+    Request::get(uri)
+        .header(header::HOST, "127.0.0.1:8850")
+        .body(Body::empty())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn api_runs_lists_every_run_latest_first_with_unreadable_reason() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let (status, headers, body) = send(&st, get("/api/runs")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    let runs = list["runs"].as_array().unwrap();
+    let paths: Vec<&str> = runs.iter().map(|r| r["path"].as_str().unwrap()).collect();
+    assert_eq!(runs.len(), 3, "{paths:?}");
+    assert!(paths.contains(&"runs/a/first") && paths.contains(&"runs/b/deeper/second"));
+    let broken = runs.iter().find(|r| r["name"] == "broken").unwrap();
+    assert_eq!(broken["status"]["kind"], "unreadable");
+    let reason = broken["status"]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("snapshot.json: line 1 column"),
+        "{reason}"
+    );
+    let second = runs.iter().find(|r| r["name"] == "second").unwrap();
+    assert_eq!(second["status"]["kind"], "stopped");
+    assert_eq!(second["rounds_written"], 3);
+    // latest written first
+    let times: Vec<i64> = runs
+        .iter()
+        .map(|r| r["last_written"].as_i64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
+}
+
+#[tokio::test]
+async fn the_list_version_changes_when_a_run_appears_and_matches_the_list() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let version = |body: Vec<u8>| {
+        serde_json::from_slice::<Value>(&body).unwrap()["version"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let v1 = version(send(&st, get("/api/runs/version")).await.2);
+    assert_eq!(
+        v1,
+        version(send(&st, get("/api/runs")).await.2),
+        "list and version endpoint agree"
+    );
+    assert_eq!(
+        v1,
+        version(send(&st, get("/api/runs/version")).await.2),
+        "stable while nothing changes"
+    );
+    common::write_run(&root.join("runs/new"), 1, 9).await;
+    let v2 = version(send(&st, get("/api/runs/version")).await.2);
+    assert_ne!(v1, v2);
+}
+
+#[tokio::test]
+async fn unknown_api_paths_are_json_404s() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let (status, _, body) = send(&st, get("/api/nope")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let err: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(err["error"], "no API endpoint GET /api/nope");
+}
+
+#[tokio::test]
+async fn server_functions_answer_get_with_the_same_list() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let (status, _, body) = send(&st, get("/sfn/runs")).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(list["runs"].as_array().unwrap().len(), 3);
+    let (_, _, body) = send(&st, get("/sfn/campaign")).await;
+    let info: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(info["name"], "test campaign");
+    assert_eq!(info["demo"], false);
+}
+
+#[tokio::test]
+async fn the_runs_page_is_rendered_on_the_server_with_its_rows() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let (status, _, body) = send(&st, get("/runs")).await;
+    assert_eq!(status, StatusCode::OK);
+    let html = String::from_utf8(body).unwrap();
+    assert!(html.contains("/pkg/runboard.js"), "hydration script linked");
+    for want in [
+        "runs/a/first",
+        "runs/b/deeper/second",
+        "unreadable: snapshot.json: line 1 column",
+    ] {
+        assert!(html.contains(want), "page lacks {want:?}");
+    }
+}
+
+#[tokio::test]
+async fn static_files_revalidate_with_etag_and_304() {
+    let (tmp, root) = common::campaign().await;
+    let site = common::site(tmp.path());
+    let st = state(&root, &site, None);
+    let (status, headers, body) = send(&st, get("/pkg/runboard.js")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, b"console.log('v1');\n");
+    assert_eq!(headers[header::CACHE_CONTROL], "no-cache");
+    assert_eq!(headers[header::CONTENT_TYPE], "text/javascript");
+    let etag = headers[header::ETAG].to_str().unwrap().to_owned();
+    let revalidate = |tag: &str| {
+        Request::get("/pkg/runboard.js")
+            .header(header::IF_NONE_MATCH, tag)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, headers, body) = send(&st, revalidate(&etag)).await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+    assert!(body.is_empty());
+    assert_eq!(headers[header::CACHE_CONTROL], "no-cache");
+    // An upgrade changes the bytes: the old tag no longer matches.
+    std::fs::write(site.join("pkg/runboard.js"), "console.log('v2, longer');\n").unwrap();
+    let (status, headers, _) = send(&st, revalidate(&etag)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_ne!(headers[header::ETAG].to_str().unwrap(), etag);
+    // Paths that leave the site root are not files.
+    assert_eq!(
+        send(&st, get("/pkg/../../campaign/campaign.toml")).await.0,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn state_changing_requests_from_another_origin_are_refused() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let post = |origin: Option<&str>| {
+        let mut b = Request::post("/api/anything").header(header::HOST, "127.0.0.1:8850");
+        if let Some(o) = origin {
+            b = b.header(header::ORIGIN, o);
+        }
+        b.body(Body::empty()).unwrap()
+    };
+    let (status, _, body) = send(&st, post(Some("http://evil.example"))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(
+        String::from_utf8_lossy(&body).contains("Origin http://evil.example is not this server")
+    );
+    // Same origin, and tools that send no Origin, pass the guard (then 404 here).
+    assert_eq!(
+        send(&st, post(Some("http://127.0.0.1:8850"))).await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(send(&st, post(None)).await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_token_guards_every_request_and_a_link_sets_a_cookie() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), Some("s3cret"));
+    assert_eq!(
+        send(&st, get("/api/runs")).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        send(&st, get("/pkg/runboard.js")).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let bearer = |t: &str| {
+        Request::get("/api/runs")
+            .header(header::AUTHORIZATION, format!("Bearer {t}"))
+            .body(Body::empty())
+            .unwrap()
+    };
+    assert_eq!(send(&st, bearer("wrong")).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(send(&st, bearer("s3cret")).await.0, StatusCode::OK);
+    let (status, headers, _) = send(&st, get("/runs?token=s3cret&status=running")).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(headers[header::LOCATION], "/runs?status=running");
+    let cookie = headers[header::SET_COOKIE].to_str().unwrap();
+    assert!(
+        cookie.starts_with("runboard_token=s3cret;") && cookie.contains("HttpOnly"),
+        "{cookie}"
+    );
+    let with_cookie = Request::get("/api/runs")
+        .header(header::COOKIE, "a=b; runboard_token=s3cret")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(send(&st, with_cookie).await.0, StatusCode::OK);
+    assert_eq!(
+        send(&st, get("/runs?token=nope")).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+}

@@ -1,0 +1,219 @@
+//! The run list read from real folders: odd trees, the cache, read-only reading.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use runboard::runview::RunStatus;
+use server::runview::RunIndex;
+
+fn paths(index: &RunIndex) -> Vec<String> {
+    let mut p: Vec<String> = index.list().runs.into_iter().map(|r| r.path).collect();
+    p.sort();
+    p
+}
+
+#[tokio::test]
+async fn a_warm_relist_of_an_unchanged_tree_parses_no_file() {
+    let (_tmp, root) = common::campaign().await;
+    let index = RunIndex::new(&root);
+    let first = index.list();
+    let cold = index.files_parsed();
+    assert!(cold >= 5, "cold list parsed {cold} files");
+    let second = index.list();
+    assert_eq!(index.files_parsed(), cold, "warm list re-parsed files");
+    assert_eq!(first.version, second.version);
+    // One run writes: only its files are parsed again.
+    common::write_run(&root.join("runs/a/first"), 3, 1).await;
+    let third = index.list();
+    let reparsed = index.files_parsed() - cold;
+    assert!(
+        (1..=3).contains(&reparsed),
+        "re-parsed {reparsed} files for one changed run"
+    );
+    assert_ne!(third.version, second.version);
+}
+
+#[tokio::test]
+async fn a_run_directorys_own_subfolders_are_not_searched_and_hidden_folders_are_skipped() {
+    let (_tmp, root) = common::campaign().await;
+    common::write_run(&root.join("runs/a/first/nested-copy"), 1, 3).await;
+    common::write_run(&root.join(".git/runs/hidden"), 1, 4).await;
+    assert_eq!(
+        paths(&RunIndex::new(&root)),
+        ["runs/a/first", "runs/b/deeper/second", "runs/broken"]
+    );
+}
+
+#[tokio::test]
+async fn symlink_loops_end_and_escapes_are_reported() {
+    let (tmp, root) = common::campaign().await;
+    symlink(&root, root.join("runs/loop")).unwrap();
+    symlink(root.join("runs/b"), root.join("runs/b/deeper/again")).unwrap();
+    let outside = tmp.path().join("outside");
+    common::write_run(&outside.join("escaped"), 1, 5).await;
+    symlink(&outside, root.join("runs/outside-link")).unwrap();
+    symlink(
+        tmp.path().join("no-such-folder"),
+        root.join("runs/dangling"),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let list = RunIndex::new(&root).list();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let mut p: Vec<&str> = list.runs.iter().map(|r| r.path.as_str()).collect();
+    p.sort();
+    assert_eq!(
+        p,
+        ["runs/a/first", "runs/b/deeper/second", "runs/broken"],
+        "each real run once, none from outside"
+    );
+    let skipped: BTreeMap<&str, &str> = list
+        .skipped
+        .iter()
+        .map(|s| (s.path.as_str(), s.reason.as_str()))
+        .collect();
+    assert_eq!(
+        skipped.get("runs/outside-link"),
+        Some(&"symlink leads outside the campaign root")
+    );
+    assert!(
+        skipped
+            .get("runs/dangling")
+            .is_some_and(|r| r.starts_with("broken symlink")),
+        "{skipped:?}"
+    );
+}
+
+#[tokio::test]
+async fn files_that_are_not_regular_degrade_only_their_run() {
+    let (_tmp, root) = common::campaign().await;
+    // A FIFO named snapshot.json would block a naive reader forever.
+    let fifo_run = root.join("runs/fifo");
+    std::fs::create_dir_all(&fifo_run).unwrap();
+    nix::unistd::mkfifo(
+        &fifo_run.join("snapshot.json"),
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
+    // A folder where the state file should be.
+    common::write_run(&root.join("runs/dir-state"), 1, 6).await;
+    std::fs::remove_file(root.join("runs/dir-state/state.json")).unwrap();
+    std::fs::create_dir(root.join("runs/dir-state/state.json")).unwrap();
+    let list = RunIndex::new(&root).list();
+    let status = |name: &str| {
+        list.runs
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap()
+            .status
+            .clone()
+    };
+    assert_eq!(
+        status("fifo"),
+        RunStatus::Unreadable {
+            reason: "snapshot.json: not a regular file".into()
+        }
+    );
+    assert_eq!(
+        status("dir-state"),
+        RunStatus::Unreadable {
+            reason: "state.json: not a regular file".into()
+        }
+    );
+    assert_eq!(
+        status("first"),
+        RunStatus::Stopped {
+            reason: Some("finished all rounds".into())
+        }
+    );
+}
+
+#[tokio::test]
+async fn the_latest_open_is_found_behind_a_long_events_tail() {
+    let (_tmp, root) = common::campaign().await;
+    let run = root.join("runs/a/first");
+    // Resume, then a long stretch of phase events (far more than one tail chunk).
+    let mut text = format!("{{\"event\":\"resume\",\"host\":\"elsewhere\",\"pid\":42}}\n");
+    for i in 0..5_000 {
+        text.push_str(&format!("{{\"event\":\"phase\",\"phase\":\"p{i}\"}}\n"));
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(run.join("events.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+    let row = RunIndex::new(&root)
+        .list()
+        .runs
+        .into_iter()
+        .find(|r| r.name == "first")
+        .unwrap();
+    assert_eq!(
+        row.status,
+        RunStatus::Running,
+        "the resume after the stop counts"
+    );
+    assert_eq!(row.phase.as_deref(), Some("p4999"));
+    assert_eq!(
+        row.process,
+        runboard::runview::ProcessCheck::OtherHost {
+            host: "elsewhere".into(),
+            pid: 42
+        },
+        "another host's process is unknown, never gone"
+    );
+}
+
+/// Every file's bytes and modification time under `dir`.
+fn fingerprint(dir: &Path) -> BTreeMap<String, (Vec<u8>, i64, i64)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let md = std::fs::symlink_metadata(&p).unwrap();
+            if md.is_dir() {
+                stack.push(p.clone());
+                out.insert(
+                    p.display().to_string(),
+                    (Vec::new(), md.mtime(), md.mtime_nsec()),
+                );
+            } else {
+                out.insert(
+                    p.display().to_string(),
+                    (std::fs::read(&p).unwrap(), md.mtime(), md.mtime_nsec()),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn listing_changes_no_byte_and_no_mtime() {
+    let (_tmp, root) = common::campaign().await;
+    let before = fingerprint(&root);
+    let index = RunIndex::new(&root);
+    for _ in 0..3 {
+        index.list();
+        index.list_version();
+        index.find("first");
+    }
+    assert_eq!(fingerprint(&root), before);
+}
+
+#[tokio::test]
+async fn find_run_by_name_or_relative_path() {
+    let (_tmp, root) = common::campaign().await;
+    let index = RunIndex::new(&root);
+    assert_eq!(
+        index.find("second"),
+        Some(root.join("runs/b/deeper/second"))
+    );
+    assert_eq!(index.find("runs/a/first"), Some(root.join("runs/a/first")));
+    assert_eq!(index.find("nope"), None);
+}

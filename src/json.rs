@@ -1,0 +1,120 @@
+//! Strict JSON from tolerant writers.
+//!
+//! Campaign code written in Python emits `NaN`, `Infinity` and `-Infinity` for a
+//! correlation over an empty pool and the like. Those are not JSON, and a view must
+//! convert to strict JSON for the browser, so they read as `null` (seed 001). The
+//! fast path is plain `serde_json`; only bytes that fail it are rewritten.
+
+use serde::de::DeserializeOwned;
+
+/// Parses `bytes` as `T`, reading `NaN`/`Infinity`/`-Infinity` outside strings as
+/// `null`. The error is `serde_json`'s, for the original text where it is the same.
+pub fn from_slice_lenient<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {
+    match serde_json::from_slice(bytes) {
+        Ok(v) => Ok(v),
+        Err(first) => match replace_non_finite(bytes) {
+            Some(fixed) => serde_json::from_slice(&fixed),
+            None => Err(first),
+        },
+    }
+}
+
+/// Rewrites non-finite number tokens outside strings to `null`; `None` when there
+/// were none (so the caller keeps the original error).
+pub fn replace_non_finite(bytes: &[u8]) -> Option<Vec<u8>> {
+    const TOKENS: [&[u8]; 4] = [b"-Infinity", b"Infinity", b"+Infinity", b"NaN"];
+    let mut out: Option<Vec<u8>> = None;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut i = 0;
+    let mut copied_to = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        if matches!(b, b'N' | b'I' | b'-' | b'+') {
+            if let Some(tok) = TOKENS.iter().find(|t| bytes[i..].starts_with(t)) {
+                let buf = out.get_or_insert_with(|| Vec::with_capacity(bytes.len()));
+                buf.extend_from_slice(&bytes[copied_to..i]);
+                buf.extend_from_slice(b"null");
+                i += tok.len();
+                copied_to = i;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    let mut buf = out?;
+    buf.extend_from_slice(&bytes[copied_to..]);
+    Some(buf)
+}
+
+/// A short, single-line description of a parse error for a page: `line 3 column 5:
+/// expected `,` or `}``.
+pub fn describe_error(err: &serde_json::Error) -> String {
+    let what = err.to_string();
+    // serde_json appends " at line L column C"; put the place first for scanning eyes.
+    match what.rfind(" at line ") {
+        Some(at) if err.line() > 0 => format!(
+            "line {} column {}: {}",
+            err.line(),
+            err.column(),
+            &what[..at]
+        ),
+        _ => what,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn non_finite_numbers_read_as_null() {
+        let cases: [(&str, Value); 5] = [
+            (r#"{"corr": NaN}"#, json!({"corr": null})),
+            (r#"[Infinity, -Infinity, 1.5]"#, json!([null, null, 1.5])),
+            (
+                r#"{"s": "NaN stays text", "v": NaN}"#,
+                json!({"s": "NaN stays text", "v": null}),
+            ),
+            (
+                r#"{"q": "say \"NaN\"", "v": -Infinity}"#,
+                json!({"q": "say \"NaN\"", "v": null}),
+            ),
+            (r#"{"v": 2}"#, json!({"v": 2})),
+        ];
+        for (text, want) in cases {
+            let got: Value = from_slice_lenient(text.as_bytes()).unwrap();
+            assert_eq!(got, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn broken_json_keeps_its_own_error() {
+        let err = from_slice_lenient::<Value>(b"{\"a\": 1,\n  \"b\" 2}").unwrap_err();
+        let text = describe_error(&err);
+        assert!(text.starts_with("line 2 column"), "{text}");
+        assert!(text.contains("expected `:`"), "{text}");
+    }
+
+    #[test]
+    fn nothing_to_replace_is_none() {
+        assert_eq!(replace_non_finite(br#"{"a": "NaN"}"#), None);
+    }
+}

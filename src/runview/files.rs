@@ -1,0 +1,16 @@
+//! The file names of a run directory. Only this module and the server's run
+//! reader use them; everything else asks for a view.
+
+/// Marks a run directory; written on the campaign's first start.
+pub const SNAPSHOT: &str = "snapshot.json";
+/// How many rounds are written, and the last stop. Replaced atomically.
+pub const STATE: &str = "state.json";
+/// One line per trial attempt; a round is appended before the state is rewritten.
+pub const LEDGER: &str = "ledger.jsonl";
+/// What the run is doing: phase, calls, process, opens/resumes/stops, plans.
+pub const EVENTS: &str = "events.jsonl";
+/// One file per LLM call, `calls/NNNN.json`.
+pub const CALLS_DIR: &str = "calls";
+
+/// The files whose size and modification time make up a run's version, in order.
+pub const VERSIONED: [&str; 5] = [SNAPSHOT, STATE, LEDGER, EVENTS, CALLS_DIR];

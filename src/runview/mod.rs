@@ -1,0 +1,24 @@
+//! What a run directory means (seed 001).
+//!
+//! A *run directory* is what one agent campaign writes: a folder holding
+//! `snapshot.json` (written on the campaign's first start, before its first
+//! round), `state.json`, `ledger.jsonl`, `events.jsonl`, numbered call files and
+//! more (`docs/formats.md`). This module owns the meaning of those files; the
+//! server's `runview` adapter owns reading them from disk, read-only, while a
+//! writer may be appending.
+//!
+//! - [`files`] — the fixed file names.
+//! - [`records`] — the records, parsed leniently (missing fields are `None`, never
+//!   made up).
+//! - [`jsonl`] — line-oriented files that a writer may be appending to.
+//! - [`summary`] — what the run list shows of a run, and its status rules.
+//! - [`version`] — a cheap token that changes whenever a run writes.
+
+pub mod files;
+pub mod jsonl;
+pub mod records;
+pub mod summary;
+pub mod version;
+
+pub use summary::{summarise, ListInputs, ProcessCheck, RunList, RunRow, RunStatus, SkippedFolder};
+pub use version::{FileStamp, RunVersion};
