@@ -1,0 +1,69 @@
+// Shared helpers: start a real `runboard serve` (release build) and Debian's Chromium.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const workspace = join(here, '..', '..');
+export const binary = process.env.RUNBOARD_BIN ?? join(workspace, 'target', 'release', 'runboard');
+
+/** Starts `runboard serve` on a free loopback port; resolves once it prints its address. */
+export async function startServer(args = []) {
+  const data = mkdtempSync(join(tmpdir(), 'runboard-e2e-'));
+  const child = spawn(binary, ['serve', '--port', '0', '--data-dir', data, ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, RUNBOARD_TOKEN: '' },
+  });
+  const lines = createInterface({ input: child.stdout });
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('runboard serve printed no address within 60 s')), 60_000);
+    child.once('exit', (code) => reject(new Error(`runboard serve exited early with ${code}`)));
+    lines.on('line', (line) => {
+      const m = line.match(/at (http:\/\/127\.0\.0\.1:\d+)\//);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+  });
+  return {
+    url,
+    data,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM'); // the PID we started, nothing else
+        await exited;
+      }
+      rmSync(data, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Debian's Chromium, headless, in a fresh profile, without background networking. */
+export async function startBrowser() {
+  const profile = mkdtempSync(join(tmpdir(), 'runboard-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1280, height: 800 },
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Collects console errors and uncaught page errors. */
+export function watchErrors(page) {
+  const errors = [];
+  page.on('console', (msg) => { if (msg.type() === 'error') errors.push(msg.text()); });
+  page.on('pageerror', (err) => errors.push(String(err)));
+  return errors;
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Set up (idempotent) and run every test: formatting and lints, the core on
+# wasm32, unit + integration tests, and the end-to-end tests in Chromium.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$ROOT"
+scripts/setup.sh
+step() { printf '\n\033[1;34m== %s\033[0m\n' "$*"; }
+
+step "format"
+cargo fmt --all --check
+step "lints (native crates; app with ssr)"
+cargo clippy -p runboard -p server --all-targets -- -D warnings
+step "the core and the front end build for wasm32"
+cargo check -p runboard --target wasm32-unknown-unknown
+cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
+step "unit and integration tests"
+# Never build `app` with both ssr and hydrate: test the native crates only.
+cargo test -p runboard -p app -p server
+step "release build of the site"
+cargo leptos build --release
+step "end-to-end (Chromium)"
+(cd end2end && node --test tests/)
+step "all tests passed"
