@@ -137,7 +137,7 @@ async fn the_latest_open_is_found_behind_a_long_events_tail() {
     let (_tmp, root) = common::campaign().await;
     let run = root.join("runs/a/first");
     // Resume, then a long stretch of phase events (far more than one tail chunk).
-    let mut text = format!("{{\"event\":\"resume\",\"host\":\"elsewhere\",\"pid\":42}}\n");
+    let mut text = String::from("{\"event\":\"resume\",\"host\":\"elsewhere\",\"pid\":42}\n");
     for i in 0..5_000 {
         text.push_str(&format!("{{\"event\":\"phase\",\"phase\":\"p{i}\"}}\n"));
     }
