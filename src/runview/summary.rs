@@ -221,7 +221,16 @@ pub fn summarise(input: ListInputs) -> RunRow {
         }
         None => status_without_events(state.as_ref(), state_written, last_call_written),
     };
-    row.with_status(status)
+    let mut row = row.with_status(status);
+    if row.status == RunStatus::Running {
+        // Say where it runs: "alive" is only ever claimed for this host.
+        row.status_text = match &process {
+            ProcessCheck::Alive { pid, .. } => format!("running: process {pid} is alive"),
+            ProcessCheck::OtherHost { host, pid } => format!("running on {host} (process {pid}; not checked from here)"),
+            _ => "running".to_owned(),
+        };
+    }
+    row
 }
 
 /// With events, a stop counts only when a stop event follows the latest open.

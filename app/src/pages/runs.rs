@@ -39,14 +39,16 @@ pub fn RunsPage() -> impl IntoView {
         let alive_loop = alive.clone();
         on_cleanup(move || alive.store(false, Ordering::Relaxed));
         leptos::task::spawn_local(async move {
-            while alive_loop.load(Ordering::Relaxed) {
+            loop {
                 gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
-                let shown = runs.get_untracked().and_then(Result::ok).map(|l| l.version);
+                // The page may have been left while we slept: its signals are gone.
+                if !alive_loop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let shown = runs.try_get_untracked().flatten().and_then(Result::ok).map(|l| l.version);
                 if let Ok(current) = runs_version().await {
-                    if shown.as_deref() != Some(current.as_str())
-                        && alive_loop.load(Ordering::Relaxed)
-                    {
-                        refresh.update(|n| *n += 1);
+                    if shown.as_deref() != Some(current.as_str()) && alive_loop.load(Ordering::Relaxed) {
+                        refresh.try_update(|n| *n += 1);
                     }
                 }
             }
