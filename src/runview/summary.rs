@@ -226,7 +226,9 @@ pub fn summarise(input: ListInputs) -> RunRow {
         // Say where it runs: "alive" is only ever claimed for this host.
         row.status_text = match &process {
             ProcessCheck::Alive { pid, .. } => format!("running: process {pid} is alive"),
-            ProcessCheck::OtherHost { host, pid } => format!("running on {host} (process {pid}; not checked from here)"),
+            ProcessCheck::OtherHost { host, pid } => {
+                format!("running on {host} (process {pid}; not checked from here)")
+            }
             _ => "running".to_owned(),
         };
     }

@@ -45,9 +45,15 @@ pub fn RunsPage() -> impl IntoView {
                 if !alive_loop.load(Ordering::Relaxed) {
                     break;
                 }
-                let shown = runs.try_get_untracked().flatten().and_then(Result::ok).map(|l| l.version);
+                let shown = runs
+                    .try_get_untracked()
+                    .flatten()
+                    .and_then(Result::ok)
+                    .map(|l| l.version);
                 if let Ok(current) = runs_version().await {
-                    if shown.as_deref() != Some(current.as_str()) && alive_loop.load(Ordering::Relaxed) {
+                    if shown.as_deref() != Some(current.as_str())
+                        && alive_loop.load(Ordering::Relaxed)
+                    {
                         refresh.try_update(|n| *n += 1);
                     }
                 }
