@@ -20,15 +20,22 @@ pub struct CampaignConfig {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// The participants (models, players) cells may name; checked by the doctor.
+    #[serde(default)]
+    pub roster: Option<Vec<String>>,
+    /// The process cluster a batch needs (manager, rooms, players).
+    #[serde(default)]
+    pub cluster: Option<crate::drive::config::ClusterConfig>,
+    /// How cells run when there is no cluster.
+    #[serde(default)]
+    pub runner: Option<crate::drive::config::RunnerConfig>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum CampaignError {
     #[error("campaign.toml: {0}")]
     Syntax(String),
-    #[error(
-        "campaign.toml: schema_version {found} is newer than this runboard reads ({supported})"
-    )]
+    #[error("campaign.toml: schema_version {found} is newer than this runboard reads ({supported})")]
     TooNew { found: u32, supported: u32 },
     #[error("campaign.toml: name must not be empty")]
     EmptyName,
@@ -36,13 +43,17 @@ pub enum CampaignError {
 
 impl CampaignConfig {
     pub fn parse(text: &str) -> Result<Self, CampaignError> {
-        let cfg: Self =
-            toml::from_str(text).map_err(|e| CampaignError::Syntax(e.message().to_owned()))?;
+        let cfg: Self = toml::from_str(text).map_err(|e| {
+            // Say where: toml's spans are byte offsets; turn them into a line.
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let msg = e.message().trim().to_owned();
+            CampaignError::Syntax(match line {
+                Some(l) => format!("line {l}: {msg}"),
+                None => msg,
+            })
+        })?;
         if cfg.schema_version > SCHEMA_VERSION {
-            return Err(CampaignError::TooNew {
-                found: cfg.schema_version,
-                supported: SCHEMA_VERSION,
-            });
+            return Err(CampaignError::TooNew { found: cfg.schema_version, supported: SCHEMA_VERSION });
         }
         if cfg.name.trim().is_empty() {
             return Err(CampaignError::EmptyName);
@@ -56,6 +67,9 @@ impl CampaignConfig {
             schema_version: SCHEMA_VERSION,
             name: folder_name.to_owned(),
             description: String::new(),
+            roster: None,
+            cluster: None,
+            runner: None,
         }
     }
 }
@@ -66,8 +80,7 @@ mod tests {
 
     #[test]
     fn parses_a_minimal_config_and_ignores_unknown_keys() {
-        let cfg =
-            CampaignConfig::parse("schema_version = 1\nname = \"demo\"\n[later]\nx = 1\n").unwrap();
+        let cfg = CampaignConfig::parse("schema_version = 1\nname = \"demo\"\n[later]\nx = 1\n").unwrap();
         assert_eq!(cfg.name, "demo");
         assert_eq!(cfg.description, "");
     }
@@ -76,10 +89,7 @@ mod tests {
     fn refusals_say_why() {
         let cases = [
             ("name = \"x\"", "missing field `schema_version`"),
-            (
-                "schema_version = 9\nname = \"x\"",
-                "newer than this runboard reads",
-            ),
+            ("schema_version = 9\nname = \"x\"", "newer than this runboard reads"),
             ("schema_version = 1\nname = \" \"", "name must not be empty"),
             ("schema_version = 1\nname = ", "campaign.toml:"),
         ];

@@ -69,12 +69,7 @@ pub fn describe_error(err: &serde_json::Error) -> String {
     let what = err.to_string();
     // serde_json appends " at line L column C"; put the place first for scanning eyes.
     match what.rfind(" at line ") {
-        Some(at) if err.line() > 0 => format!(
-            "line {} column {}: {}",
-            err.line(),
-            err.column(),
-            &what[..at]
-        ),
+        Some(at) if err.line() > 0 => format!("line {} column {}: {}", err.line(), err.column(), &what[..at]),
         _ => what,
     }
 }
@@ -89,14 +84,8 @@ mod tests {
         let cases: [(&str, Value); 5] = [
             (r#"{"corr": NaN}"#, json!({"corr": null})),
             (r#"[Infinity, -Infinity, 1.5]"#, json!([null, null, 1.5])),
-            (
-                r#"{"s": "NaN stays text", "v": NaN}"#,
-                json!({"s": "NaN stays text", "v": null}),
-            ),
-            (
-                r#"{"q": "say \"NaN\"", "v": -Infinity}"#,
-                json!({"q": "say \"NaN\"", "v": null}),
-            ),
+            (r#"{"s": "NaN stays text", "v": NaN}"#, json!({"s": "NaN stays text", "v": null})),
+            (r#"{"q": "say \"NaN\"", "v": -Infinity}"#, json!({"q": "say \"NaN\"", "v": null})),
             (r#"{"v": 2}"#, json!({"v": 2})),
         ];
         for (text, want) in cases {

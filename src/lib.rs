@@ -15,8 +15,10 @@
 //! - [`timefmt`] — timestamps as they appear in records and on pages.
 
 pub mod campaign;
+pub mod drive;
 pub mod json;
 pub mod runview;
+pub mod spec;
 pub mod timefmt;
 
 pub use timefmt::Timestamp;

@@ -93,12 +93,7 @@ mod tests {
     #[test]
     fn ago_uses_the_largest_whole_unit() {
         let now = Timestamp(10_000_000_000);
-        let cases = [
-            (5_000, "5 s ago"),
-            (180_000, "3 min ago"),
-            (7_200_000, "2 h ago"),
-            (4 * 86_400_000, "4 d ago"),
-        ];
+        let cases = [(5_000, "5 s ago"), (180_000, "3 min ago"), (7_200_000, "2 h ago"), (4 * 86_400_000, "4 d ago")];
         for (delta, want) in cases {
             assert_eq!(ago(Timestamp(now.0 - delta), now), want);
         }

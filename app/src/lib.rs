@@ -41,10 +41,7 @@ pub fn App() -> impl IntoView {
     // end-to-end tests wait for it, and it cannot be set by server rendering.
     Effect::new(move |_| {
         #[cfg(feature = "hydrate")]
-        if let Some(body) = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.body())
-        {
+        if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
             let _ = body.set_attribute("data-hydrated", "true");
         }
     });

@@ -21,19 +21,14 @@ pub struct StaticFiles {
 
 impl StaticFiles {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self {
-            root: root.into(),
-            etags: Mutex::new(HashMap::new()),
-        }
+        Self { root: root.into(), etags: Mutex::new(HashMap::new()) }
     }
 
     /// The file for a request path, `None` when the path leaves the folder or
     /// names no file.
     pub fn resolve(&self, uri_path: &str) -> Option<PathBuf> {
         let rel = Path::new(uri_path.trim_start_matches('/'));
-        if rel.as_os_str().is_empty()
-            || rel.components().any(|c| !matches!(c, Component::Normal(_)))
-        {
+        if rel.as_os_str().is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
             return None;
         }
         let path = self.root.join(rel);
@@ -67,12 +62,7 @@ impl StaticFiles {
     fn etag(&self, path: &Path, bytes: &[u8]) -> String {
         use std::os::unix::fs::MetadataExt;
         let stamp = std::fs::metadata(path)
-            .map(|m| {
-                (
-                    m.len(),
-                    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-                )
-            })
+            .map(|m| (m.len(), i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())))
             .ok();
         let mut cache = self.etags.lock().unwrap_or_else(|p| p.into_inner());
         if let (Some((len, mtime)), Some((l, m, tag))) = (stamp, cache.get(path)) {

@@ -27,8 +27,7 @@ pub async fn guard(State(access): State<Access>, req: Request, next: Next) -> Re
     let Some(token) = access.token.as_deref() else {
         return next.run(req).await;
     };
-    if bearer(&req).is_some_and(|t| same(t, token)) || cookie(&req).is_some_and(|t| same(t, token))
-    {
+    if bearer(&req).is_some_and(|t| same(t, token)) || cookie(&req).is_some_and(|t| same(t, token)) {
         return next.run(req).await;
     }
     if let Some(given) = query_token(req.uri()) {
@@ -60,26 +59,16 @@ fn foreign_origin(req: &Request) -> Option<String> {
         return Some("refused: a state-changing request from another site".to_owned());
     }
     let origin = headers.get(header::ORIGIN)?.to_str().unwrap_or("");
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
     let own = [format!("http://{host}"), format!("https://{host}")];
     if host.is_empty() || !own.iter().any(|o| o == origin) {
-        return Some(format!(
-            "refused: Origin {origin} is not this server (http://{host})"
-        ));
+        return Some(format!("refused: Origin {origin} is not this server (http://{host})"));
     }
     None
 }
 
 fn bearer(req: &Request) -> Option<&str> {
-    req.headers()
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::trim)
+    req.headers().get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ").map(str::trim)
 }
 
 fn cookie(req: &Request) -> Option<&str> {
@@ -92,19 +81,12 @@ fn cookie(req: &Request) -> Option<&str> {
 }
 
 fn query_token(uri: &Uri) -> Option<String> {
-    uri.query()?
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("token="))
-        .map(str::to_owned)
+    uri.query()?.split('&').find_map(|kv| kv.strip_prefix("token=")).map(str::to_owned)
 }
 
 fn without_token(uri: &Uri) -> String {
-    let rest: Vec<&str> = uri
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|kv| !kv.is_empty() && !kv.starts_with("token="))
-        .collect();
+    let rest: Vec<&str> =
+        uri.query().unwrap_or("").split('&').filter(|kv| !kv.is_empty() && !kv.starts_with("token=")).collect();
     if rest.is_empty() {
         uri.path().to_owned()
     } else {
@@ -114,9 +96,5 @@ fn without_token(uri: &Uri) -> String {
 
 /// Compares without an early exit, so timing does not reveal a token prefix.
 fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

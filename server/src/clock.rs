@@ -3,8 +3,6 @@
 use runboard::Timestamp;
 
 pub fn now() -> Timestamp {
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     Timestamp(since.as_millis() as i64)
 }

@@ -18,31 +18,19 @@ impl LocalConsole {
     /// Opens the campaign at `root` (which must exist). A missing `campaign.toml`
     /// names the campaign after its folder; a broken one is an error.
     pub fn open(root: &Path, demo: bool) -> anyhow::Result<Self> {
-        let root = std::fs::canonicalize(root)
-            .map_err(|e| anyhow::anyhow!("campaign root {}: {e}", root.display()))?;
+        let root = std::fs::canonicalize(root).map_err(|e| anyhow::anyhow!("campaign root {}: {e}", root.display()))?;
         if !root.is_dir() {
             anyhow::bail!("campaign root {} is not a folder", root.display());
         }
         let cfg = match std::fs::read_to_string(root.join(CONFIG_FILE)) {
-            Ok(text) => CampaignConfig::parse(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", root.display()))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => CampaignConfig::unnamed(
-                &root
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            ),
+            Ok(text) => CampaignConfig::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", root.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                CampaignConfig::unnamed(&root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
+            }
             Err(e) => anyhow::bail!("{}: {e}", root.join(CONFIG_FILE).display()),
         };
-        let info = CampaignInfo {
-            name: cfg.name,
-            root: root.to_string_lossy().into_owned(),
-            demo,
-        };
-        Ok(Self {
-            info,
-            runs: RunIndex::new(root),
-        })
+        let info = CampaignInfo { name: cfg.name, root: root.to_string_lossy().into_owned(), demo };
+        Ok(Self { info, runs: RunIndex::new(root) })
     }
 
     pub fn root(&self) -> PathBuf {

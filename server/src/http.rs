@@ -70,14 +70,8 @@ pub fn app(state: AppState) -> Router {
             move || app::shell(leptos.clone()),
         )
         .fallback(static_or_404)
-        .layer(middleware::from_fn_with_state(
-            state.access.clone(),
-            auth::guard,
-        ))
-        .layer(middleware::from_fn_with_state(
-            state.last_request.clone(),
-            note_request,
-        ))
+        .layer(middleware::from_fn_with_state(state.access.clone(), auth::guard))
+        .layer(middleware::from_fn_with_state(state.last_request.clone(), note_request))
         .with_state(state)
 }
 
@@ -90,12 +84,7 @@ async fn blocking<T: Send + 'static>(
     doing: &'static str,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, AppError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| AppError::Internal {
-            doing,
-            detail: e.to_string(),
-        })
+    tokio::task::spawn_blocking(f).await.map_err(|e| AppError::Internal { doing, detail: e.to_string() })
 }
 
 async fn campaign(State(s): State<AppState>) -> impl IntoResponse {
@@ -105,26 +94,17 @@ async fn campaign(State(s): State<AppState>) -> impl IntoResponse {
 
 async fn runs(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
     let console = s.console.clone();
-    Ok(Json(
-        blocking("listing runs", move || console.runs().list()).await?,
-    ))
+    Ok(Json(blocking("listing runs", move || console.runs().list()).await?))
 }
 
 async fn runs_version(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
     let console = s.console.clone();
-    let version = blocking("reading the run list version", move || {
-        console.runs().list_version()
-    })
-    .await?;
+    let version = blocking("reading the run list version", move || console.runs().list_version()).await?;
     Ok(Json(json!({ "version": version })))
 }
 
 async fn api_not_found(req: Request) -> AppError {
-    AppError::NotFound(format!(
-        "no API endpoint {} {}",
-        req.method(),
-        req.uri().path()
-    ))
+    AppError::NotFound(format!("no API endpoint {} {}", req.method(), req.uri().path()))
 }
 
 async fn static_or_404(State(s): State<AppState>, headers: HeaderMap, req: Request) -> Response {

@@ -9,11 +9,7 @@ use server::serve::{serve, Ended, ServeOptions};
 use server::simulate::{simulate_run, SimEnd, SimOptions};
 
 #[derive(Parser)]
-#[command(
-    name = "runboard",
-    version,
-    about = "Run, watch and steer experiment campaigns."
-)]
+#[command(name = "runboard", version, about = "Run, watch and steer experiment campaigns.")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -89,10 +85,7 @@ enum RunsCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("RUNBOARD_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("RUNBOARD_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
     let rt = match tokio::runtime::Runtime::new() {
@@ -113,55 +106,22 @@ fn main() -> ExitCode {
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve {
-            root,
-            host,
-            port,
-            idle_minutes,
-            token,
-            data_dir,
-            site_root,
-        } => {
-            let ended = serve(ServeOptions {
-                root,
-                host,
-                port,
-                idle_minutes,
-                token,
-                data_dir,
-                site_root,
-            })
-            .await?;
+        Command::Serve { root, host, port, idle_minutes, token, data_dir, site_root } => {
+            let ended = serve(ServeOptions { root, host, port, idle_minutes, token, data_dir, site_root }).await?;
             if ended == Ended::Idle {
                 println!("runboard: stopped after being idle");
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Runs {
-            command: RunsCommand::List { root, json },
-        } => {
-            anyhow::ensure!(
-                root.is_dir(),
-                "campaign root {} does not exist or is not a folder",
-                root.display()
-            );
-            let list =
-                tokio::task::spawn_blocking(move || server::runview::RunIndex::new(root).list())
-                    .await?;
+        Command::Runs { command: RunsCommand::List { root, json } } => {
+            anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
+            let list = tokio::task::spawn_blocking(move || server::runview::RunIndex::new(root).list()).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
                 for r in &list.runs {
-                    let when = r
-                        .last_written
-                        .map(|t| t.to_display())
-                        .unwrap_or_else(|| "never".into());
-                    println!(
-                        "{when}  {:<12} {}  {}",
-                        r.status.label(),
-                        r.path,
-                        r.status_text
-                    );
+                    let when = r.last_written.map(|t| t.to_display()).unwrap_or_else(|| "never".into());
+                    println!("{when}  {:<12} {}  {}", r.status.label(), r.path, r.status_text);
                 }
                 for s in &list.skipped {
                     println!("skipped {}: {}", s.path, s.reason);
@@ -169,29 +129,11 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::SimulateRun {
-            dir,
-            rounds,
-            slots,
-            step_ms,
-            seed,
-            model,
-            resume,
-            crash_after,
-            exit_with_parent,
-        } => {
-            let opts = SimOptions {
-                rounds,
-                slots,
-                step: Duration::from_millis(step_ms),
-                seed,
-                model,
-                resume,
-                crash_after,
-            };
+        Command::SimulateRun { dir, rounds, slots, step_ms, seed, model, resume, crash_after, exit_with_parent } => {
+            let opts =
+                SimOptions { rounds, slots, step: Duration::from_millis(step_ms), seed, model, resume, crash_after };
             let stop = async move {
-                let mut term =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
                 let parent_gone = async {
                     match exit_with_parent {
                         Some(pid) => loop {

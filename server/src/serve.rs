@@ -35,8 +35,7 @@ pub fn parse_host(host: &str) -> anyhow::Result<IpAddr> {
     if host == "localhost" {
         return Ok(IpAddr::from([127, 0, 0, 1]));
     }
-    host.parse()
-        .with_context(|| format!("--host {host:?} is not an IP address (try 127.0.0.1)"))
+    host.parse().with_context(|| format!("--host {host:?} is not an IP address (try 127.0.0.1)"))
 }
 
 pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
@@ -51,11 +50,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
 
     let (root, demo, writer) = match &opts.root {
         Some(root) => {
-            anyhow::ensure!(
-                root.is_dir(),
-                "campaign root {} does not exist or is not a folder",
-                root.display()
-            );
+            anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
             (root.clone(), false, None)
         }
         None => {
@@ -81,13 +76,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         Err(e) => return Err(e).with_context(|| format!("binding {addr}")),
     };
     let local = listener.local_addr()?;
-    let state = AppState::new(
-        leptos,
-        console,
-        Access {
-            token: token.clone(),
-        },
-    );
+    let state = AppState::new(leptos, console, Access { token: token.clone() });
     let last_request = state.last_request.clone();
     let shutdown = CancellationToken::new();
     let ended = std::sync::Arc::new(std::sync::Mutex::new(Ended::Signal));
@@ -96,8 +85,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
@@ -120,10 +108,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
                 }
                 let quiet = crate::clock::now().millis() - last_request.load(Ordering::Relaxed);
                 if quiet >= idle_ms {
-                    eprintln!(
-                        "runboard: no request for {} min; exiting (--idle-minutes)",
-                        opts.idle_minutes
-                    );
+                    eprintln!("runboard: no request for {} min; exiting (--idle-minutes)", opts.idle_minutes);
                     *ended.lock().unwrap_or_else(|p| p.into_inner()) = Ended::Idle;
                     shutdown.cancel();
                     return;
@@ -133,21 +118,11 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     }
 
     let url = format!("http://{local}/");
-    println!(
-        "runboard: serving {} ({}) at {url}",
-        if demo {
-            "the demo campaign"
-        } else {
-            "campaign"
-        },
-        root.display()
-    );
+    println!("runboard: serving {} ({}) at {url}", if demo { "the demo campaign" } else { "campaign" }, root.display());
     if token.is_some() {
         println!("runboard: token required; open {url}?token=<token> once in your browser");
     }
-    let result = axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-        .await;
+    let result = axum::serve(listener, app(state)).with_graceful_shutdown(shutdown.clone().cancelled_owned()).await;
     if let Some(w) = writer {
         w.stop().await;
     }

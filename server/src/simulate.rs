@@ -82,10 +82,7 @@ struct Writer {
 
 impl Writer {
     fn append(&self, file: &str, value: &Value) -> std::io::Result<()> {
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(file))?;
+        let mut f = OpenOptions::new().create(true).append(true).open(self.dir.join(file))?;
         let mut line = serde_json::to_vec(value)?;
         line.push(b'\n');
         f.write_all(&line)
@@ -98,12 +95,7 @@ impl Writer {
         self.append(files::EVENTS, &fields)
     }
 
-    fn state(
-        &self,
-        rounds_written: u32,
-        opened_at: &str,
-        last_stop: Option<(&str, &str)>,
-    ) -> std::io::Result<()> {
+    fn state(&self, rounds_written: u32, opened_at: &str, last_stop: Option<(&str, &str)>) -> std::io::Result<()> {
         let state = json!({
             "schema_version": 1,
             "rounds_written": rounds_written,
@@ -111,19 +103,13 @@ impl Writer {
             "updated_at": now(),
             "last_stop": last_stop.map(|(at, reason)| json!({"at": at, "reason": reason})),
         });
-        write_atomic(
-            &self.dir.join(files::STATE),
-            &serde_json::to_vec_pretty(&state)?,
-        )
+        write_atomic(&self.dir.join(files::STATE), &serde_json::to_vec_pretty(&state)?)
     }
 
     fn call(&mut self, round: u32, slot: u32, purpose: &str, model: &str) -> std::io::Result<u64> {
         self.calls += 1;
         let n = self.calls;
-        self.event(
-            "call_start",
-            json!({"call": n, "round": round, "slots": [slot], "purpose": purpose}),
-        )?;
+        self.event("call_start", json!({"call": n, "round": round, "slots": [slot], "purpose": purpose}))?;
         let prompt = self.rng.range(900, 4000);
         let completion = self.rng.range(150, 1400);
         let reasoning = self.rng.range(0, 900);
@@ -146,10 +132,7 @@ impl Writer {
             &serde_json::to_vec_pretty(&record)?,
         )?;
         let total = prompt + completion + reasoning;
-        self.event(
-            "call_end",
-            json!({"call": n, "round": round, "tokens": total, "truncated": truncated}),
-        )?;
+        self.event("call_end", json!({"call": n, "round": round, "tokens": total, "truncated": truncated}))?;
         Ok(total)
     }
 }
@@ -163,21 +146,14 @@ pub async fn simulate_run(
 ) -> anyhow::Result<SimEnd> {
     tokio::pin!(stop);
     fs::create_dir_all(dir)?;
-    let mut w = Writer {
-        dir: dir.to_path_buf(),
-        rng: Rng(opts.seed.max(1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
-        calls: 0,
-    };
+    let mut w =
+        Writer { dir: dir.to_path_buf(), rng: Rng(opts.seed.max(1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1), calls: 0 };
     let mut start_round = 1;
     if opts.resume {
-        let state: Value = fs::read(dir.join(files::STATE))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null);
+        let state: Value =
+            fs::read(dir.join(files::STATE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
         start_round = state["rounds_written"].as_u64().unwrap_or(0) as u32 + 1;
-        w.calls = fs::read_dir(dir.join(files::CALLS_DIR))
-            .map(|d| d.count() as u32)
-            .unwrap_or(0);
+        w.calls = fs::read_dir(dir.join(files::CALLS_DIR)).map(|d| d.count() as u32).unwrap_or(0);
     } else {
         let snapshot = json!({
             "schema_version": 1,
@@ -188,31 +164,23 @@ pub async fn simulate_run(
             "operator_file": "operators.py",
             "datasets": [{"name": "daily_bars", "intraday": false}],
         });
-        write_atomic(
-            &dir.join(files::SNAPSHOT),
-            &serde_json::to_vec_pretty(&snapshot)?,
-        )?;
+        write_atomic(&dir.join(files::SNAPSHOT), &serde_json::to_vec_pretty(&snapshot)?)?;
     }
     let opened_at = now();
-    let host = nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_default();
+    let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
     let kind = if opts.resume { "resume" } else { "open" };
-    w.event(kind, json!({"host": host, "pid": std::process::id(), "settings": {"model": opts.model, "correlation_limit": 0.7}}))?;
+    w.event(
+        kind,
+        json!({"host": host, "pid": std::process::id(), "settings": {"model": opts.model, "correlation_limit": 0.7}}),
+    )?;
     if !opts.resume {
         w.state(0, &opened_at, None)?;
     }
     let mut previous_stop: Option<(String, String)> = None;
     if opts.resume {
-        let state: Value = fs::read(dir.join(files::STATE))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null);
-        if let (Some(at), Some(reason)) = (
-            state["last_stop"]["at"].as_str(),
-            state["last_stop"]["reason"].as_str(),
-        ) {
+        let state: Value =
+            fs::read(dir.join(files::STATE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
+        if let (Some(at), Some(reason)) = (state["last_stop"]["at"].as_str(), state["last_stop"]["reason"].as_str()) {
             previous_stop = Some((at.to_owned(), reason.to_owned()));
         }
     }
@@ -247,11 +215,7 @@ pub async fn simulate_run(
             let tokens = w.call(round, slot, "propose", &opts.model)?;
             pause!();
             let t = (w.rng.unit() * 6.0) - 1.0;
-            let corr = if w.rng.unit() < 0.1 {
-                f64::NAN
-            } else {
-                w.rng.unit()
-            };
+            let corr = if w.rng.unit() < 0.1 { f64::NAN } else { w.rng.unit() };
             let outcome = match w.rng.range(0, 9) {
                 0 => {
                     json!({"stage": "gate", "refused": format!("rewrite of factor f{} (shared subtree)", w.rng.range(1, 9))})
@@ -274,10 +238,7 @@ pub async fn simulate_run(
         w.event("phase", json!({"phase": "admit", "round": round}))?;
         if opts.crash_after == Some(round.saturating_sub(1)) && round > 1 {
             // A crash mid-append: half a line, no newline, no state, no stop.
-            let mut f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join(files::LEDGER))?;
+            let mut f = OpenOptions::new().create(true).append(true).open(dir.join(files::LEDGER))?;
             let line = serde_json::to_vec(&trials[0])?;
             f.write_all(&line[..line.len() / 2])?;
             return Ok(SimEnd::Crashed);
@@ -291,21 +252,11 @@ pub async fn simulate_run(
                           round + 1, trials.iter().filter(|t| t["outcome"]["accepted"] == true).count()))?;
         rounds_written = round;
         // A resumed run keeps its previous stop in the state until it stops again.
-        w.state(
-            rounds_written,
-            &opened_at,
-            previous_stop
-                .as_ref()
-                .map(|(a, r)| (a.as_str(), r.as_str())),
-        )?;
+        w.state(rounds_written, &opened_at, previous_stop.as_ref().map(|(a, r)| (a.as_str(), r.as_str())))?;
         pause!();
     }
     let at = now();
     w.event("stop", json!({"reason": "finished all rounds"}))?;
-    w.state(
-        rounds_written,
-        &opened_at,
-        Some((&at, "finished all rounds")),
-    )?;
+    w.state(rounds_written, &opened_at, Some((&at, "finished all rounds")))?;
     Ok(SimEnd::Finished)
 }

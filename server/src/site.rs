@@ -16,8 +16,8 @@ pub const LEPTOS_TOML: &str = include_str!("../../Leptos.toml");
 /// then `LEPTOS_SITE_ROOT`, then the `site` folder beside the binary's target
 /// folder, then the one in the workspace this binary was built from.
 pub fn options(site_root: Option<&Path>) -> anyhow::Result<LeptosOptions> {
-    let mut opts = leptos_config::get_config_from_str(LEPTOS_TOML)
-        .map_err(|e| anyhow::anyhow!("Leptos.toml (embedded): {e}"))?;
+    let mut opts =
+        leptos_config::get_config_from_str(LEPTOS_TOML).map_err(|e| anyhow::anyhow!("Leptos.toml (embedded): {e}"))?;
     let root = match site_root {
         Some(p) => p.to_path_buf(),
         None => match std::env::var_os("LEPTOS_SITE_ROOT") {
@@ -31,17 +31,13 @@ pub fn options(site_root: Option<&Path>) -> anyhow::Result<LeptosOptions> {
 }
 
 fn default_site_root(configured: &str) -> PathBuf {
-    let beside_binary = std::env::current_exe().ok().and_then(|exe| {
-        exe.parent()
-            .and_then(Path::parent)
-            .map(|target| target.join("site"))
-    });
+    let beside_binary = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().and_then(Path::parent).map(|target| target.join("site")));
     if let Some(dir) = beside_binary.filter(|d| d.join("pkg").is_dir()) {
         return dir;
     }
-    let built_from = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(configured);
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(configured);
     if built_from.join("pkg").is_dir() {
         return built_from;
     }
@@ -60,18 +56,8 @@ mod tests {
         let file = &file["package"]["metadata"]["leptos"];
         let cargo: toml::Value = toml::from_str(include_str!("../../Cargo.toml")).unwrap();
         let meta = &cargo["workspace"]["metadata"]["leptos"][0];
-        for key in [
-            "output-name",
-            "site-root",
-            "site-pkg-dir",
-            "site-addr",
-            "reload-port",
-        ] {
-            assert_eq!(
-                file.get(key),
-                meta.get(key),
-                "{key} differs between Leptos.toml and Cargo.toml"
-            );
+        for key in ["output-name", "site-root", "site-pkg-dir", "site-addr", "reload-port"] {
+            assert_eq!(file.get(key), meta.get(key), "{key} differs between Leptos.toml and Cargo.toml");
         }
     }
 

@@ -55,11 +55,7 @@ fn request(addr: &str, head: &str) -> (u16, String) {
     write!(s, "{head}Host: {addr}\r\nConnection: close\r\n\r\n").unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
-    let code = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
+    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     (code, text)
 }
 
@@ -75,11 +71,7 @@ fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitSt
 }
 
 fn run_fails(args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .env_remove("RUNBOARD_TOKEN")
-        .output()
-        .unwrap();
+    let out = Command::new(BIN).args(args).env_remove("RUNBOARD_TOKEN").output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{args:?} should fail with 2");
     String::from_utf8(out.stderr).unwrap()
 }
@@ -88,19 +80,11 @@ fn run_fails(args: &[&str]) -> String {
 async fn idle_watchdog_exits_after_the_quiet_period() {
     let (tmp, root) = common::campaign().await;
     let site = common::site(tmp.path());
-    let mut s = serve(
-        &["--root", root.to_str().unwrap(), "--idle-minutes", "0.02"],
-        &site,
-    );
+    let mut s = serve(&["--root", root.to_str().unwrap(), "--idle-minutes", "0.02"], &site);
     let status = wait_exit(&mut s.child, Duration::from_secs(15)).expect("exited when idle");
     assert!(status.success(), "{status:?}");
     let mut err = String::new();
-    s.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    s.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(err.contains("no request for 0.02 min; exiting"), "{err}");
 }
 
@@ -108,43 +92,22 @@ async fn idle_watchdog_exits_after_the_quiet_period() {
 async fn requests_keep_the_idle_watchdog_away_and_zero_disables_it() {
     let (tmp, root) = common::campaign().await;
     let site = common::site(tmp.path());
-    let mut busy = serve(
-        &["--root", root.to_str().unwrap(), "--idle-minutes", "0.05"],
-        &site,
-    );
-    let mut off = serve(
-        &["--root", root.to_str().unwrap(), "--idle-minutes", "0"],
-        &site,
-    );
+    let mut busy = serve(&["--root", root.to_str().unwrap(), "--idle-minutes", "0.05"], &site);
+    let mut off = serve(&["--root", root.to_str().unwrap(), "--idle-minutes", "0"], &site);
     // 0.05 min = 3 s; ask every 0.5 s for 5 s.
     for _ in 0..10 {
-        assert_eq!(
-            request(&busy.addr, "GET /api/runs/version HTTP/1.1\r\n").0,
-            200
-        );
+        assert_eq!(request(&busy.addr, "GET /api/runs/version HTTP/1.1\r\n").0, 200);
         std::thread::sleep(Duration::from_millis(500));
     }
-    assert!(
-        busy.child.try_wait().unwrap().is_none(),
-        "busy server stayed up"
-    );
-    assert!(
-        off.child.try_wait().unwrap().is_none(),
-        "watchdog disabled by 0"
-    );
-    assert!(
-        wait_exit(&mut busy.child, Duration::from_secs(15)).is_some(),
-        "exits once requests stop"
-    );
+    assert!(busy.child.try_wait().unwrap().is_none(), "busy server stayed up");
+    assert!(off.child.try_wait().unwrap().is_none(), "watchdog disabled by 0");
+    assert!(wait_exit(&mut busy.child, Duration::from_secs(15)).is_some(), "exits once requests stop");
 }
 
 #[test]
 fn a_non_loopback_address_without_a_token_is_refused() {
     let err = run_fails(&["serve", "--host", "0.0.0.0", "--root", "."]);
-    assert!(
-        err.contains("binding 0.0.0.0") && err.contains("--token or RUNBOARD_TOKEN"),
-        "{err}"
-    );
+    assert!(err.contains("binding 0.0.0.0") && err.contains("--token or RUNBOARD_TOKEN"), "{err}");
     let err = run_fails(&["serve", "--host", "not-an-ip"]);
     assert!(err.contains("is not an IP address"), "{err}");
 }
@@ -152,17 +115,11 @@ fn a_non_loopback_address_without_a_token_is_refused() {
 #[test]
 fn a_missing_root_and_a_port_in_use_say_so() {
     let err = run_fails(&["serve", "--root", "/definitely/not/here"]);
-    assert!(
-        err.contains("campaign root /definitely/not/here does not exist"),
-        "{err}"
-    );
+    assert!(err.contains("campaign root /definitely/not/here does not exist"), "{err}");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
     let err = run_fails(&["serve", "--root", ".", "--port", &port]);
-    assert!(
-        err.contains(&format!("port {port} on 127.0.0.1 is already in use")),
-        "{err}"
-    );
+    assert!(err.contains(&format!("port {port} on 127.0.0.1 is already in use")), "{err}");
 }
 
 #[tokio::test]
@@ -170,25 +127,15 @@ async fn foreign_origin_posts_are_refused_and_assets_revalidate_over_http() {
     let (tmp, root) = common::campaign().await;
     let site = common::site(tmp.path());
     let s = serve(&["--root", root.to_str().unwrap()], &site);
-    let (code, text) = request(
-        &s.addr,
-        "POST /sfn/runs HTTP/1.1\r\nOrigin: http://evil.example\r\nContent-Length: 0\r\n",
-    );
+    let (code, text) =
+        request(&s.addr, "POST /sfn/runs HTTP/1.1\r\nOrigin: http://evil.example\r\nContent-Length: 0\r\n");
     assert_eq!(code, 403, "{text}");
     assert!(text.contains("is not this server"));
     let (code, text) = request(&s.addr, "GET /pkg/runboard.js HTTP/1.1\r\n");
     assert_eq!(code, 200);
-    let etag = text
-        .lines()
-        .find_map(|l| l.strip_prefix("etag: "))
-        .expect("etag header")
-        .trim()
-        .to_owned();
+    let etag = text.lines().find_map(|l| l.strip_prefix("etag: ")).expect("etag header").trim().to_owned();
     assert!(text.to_lowercase().contains("cache-control: no-cache"));
-    let (code, _) = request(
-        &s.addr,
-        &format!("GET /pkg/runboard.js HTTP/1.1\r\nIf-None-Match: {etag}\r\n"),
-    );
+    let (code, _) = request(&s.addr, &format!("GET /pkg/runboard.js HTTP/1.1\r\nIf-None-Match: {etag}\r\n"));
     assert_eq!(code, 304);
 }
 
@@ -214,11 +161,7 @@ fn the_demo_serves_a_live_run_and_sigterm_stops_server_and_writer() {
     let mut s = serve(&["--data-dir", data.to_str().unwrap()], &site);
     let (code, body) = request(&s.addr, "GET /api/runs HTTP/1.1\r\n");
     assert_eq!(code, 200);
-    for want in [
-        "runs/live/explore-qwen",
-        "runs/batch-b/broken-snapshot",
-        "\"interrupted\"",
-    ] {
+    for want in ["runs/live/explore-qwen", "runs/batch-b/broken-snapshot", "\"interrupted\""] {
         assert!(body.contains(want), "demo lacks {want}");
     }
     let live = data.join("demo/runs/live/explore-qwen");
@@ -230,47 +173,23 @@ fn the_demo_serves_a_live_run_and_sigterm_stops_server_and_writer() {
     let (_, v2) = request(&s.addr, "GET /api/runs/version HTTP/1.1\r\n");
     assert_ne!(v1.lines().last(), v2.lines().last(), "the live run wrote");
 
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(s.child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(s.child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     let status = wait_exit(&mut s.child, Duration::from_secs(10)).expect("server exits on SIGTERM");
     assert!(status.success(), "{status:?}");
-    assert!(
-        pids_mentioning(live.to_str().unwrap()).is_empty(),
-        "the writer is gone too"
-    );
+    assert!(pids_mentioning(live.to_str().unwrap()).is_empty(), "the writer is gone too");
     let events = std::fs::read_to_string(live.join("events.jsonl")).unwrap();
-    assert!(
-        events
-            .lines()
-            .last()
-            .unwrap()
-            .contains("\"event\":\"stop\""),
-        "the writer recorded its stop"
-    );
+    assert!(events.lines().last().unwrap().contains("\"event\":\"stop\""), "the writer recorded its stop");
 }
 
 #[tokio::test]
 async fn runs_list_prints_every_run() {
     let (_tmp, root) = common::campaign().await;
-    let out = Command::new(BIN)
-        .args(["runs", "list", "--root"])
-        .arg(&root)
-        .output()
-        .unwrap();
+    let out = Command::new(BIN).args(["runs", "list", "--root"]).arg(&root).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 3, "{text}");
-    assert!(
-        text.contains("unreadable   runs/broken  unreadable: snapshot.json: line 1 column"),
-        "{text}"
-    );
-    let out = Command::new(BIN)
-        .args(["runs", "list", "--root", "/no/such/root"])
-        .output()
-        .unwrap();
+    assert!(text.contains("unreadable   runs/broken  unreadable: snapshot.json: line 1 column"), "{text}");
+    let out = Command::new(BIN).args(["runs", "list", "--root", "/no/such/root"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
 }

@@ -14,19 +14,10 @@ use tower::ServiceExt;
 fn state(root: &std::path::Path, site: &std::path::Path, token: Option<&str>) -> AppState {
     let leptos = server::site::options(Some(site)).unwrap();
     let console = LocalConsole::open(root, false).unwrap();
-    AppState::new(
-        leptos,
-        console,
-        Access {
-            token: token.map(str::to_owned),
-        },
-    )
+    AppState::new(leptos, console, Access { token: token.map(str::to_owned) })
 }
 
-async fn send(
-    state: &AppState,
-    req: Request<Body>,
-) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+async fn send(state: &AppState, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
     let res = app(state.clone()).oneshot(req).await.unwrap();
     let status = res.status();
     let headers = res.headers().clone();
@@ -35,10 +26,7 @@ async fn send(
 }
 
 fn get(uri: &str) -> Request<Body> {
-    Request::get(uri)
-        .header(header::HOST, "127.0.0.1:8850")
-        .body(Body::empty())
-        .unwrap()
+    Request::get(uri).header(header::HOST, "127.0.0.1:8850").body(Body::empty()).unwrap()
 }
 
 #[tokio::test]
@@ -56,18 +44,12 @@ async fn api_runs_lists_every_run_latest_first_with_unreadable_reason() {
     let broken = runs.iter().find(|r| r["name"] == "broken").unwrap();
     assert_eq!(broken["status"]["kind"], "unreadable");
     let reason = broken["status"]["reason"].as_str().unwrap();
-    assert!(
-        reason.starts_with("snapshot.json: line 1 column"),
-        "{reason}"
-    );
+    assert!(reason.starts_with("snapshot.json: line 1 column"), "{reason}");
     let second = runs.iter().find(|r| r["name"] == "second").unwrap();
     assert_eq!(second["status"]["kind"], "stopped");
     assert_eq!(second["rounds_written"], 3);
     // latest written first
-    let times: Vec<i64> = runs
-        .iter()
-        .map(|r| r["last_written"].as_i64().unwrap())
-        .collect();
+    let times: Vec<i64> = runs.iter().map(|r| r["last_written"].as_i64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
 }
 
@@ -75,23 +57,11 @@ async fn api_runs_lists_every_run_latest_first_with_unreadable_reason() {
 async fn the_list_version_changes_when_a_run_appears_and_matches_the_list() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), None);
-    let version = |body: Vec<u8>| {
-        serde_json::from_slice::<Value>(&body).unwrap()["version"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let version =
+        |body: Vec<u8>| serde_json::from_slice::<Value>(&body).unwrap()["version"].as_str().unwrap().to_owned();
     let v1 = version(send(&st, get("/api/runs/version")).await.2);
-    assert_eq!(
-        v1,
-        version(send(&st, get("/api/runs")).await.2),
-        "list and version endpoint agree"
-    );
-    assert_eq!(
-        v1,
-        version(send(&st, get("/api/runs/version")).await.2),
-        "stable while nothing changes"
-    );
+    assert_eq!(v1, version(send(&st, get("/api/runs")).await.2), "list and version endpoint agree");
+    assert_eq!(v1, version(send(&st, get("/api/runs/version")).await.2), "stable while nothing changes");
     common::write_run(&root.join("runs/new"), 1, 9).await;
     let v2 = version(send(&st, get("/api/runs/version")).await.2);
     assert_ne!(v1, v2);
@@ -129,11 +99,7 @@ async fn the_runs_page_is_rendered_on_the_server_with_its_rows() {
     assert_eq!(status, StatusCode::OK);
     let html = String::from_utf8(body).unwrap();
     assert!(html.contains("/pkg/runboard.js"), "hydration script linked");
-    for want in [
-        "runs/a/first",
-        "runs/b/deeper/second",
-        "unreadable: snapshot.json: line 1 column",
-    ] {
+    for want in ["runs/a/first", "runs/b/deeper/second", "unreadable: snapshot.json: line 1 column"] {
         assert!(html.contains(want), "page lacks {want:?}");
     }
 }
@@ -149,12 +115,8 @@ async fn static_files_revalidate_with_etag_and_304() {
     assert_eq!(headers[header::CACHE_CONTROL], "no-cache");
     assert_eq!(headers[header::CONTENT_TYPE], "text/javascript");
     let etag = headers[header::ETAG].to_str().unwrap().to_owned();
-    let revalidate = |tag: &str| {
-        Request::get("/pkg/runboard.js")
-            .header(header::IF_NONE_MATCH, tag)
-            .body(Body::empty())
-            .unwrap()
-    };
+    let revalidate =
+        |tag: &str| Request::get("/pkg/runboard.js").header(header::IF_NONE_MATCH, tag).body(Body::empty()).unwrap();
     let (status, headers, body) = send(&st, revalidate(&etag)).await;
     assert_eq!(status, StatusCode::NOT_MODIFIED);
     assert!(body.is_empty());
@@ -165,10 +127,7 @@ async fn static_files_revalidate_with_etag_and_304() {
     assert_eq!(status, StatusCode::OK);
     assert_ne!(headers[header::ETAG].to_str().unwrap(), etag);
     // Paths that leave the site root are not files.
-    assert_eq!(
-        send(&st, get("/pkg/../../campaign/campaign.toml")).await.0,
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(send(&st, get("/pkg/../../campaign/campaign.toml")).await.0, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]
@@ -184,14 +143,9 @@ async fn state_changing_requests_from_another_origin_are_refused() {
     };
     let (status, _, body) = send(&st, post(Some("http://evil.example"))).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    assert!(
-        String::from_utf8_lossy(&body).contains("Origin http://evil.example is not this server")
-    );
+    assert!(String::from_utf8_lossy(&body).contains("Origin http://evil.example is not this server"));
     // Same origin, and tools that send no Origin, pass the guard (then 404 here).
-    assert_eq!(
-        send(&st, post(Some("http://127.0.0.1:8850"))).await.0,
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(send(&st, post(Some("http://127.0.0.1:8850"))).await.0, StatusCode::NOT_FOUND);
     assert_eq!(send(&st, post(None)).await.0, StatusCode::NOT_FOUND);
 }
 
@@ -199,19 +153,10 @@ async fn state_changing_requests_from_another_origin_are_refused() {
 async fn a_token_guards_every_request_and_a_link_sets_a_cookie() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), Some("s3cret"));
-    assert_eq!(
-        send(&st, get("/api/runs")).await.0,
-        StatusCode::UNAUTHORIZED
-    );
-    assert_eq!(
-        send(&st, get("/pkg/runboard.js")).await.0,
-        StatusCode::UNAUTHORIZED
-    );
+    assert_eq!(send(&st, get("/api/runs")).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(send(&st, get("/pkg/runboard.js")).await.0, StatusCode::UNAUTHORIZED);
     let bearer = |t: &str| {
-        Request::get("/api/runs")
-            .header(header::AUTHORIZATION, format!("Bearer {t}"))
-            .body(Body::empty())
-            .unwrap()
+        Request::get("/api/runs").header(header::AUTHORIZATION, format!("Bearer {t}")).body(Body::empty()).unwrap()
     };
     assert_eq!(send(&st, bearer("wrong")).await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(send(&st, bearer("s3cret")).await.0, StatusCode::OK);
@@ -219,17 +164,9 @@ async fn a_token_guards_every_request_and_a_link_sets_a_cookie() {
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(headers[header::LOCATION], "/runs?status=running");
     let cookie = headers[header::SET_COOKIE].to_str().unwrap();
-    assert!(
-        cookie.starts_with("runboard_token=s3cret;") && cookie.contains("HttpOnly"),
-        "{cookie}"
-    );
-    let with_cookie = Request::get("/api/runs")
-        .header(header::COOKIE, "a=b; runboard_token=s3cret")
-        .body(Body::empty())
-        .unwrap();
+    assert!(cookie.starts_with("runboard_token=s3cret;") && cookie.contains("HttpOnly"), "{cookie}");
+    let with_cookie =
+        Request::get("/api/runs").header(header::COOKIE, "a=b; runboard_token=s3cret").body(Body::empty()).unwrap();
     assert_eq!(send(&st, with_cookie).await.0, StatusCode::OK);
-    assert_eq!(
-        send(&st, get("/runs?token=nope")).await.0,
-        StatusCode::UNAUTHORIZED
-    );
+    assert_eq!(send(&st, get("/runs?token=nope")).await.0, StatusCode::UNAUTHORIZED);
 }

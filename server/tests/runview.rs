@@ -30,10 +30,7 @@ async fn a_warm_relist_of_an_unchanged_tree_parses_no_file() {
     common::write_run(&root.join("runs/a/first"), 3, 1).await;
     let third = index.list();
     let reparsed = index.files_parsed() - cold;
-    assert!(
-        (1..=3).contains(&reparsed),
-        "re-parsed {reparsed} files for one changed run"
-    );
+    assert!((1..=3).contains(&reparsed), "re-parsed {reparsed} files for one changed run");
     assert_ne!(third.version, second.version);
 }
 
@@ -42,10 +39,7 @@ async fn a_run_directorys_own_subfolders_are_not_searched_and_hidden_folders_are
     let (_tmp, root) = common::campaign().await;
     common::write_run(&root.join("runs/a/first/nested-copy"), 1, 3).await;
     common::write_run(&root.join(".git/runs/hidden"), 1, 4).await;
-    assert_eq!(
-        paths(&RunIndex::new(&root)),
-        ["runs/a/first", "runs/b/deeper/second", "runs/broken"]
-    );
+    assert_eq!(paths(&RunIndex::new(&root)), ["runs/a/first", "runs/b/deeper/second", "runs/broken"]);
 }
 
 #[tokio::test]
@@ -56,36 +50,16 @@ async fn symlink_loops_end_and_escapes_are_reported() {
     let outside = tmp.path().join("outside");
     common::write_run(&outside.join("escaped"), 1, 5).await;
     symlink(&outside, root.join("runs/outside-link")).unwrap();
-    symlink(
-        tmp.path().join("no-such-folder"),
-        root.join("runs/dangling"),
-    )
-    .unwrap();
+    symlink(tmp.path().join("no-such-folder"), root.join("runs/dangling")).unwrap();
     let started = Instant::now();
     let list = RunIndex::new(&root).list();
     assert!(started.elapsed() < Duration::from_secs(5));
     let mut p: Vec<&str> = list.runs.iter().map(|r| r.path.as_str()).collect();
     p.sort();
-    assert_eq!(
-        p,
-        ["runs/a/first", "runs/b/deeper/second", "runs/broken"],
-        "each real run once, none from outside"
-    );
-    let skipped: BTreeMap<&str, &str> = list
-        .skipped
-        .iter()
-        .map(|s| (s.path.as_str(), s.reason.as_str()))
-        .collect();
-    assert_eq!(
-        skipped.get("runs/outside-link"),
-        Some(&"symlink leads outside the campaign root")
-    );
-    assert!(
-        skipped
-            .get("runs/dangling")
-            .is_some_and(|r| r.starts_with("broken symlink")),
-        "{skipped:?}"
-    );
+    assert_eq!(p, ["runs/a/first", "runs/b/deeper/second", "runs/broken"], "each real run once, none from outside");
+    let skipped: BTreeMap<&str, &str> = list.skipped.iter().map(|s| (s.path.as_str(), s.reason.as_str())).collect();
+    assert_eq!(skipped.get("runs/outside-link"), Some(&"symlink leads outside the campaign root"));
+    assert!(skipped.get("runs/dangling").is_some_and(|r| r.starts_with("broken symlink")), "{skipped:?}");
 }
 
 #[tokio::test]
@@ -94,42 +68,16 @@ async fn files_that_are_not_regular_degrade_only_their_run() {
     // A FIFO named snapshot.json would block a naive reader forever.
     let fifo_run = root.join("runs/fifo");
     std::fs::create_dir_all(&fifo_run).unwrap();
-    nix::unistd::mkfifo(
-        &fifo_run.join("snapshot.json"),
-        nix::sys::stat::Mode::S_IRWXU,
-    )
-    .unwrap();
+    nix::unistd::mkfifo(&fifo_run.join("snapshot.json"), nix::sys::stat::Mode::S_IRWXU).unwrap();
     // A folder where the state file should be.
     common::write_run(&root.join("runs/dir-state"), 1, 6).await;
     std::fs::remove_file(root.join("runs/dir-state/state.json")).unwrap();
     std::fs::create_dir(root.join("runs/dir-state/state.json")).unwrap();
     let list = RunIndex::new(&root).list();
-    let status = |name: &str| {
-        list.runs
-            .iter()
-            .find(|r| r.name == name)
-            .unwrap()
-            .status
-            .clone()
-    };
-    assert_eq!(
-        status("fifo"),
-        RunStatus::Unreadable {
-            reason: "snapshot.json: not a regular file".into()
-        }
-    );
-    assert_eq!(
-        status("dir-state"),
-        RunStatus::Unreadable {
-            reason: "state.json: not a regular file".into()
-        }
-    );
-    assert_eq!(
-        status("first"),
-        RunStatus::Stopped {
-            reason: Some("finished all rounds".into())
-        }
-    );
+    let status = |name: &str| list.runs.iter().find(|r| r.name == name).unwrap().status.clone();
+    assert_eq!(status("fifo"), RunStatus::Unreadable { reason: "snapshot.json: not a regular file".into() });
+    assert_eq!(status("dir-state"), RunStatus::Unreadable { reason: "state.json: not a regular file".into() });
+    assert_eq!(status("first"), RunStatus::Stopped { reason: Some("finished all rounds".into()) });
 }
 
 #[tokio::test]
@@ -141,29 +89,14 @@ async fn the_latest_open_is_found_behind_a_long_events_tail() {
     for i in 0..5_000 {
         text.push_str(&format!("{{\"event\":\"phase\",\"phase\":\"p{i}\"}}\n"));
     }
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(run.join("events.jsonl"))
-        .unwrap();
+    let mut f = std::fs::OpenOptions::new().append(true).open(run.join("events.jsonl")).unwrap();
     std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
-    let row = RunIndex::new(&root)
-        .list()
-        .runs
-        .into_iter()
-        .find(|r| r.name == "first")
-        .unwrap();
-    assert_eq!(
-        row.status,
-        RunStatus::Running,
-        "the resume after the stop counts"
-    );
+    let row = RunIndex::new(&root).list().runs.into_iter().find(|r| r.name == "first").unwrap();
+    assert_eq!(row.status, RunStatus::Running, "the resume after the stop counts");
     assert_eq!(row.phase.as_deref(), Some("p4999"));
     assert_eq!(
         row.process,
-        runboard::runview::ProcessCheck::OtherHost {
-            host: "elsewhere".into(),
-            pid: 42
-        },
+        runboard::runview::ProcessCheck::OtherHost { host: "elsewhere".into(), pid: 42 },
         "another host's process is unknown, never gone"
     );
 }
@@ -178,15 +111,9 @@ fn fingerprint(dir: &Path) -> BTreeMap<String, (Vec<u8>, i64, i64)> {
             let md = std::fs::symlink_metadata(&p).unwrap();
             if md.is_dir() {
                 stack.push(p.clone());
-                out.insert(
-                    p.display().to_string(),
-                    (Vec::new(), md.mtime(), md.mtime_nsec()),
-                );
+                out.insert(p.display().to_string(), (Vec::new(), md.mtime(), md.mtime_nsec()));
             } else {
-                out.insert(
-                    p.display().to_string(),
-                    (std::fs::read(&p).unwrap(), md.mtime(), md.mtime_nsec()),
-                );
+                out.insert(p.display().to_string(), (std::fs::read(&p).unwrap(), md.mtime(), md.mtime_nsec()));
             }
         }
     }
@@ -210,10 +137,7 @@ async fn listing_changes_no_byte_and_no_mtime() {
 async fn find_run_by_name_or_relative_path() {
     let (_tmp, root) = common::campaign().await;
     let index = RunIndex::new(&root);
-    assert_eq!(
-        index.find("second"),
-        Some(root.join("runs/b/deeper/second"))
-    );
+    assert_eq!(index.find("second"), Some(root.join("runs/b/deeper/second")));
     assert_eq!(index.find("runs/a/first"), Some(root.join("runs/a/first")));
     assert_eq!(index.find("nope"), None);
 }

@@ -59,10 +59,7 @@ mod tests {
 
     #[test]
     fn tail_chunks_drop_their_first_line_unless_at_file_start() {
-        assert_eq!(
-            tail_lines(b"x\"}\n{\"b\":1}\n", 100),
-            vec![&b"{\"b\":1}"[..]]
-        );
+        assert_eq!(tail_lines(b"x\"}\n{\"b\":1}\n", 100), vec![&b"{\"b\":1}"[..]]);
         assert_eq!(tail_lines(b"{\"a\":0}\n{\"b\":1}\n", 0).len(), 2);
     }
 }

@@ -103,8 +103,6 @@ impl StateFile {
         self.opened_at.as_deref().and_then(Timestamp::parse_rfc3339)
     }
     pub fn updated_at(&self) -> Option<Timestamp> {
-        self.updated_at
-            .as_deref()
-            .and_then(Timestamp::parse_rfc3339)
+        self.updated_at.as_deref().and_then(Timestamp::parse_rfc3339)
     }
 }

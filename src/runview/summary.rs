@@ -100,11 +100,7 @@ impl EventsTail {
                 tail.last_open = Some(ev);
             } else if ev.is_stop() {
                 tail.stop_after_open = Some(ev);
-            } else if let Some(phase) = ev
-                .phase
-                .clone()
-                .filter(|_| ev.event == super::records::PHASE_EVENT)
-            {
+            } else if let Some(phase) = ev.phase.clone().filter(|_| ev.event == super::records::PHASE_EVENT) {
                 tail.last_phase = Some(phase);
             }
         }
@@ -238,9 +234,7 @@ pub fn summarise(input: ListInputs) -> RunRow {
 /// With events, a stop counts only when a stop event follows the latest open.
 fn status_with_events(ev: &EventsTail, process: &ProcessCheck, has_state: bool) -> RunStatus {
     if let Some(stop) = &ev.stop_after_open {
-        return RunStatus::Stopped {
-            reason: stop.reason.clone(),
-        };
+        return RunStatus::Stopped { reason: stop.reason.clone() };
     }
     if ev.last_open.is_none() && !has_state {
         return RunStatus::Starting;
@@ -278,9 +272,7 @@ fn status_without_events(
         _ => false,
     };
     if written_after_open && !call_after_state {
-        RunStatus::Stopped {
-            reason: stop.reason.clone(),
-        }
+        RunStatus::Stopped { reason: stop.reason.clone() }
     } else {
         RunStatus::Running
     }
@@ -297,11 +289,7 @@ impl RunRow {
 /// Orders rows latest written first; rows never written (unreadable ones may be)
 /// go last; ties by path so the order is stable.
 pub fn sort_latest_first(rows: &mut [RunRow]) {
-    rows.sort_by(|a, b| {
-        b.last_written
-            .cmp(&a.last_written)
-            .then_with(|| a.path.cmp(&b.path))
-    });
+    rows.sort_by(|a, b| b.last_written.cmp(&a.last_written).then_with(|| a.path.cmp(&b.path)));
 }
 
 #[cfg(test)]
@@ -337,10 +325,7 @@ mod tests {
             rounds_written: 2,
             opened_at: Some(opened.into()),
             updated_at: Some(updated.into()),
-            last_stop: stop.then(|| Stop {
-                at: Some(updated.into()),
-                reason: Some("budget".into()),
-            }),
+            last_stop: stop.then(|| Stop { at: Some(updated.into()), reason: Some("budget".into()) }),
             ..StateFile::default()
         }
     }
@@ -352,10 +337,7 @@ mod tests {
 {"event":"phase","phase":"evaluate"}
 {"event":"stop","reason":"done"}"#,
         );
-        assert_eq!(
-            stopped.stop_after_open.as_ref().unwrap().reason.as_deref(),
-            Some("done")
-        );
+        assert_eq!(stopped.stop_after_open.as_ref().unwrap().reason.as_deref(), Some("done"));
         let resumed = lines(
             r#"{"event":"open","host":"h","pid":1}
 {"event":"stop","reason":"done"}
@@ -369,18 +351,9 @@ mod tests {
 
     #[test]
     fn status_table_with_events() {
-        let alive = ProcessCheck::Alive {
-            host: "h".into(),
-            pid: 2,
-        };
-        let gone = ProcessCheck::Gone {
-            host: "h".into(),
-            pid: 2,
-        };
-        let elsewhere = ProcessCheck::OtherHost {
-            host: "x".into(),
-            pid: 2,
-        };
+        let alive = ProcessCheck::Alive { host: "h".into(), pid: 2 };
+        let gone = ProcessCheck::Gone { host: "h".into(), pid: 2 };
+        let elsewhere = ProcessCheck::OtherHost { host: "x".into(), pid: 2 };
         let open = r#"{"event":"open","host":"h","pid":2}"#;
         let stop = "{\"event\":\"open\"}\n{\"event\":\"stop\",\"reason\":\"finished\"}";
         let cases: Vec<(&str, ProcessCheck, bool, RunStatus)> = vec![
@@ -389,14 +362,7 @@ mod tests {
             (open, elsewhere.clone(), true, RunStatus::Running),
             (open, alive, false, RunStatus::Starting),
             (open, gone, false, RunStatus::Interrupted { pid: 2 }),
-            (
-                stop,
-                elsewhere,
-                true,
-                RunStatus::Stopped {
-                    reason: Some("finished".into()),
-                },
-            ),
+            (stop, elsewhere, true, RunStatus::Stopped { reason: Some("finished".into()) }),
             ("", ProcessCheck::NotRecorded, false, RunStatus::Starting),
         ];
         for (text, process, has_state, want) in cases {
@@ -406,11 +372,7 @@ mod tests {
             if has_state {
                 i.state = Some(Ok(StateFile::default()));
             }
-            assert_eq!(
-                summarise(i).status,
-                want,
-                "{text} / {process:?} / state {has_state}"
-            );
+            assert_eq!(summarise(i).status, want, "{text} / {process:?} / state {has_state}");
         }
     }
 
@@ -419,9 +381,7 @@ mod tests {
         let t0 = "2026-11-30T09:00:00Z";
         let t1 = "2026-11-30T09:10:00Z";
         let t2 = "2026-11-30T09:20:00Z";
-        let stopped = RunStatus::Stopped {
-            reason: Some("budget".into()),
-        };
+        let stopped = RunStatus::Stopped { reason: Some("budget".into()) };
         // (state, state mtime, newest call, expected)
         let cases = [
             (state(t0, t1, true), t1, None, stopped.clone()),
@@ -448,23 +408,16 @@ mod tests {
         i.snapshot = Err("snapshot.json: line 1 column 2: expected value".into());
         let row = summarise(i);
         assert_eq!(row.status.label(), "unreadable");
-        assert_eq!(
-            row.status_text,
-            "unreadable: snapshot.json: line 1 column 2: expected value"
-        );
+        assert_eq!(row.status_text, "unreadable: snapshot.json: line 1 column 2: expected value");
         let mut i = inputs();
         i.state = Some(Err("state.json: EOF".into()));
-        assert_eq!(
-            summarise(i).status,
-            RunStatus::Unreadable {
-                reason: "state.json: EOF".into()
-            }
-        );
+        assert_eq!(summarise(i).status, RunStatus::Unreadable { reason: "state.json: EOF".into() });
     }
 
     #[test]
     fn broken_event_lines_are_counted_not_fatal() {
-        let tail = lines("{\"event\":\"open\",\"pid\":1}\nnot json\n{\"event\":\"phase\",\"phase\":\"judge\",\"score\":NaN}");
+        let tail =
+            lines("{\"event\":\"open\",\"pid\":1}\nnot json\n{\"event\":\"phase\",\"phase\":\"judge\",\"score\":NaN}");
         assert_eq!(tail.bad_lines, 1);
         assert_eq!(tail.last_phase.as_deref(), Some("judge"));
     }
@@ -477,12 +430,7 @@ mod tests {
             i.last_written = t.map(Timestamp);
             summarise(i)
         };
-        let mut rows = vec![
-            row("a", Some(1)),
-            row("c", None),
-            row("b", Some(5)),
-            row("a2", Some(5)),
-        ];
+        let mut rows = vec![row("a", Some(1)), row("c", None), row("b", Some(5)), row("a2", Some(5))];
         sort_latest_first(&mut rows);
         let order: Vec<_> = rows.iter().map(|r| r.path.as_str()).collect();
         assert_eq!(order, ["a2", "b", "a", "c"]);

@@ -83,22 +83,11 @@ mod tests {
 
     #[test]
     fn any_stat_change_changes_the_version() {
-        let base = FileStamp {
-            len: 10,
-            mtime_ns: 1_000,
-            dev: 1,
-            ino: 7,
-        };
+        let base = FileStamp { len: 10, mtime_ns: 1_000, dev: 1, ino: 7 };
         let v0 = RunVersion::of_files(&[Some(base), None]);
         let variants = [
             [Some(FileStamp { len: 11, ..base }), None],
-            [
-                Some(FileStamp {
-                    mtime_ns: 1_001,
-                    ..base
-                }),
-                None,
-            ],
+            [Some(FileStamp { mtime_ns: 1_001, ..base }), None],
             [Some(FileStamp { ino: 8, ..base }), None],
             [Some(base), Some(base)],
             [None, Some(base)],
@@ -114,9 +103,6 @@ mod tests {
         let a = RunVersion::of_list([("a", "1"), ("b", "2")]);
         assert_ne!(a, RunVersion::of_list([("a", "1")]));
         assert_ne!(a, RunVersion::of_list([("a", "1"), ("b", "3")]));
-        assert_ne!(
-            RunVersion::of_list([("ab", "")]),
-            RunVersion::of_list([("a", "b")])
-        );
+        assert_ne!(RunVersion::of_list([("ab", "")]), RunVersion::of_list([("a", "b")]));
     }
 }

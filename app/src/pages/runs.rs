@@ -16,13 +16,7 @@ use crate::api::runs_version;
 #[cfg(feature = "hydrate")]
 const POLL_MS: u32 = 2_000;
 
-const STATUSES: [&str; 5] = [
-    "starting",
-    "running",
-    "stopped",
-    "interrupted",
-    "unreadable",
-];
+const STATUSES: [&str; 5] = ["starting", "running", "stopped", "interrupted", "unreadable"];
 
 #[component]
 pub fn RunsPage() -> impl IntoView {
@@ -45,15 +39,9 @@ pub fn RunsPage() -> impl IntoView {
                 if !alive_loop.load(Ordering::Relaxed) {
                     break;
                 }
-                let shown = runs
-                    .try_get_untracked()
-                    .flatten()
-                    .and_then(Result::ok)
-                    .map(|l| l.version);
+                let shown = runs.try_get_untracked().flatten().and_then(Result::ok).map(|l| l.version);
                 if let Ok(current) = runs_version().await {
-                    if shown.as_deref() != Some(current.as_str())
-                        && alive_loop.load(Ordering::Relaxed)
-                    {
+                    if shown.as_deref() != Some(current.as_str()) && alive_loop.load(Ordering::Relaxed) {
                         refresh.try_update(|n| *n += 1);
                     }
                 }

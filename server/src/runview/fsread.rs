@@ -16,12 +16,7 @@ pub const MAX_WHOLE_FILE: u64 = 64 << 20;
 /// be stat'ed (a dangling link).
 pub fn stamp_of(path: &Path) -> Option<FileStamp> {
     let md = fs::metadata(path).ok()?;
-    Some(FileStamp {
-        len: md.len(),
-        mtime_ns: mtime_ns(&md),
-        dev: md.dev(),
-        ino: md.ino(),
-    })
+    Some(FileStamp { len: md.len(), mtime_ns: mtime_ns(&md), dev: md.dev(), ino: md.ino() })
 }
 
 pub fn mtime_ns(md: &fs::Metadata) -> i128 {
@@ -40,11 +35,7 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
         return Err("not a regular file".to_owned());
     }
     if md.len() > MAX_WHOLE_FILE {
-        return Err(format!(
-            "{} bytes is larger than the {} MiB a list reads",
-            md.len(),
-            MAX_WHOLE_FILE >> 20
-        ));
+        return Err(format!("{} bytes is larger than the {} MiB a list reads", md.len(), MAX_WHOLE_FILE >> 20));
     }
     fs::read(path).map_err(|e| e.to_string())
 }
@@ -78,10 +69,7 @@ pub struct ProcessProbe {
 
 impl ProcessProbe {
     pub fn this_host() -> Self {
-        let host = nix::unistd::gethostname()
-            .ok()
-            .and_then(|h| h.into_string().ok())
-            .unwrap_or_default();
+        let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
         Self { host }
     }
 

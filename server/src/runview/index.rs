@@ -12,9 +12,7 @@ use runboard::runview::files::{self, VERSIONED};
 use runboard::runview::jsonl::tail_lines;
 use runboard::runview::records::{Snapshot, StateFile};
 use runboard::runview::summary::{sort_latest_first, EventsTail};
-use runboard::runview::{
-    summarise, FileStamp, ListInputs, ProcessCheck, RunList, RunRow, RunVersion, SkippedFolder,
-};
+use runboard::runview::{summarise, FileStamp, ListInputs, ProcessCheck, RunList, RunRow, RunVersion, SkippedFolder};
 
 use super::fsread::{open_regular, read_regular, read_tail, stamp_of, stamp_time, ProcessProbe};
 
@@ -48,12 +46,7 @@ impl RunIndex {
     }
 
     pub fn with_probe(root: impl Into<PathBuf>, probe: ProcessProbe) -> Self {
-        Self {
-            root: root.into(),
-            probe,
-            cache: Mutex::new(HashMap::new()),
-            parses: AtomicU64::new(0),
-        }
+        Self { root: root.into(), probe, cache: Mutex::new(HashMap::new()), parses: AtomicU64::new(0) }
     }
 
     pub fn root(&self) -> &Path {
@@ -87,24 +80,16 @@ impl RunIndex {
         *self.cache.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
         // The list's version is over rows in path order, as `list_version` computes it.
         rows.sort_by(|a, b| a.path.cmp(&b.path));
-        let version =
-            RunVersion::of_list(rows.iter().map(|r| (r.path.as_str(), r.version.as_str()))).0;
+        let version = RunVersion::of_list(rows.iter().map(|r| (r.path.as_str(), r.version.as_str()))).0;
         sort_latest_first(&mut rows);
-        RunList {
-            runs: rows,
-            skipped,
-            version,
-            generated_at: crate::clock::now(),
-        }
+        RunList { runs: rows, skipped, version, generated_at: crate::clock::now() }
     }
 
     /// The version of the whole list, from directory walks and `stat` alone.
     pub fn list_version(&self) -> String {
         let (dirs, _) = find_run_dirs(&self.root);
-        let mut pairs: Vec<(String, String)> = dirs
-            .iter()
-            .map(|d| (self.relative(d), RunVersion::of_files(&stamps_of(d)).0))
-            .collect();
+        let mut pairs: Vec<(String, String)> =
+            dirs.iter().map(|d| (self.relative(d), RunVersion::of_files(&stamps_of(d)).0)).collect();
         pairs.sort();
         RunVersion::of_list(pairs.iter().map(|(p, v)| (p.as_str(), v.as_str()))).0
     }
@@ -114,40 +99,22 @@ impl RunIndex {
     pub fn find(&self, name: &str) -> Option<PathBuf> {
         let (dirs, _) = find_run_dirs(&self.root);
         let by_path = dirs.iter().find(|d| self.relative(d) == name);
-        by_path
-            .or_else(|| {
-                dirs.iter()
-                    .find(|d| d.file_name().is_some_and(|n| n == name))
-            })
-            .cloned()
+        by_path.or_else(|| dirs.iter().find(|d| d.file_name().is_some_and(|n| n == name))).cloned()
     }
 
     fn relative(&self, dir: &Path) -> String {
         let rel = dir.strip_prefix(&self.root).unwrap_or(dir);
-        rel.components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/")
+        rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
     }
 
     fn parse(&self, dir: &Path, stamps: [Option<FileStamp>; 5]) -> Parsed {
         let snapshot = self.parse_json::<Snapshot>(&dir.join(files::SNAPSHOT), files::SNAPSHOT);
-        let state =
-            stamps[1].map(|_| self.parse_json::<StateFile>(&dir.join(files::STATE), files::STATE));
+        let state = stamps[1].map(|_| self.parse_json::<StateFile>(&dir.join(files::STATE), files::STATE));
         let events = stamps[3].map(|_| self.events_tail(&dir.join(files::EVENTS)));
-        Parsed {
-            stamps,
-            snapshot,
-            state,
-            events,
-        }
+        Parsed { stamps, snapshot, state, events }
     }
 
-    fn parse_json<T: serde::de::DeserializeOwned>(
-        &self,
-        path: &Path,
-        label: &str,
-    ) -> Result<T, String> {
+    fn parse_json<T: serde::de::DeserializeOwned>(&self, path: &Path, label: &str) -> Result<T, String> {
         self.parses.fetch_add(1, Ordering::Relaxed);
         let bytes = read_regular(path).map_err(|e| format!("{label}: {e}"))?;
         from_slice_lenient(&bytes).map_err(|e| format!("{label}: {}", describe_error(&e)))
@@ -159,8 +126,7 @@ impl RunIndex {
         let (mut file, len) = open_regular(path).map_err(|e| format!("{}: {e}", files::EVENTS))?;
         let mut chunk = EVENTS_TAIL_CHUNK;
         loop {
-            let (bytes, start) =
-                read_tail(&mut file, len, chunk).map_err(|e| format!("{}: {e}", files::EVENTS))?;
+            let (bytes, start) = read_tail(&mut file, len, chunk).map_err(|e| format!("{}: {e}", files::EVENTS))?;
             let tail = EventsTail::from_lines(tail_lines(&bytes, start));
             if tail.last_open.is_some() || start == 0 {
                 return Ok(tail);
@@ -192,10 +158,7 @@ impl RunIndex {
             None => ProcessCheck::NotRecorded,
         };
         let inputs = ListInputs {
-            name: dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            name: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
             path: self.relative(dir),
             snapshot: parsed.snapshot.clone(),
             state: parsed.state.clone(),
@@ -231,20 +194,12 @@ pub fn find_run_dirs(root: &Path) -> (Vec<PathBuf>, Vec<SkippedFolder>) {
     let mut seen: HashSet<(u64, u64)> = HashSet::new();
     let real_root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let mut stack = vec![(root.to_path_buf(), 0usize)];
-    let rel = |p: &Path| {
-        p.strip_prefix(root)
-            .unwrap_or(p)
-            .to_string_lossy()
-            .into_owned()
-    };
+    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).to_string_lossy().into_owned();
     while let Some((dir, depth)) = stack.pop() {
         let md = match fs::metadata(&dir) {
             Ok(md) => md,
             Err(e) => {
-                skipped.push(SkippedFolder {
-                    path: rel(&dir),
-                    reason: e.to_string(),
-                });
+                skipped.push(SkippedFolder { path: rel(&dir), reason: e.to_string() });
                 continue;
             }
         };
@@ -261,10 +216,7 @@ pub fn find_run_dirs(root: &Path) -> (Vec<PathBuf>, Vec<SkippedFolder>) {
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) => {
-                skipped.push(SkippedFolder {
-                    path: rel(&dir),
-                    reason: e.to_string(),
-                });
+                skipped.push(SkippedFolder { path: rel(&dir), reason: e.to_string() });
                 continue;
             }
         };
@@ -279,18 +231,13 @@ pub fn find_run_dirs(root: &Path) -> (Vec<PathBuf>, Vec<SkippedFolder>) {
                 stack.push((path, depth + 1));
             } else if ft.is_symlink() {
                 match fs::canonicalize(&path) {
-                    Ok(target) if target.is_dir() && target.starts_with(&real_root) => {
-                        stack.push((path, depth + 1))
-                    }
+                    Ok(target) if target.is_dir() && target.starts_with(&real_root) => stack.push((path, depth + 1)),
                     Ok(target) if target.is_dir() => skipped.push(SkippedFolder {
                         path: rel(&path),
                         reason: "symlink leads outside the campaign root".into(),
                     }),
                     Ok(_) => {}
-                    Err(e) => skipped.push(SkippedFolder {
-                        path: rel(&path),
-                        reason: format!("broken symlink: {e}"),
-                    }),
+                    Err(e) => skipped.push(SkippedFolder { path: rel(&path), reason: format!("broken symlink: {e}") }),
                 }
             }
         }

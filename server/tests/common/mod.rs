@@ -8,16 +8,8 @@ use server::simulate::{simulate_run, SimEnd, SimOptions};
 
 /// Writes a whole simulated run into `dir` (no pauses), in this process.
 pub async fn write_run(dir: &Path, rounds: u32, seed: u64) -> SimEnd {
-    let opts = SimOptions {
-        rounds,
-        slots: 2,
-        step: Duration::ZERO,
-        seed,
-        ..SimOptions::default()
-    };
-    simulate_run(dir, &opts, std::future::pending())
-        .await
-        .expect("simulated run")
+    let opts = SimOptions { rounds, slots: 2, step: Duration::ZERO, seed, ..SimOptions::default() };
+    simulate_run(dir, &opts, std::future::pending()).await.expect("simulated run")
 }
 
 /// A campaign root with two finished runs, one nested deeper, and a broken one.
@@ -25,20 +17,12 @@ pub async fn campaign() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("campaign");
     std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(
-        root.join("campaign.toml"),
-        "schema_version = 1\nname = \"test campaign\"\n",
-    )
-    .unwrap();
+    std::fs::write(root.join("campaign.toml"), "schema_version = 1\nname = \"test campaign\"\n").unwrap();
     write_run(&root.join("runs/a/first"), 2, 1).await;
     write_run(&root.join("runs/b/deeper/second"), 3, 2).await;
     let broken = root.join("runs/broken");
     std::fs::create_dir_all(&broken).unwrap();
-    std::fs::write(
-        broken.join("snapshot.json"),
-        "{\"schema_version\": 1, \"settings\": [",
-    )
-    .unwrap();
+    std::fs::write(broken.join("snapshot.json"), "{\"schema_version\": 1, \"settings\": [").unwrap();
     (tmp, root)
 }
 

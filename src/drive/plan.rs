@@ -1,0 +1,83 @@
+//! Which cells a batch still has to run, and how a command template is filled.
+
+use std::collections::BTreeMap;
+
+use super::records::{CellRecord, CellStatus};
+use crate::spec::Cell;
+
+/// The cells of `planned` that no completion record marks done, in plan order.
+/// A failed, stopped or still-"running" (interrupted) cell runs again.
+pub fn remaining<'a>(planned: &'a [Cell], records: &BTreeMap<String, CellRecord>) -> Vec<&'a Cell> {
+    planned.iter().filter(|c| !records.get(&c.id).is_some_and(|r| matches!(r.status, CellStatus::Done))).collect()
+}
+
+/// Replaces `{name}` in each argument with `vars[name]`. A `{name}` with no value
+/// is an error naming it, so a typo never runs a command with a literal brace.
+pub fn fill(template: &[String], vars: &BTreeMap<String, String>) -> Result<Vec<String>, String> {
+    template
+        .iter()
+        .map(|arg| {
+            let mut out = String::with_capacity(arg.len());
+            let mut rest = arg.as_str();
+            while let Some(open) = rest.find('{') {
+                out.push_str(&rest[..open]);
+                let after = &rest[open + 1..];
+                let close = after.find('}').ok_or_else(|| format!("unclosed '{{' in {arg:?}"))?;
+                let name = &after[..close];
+                let value = vars.get(name).ok_or_else(|| format!("{{{name}}} in {arg:?} has no value"))?;
+                out.push_str(value);
+                rest = &after[close + 1..];
+            }
+            out.push_str(rest);
+            Ok(out)
+        })
+        .collect()
+}
+
+/// The template variables of a cell: its id and its factors as text.
+pub fn cell_vars(cell: &Cell) -> BTreeMap<String, String> {
+    let mut vars: BTreeMap<String, String> = cell
+        .factors
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())))
+        .collect();
+    vars.insert("cell".into(), cell.id.clone());
+    vars
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::cell_id;
+    use serde_json::json;
+
+    fn cell(task: &str) -> Cell {
+        let factors: BTreeMap<_, _> =
+            [("task".to_owned(), json!(task)), ("seed".to_owned(), json!(3))].into_iter().collect();
+        Cell { id: cell_id(&factors), factors }
+    }
+
+    #[test]
+    fn fill_replaces_known_names_and_refuses_unknown_ones() {
+        let c = cell("t1");
+        let mut vars = cell_vars(&c);
+        vars.insert("out".into(), "/o".into());
+        let argv =
+            fill(&["run".into(), "--task={task}".into(), "{out}/{cell}".into(), "-s{seed}".into()], &vars).unwrap();
+        assert_eq!(argv, ["run", "--task=t1", &format!("/o/{}", c.id), "-s3"]);
+        assert_eq!(fill(&["{nope}".into()], &vars).unwrap_err(), "{nope} in \"{nope}\" has no value");
+        assert_eq!(fill(&["a{b".into()], &vars).unwrap_err(), "unclosed '{' in \"a{b\"");
+    }
+
+    #[test]
+    fn only_done_cells_are_skipped_on_resume() {
+        let cells = [cell("a"), cell("b"), cell("c"), cell("d")];
+        let rec = |c: &Cell, status| (c.id.clone(), CellRecord::new(c, status));
+        let records: BTreeMap<_, _> =
+            [rec(&cells[0], CellStatus::Done), rec(&cells[1], CellStatus::Failed), rec(&cells[2], CellStatus::Running)]
+                .into_iter()
+                .collect();
+        let left: Vec<_> = remaining(&cells, &records).iter().map(|c| c.factors["task"].clone()).collect();
+        assert_eq!(left, [json!("b"), json!("c"), json!("d")]);
+    }
+}

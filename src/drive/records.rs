@@ -1,0 +1,134 @@
+//! Process and cell statuses, and the records a run set keeps.
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::Cell;
+
+/// A process the driver started (seed 002, `ProcessStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ProcessStatus {
+    /// No exit code yet.
+    Running,
+    /// Exited with code 0.
+    Done,
+    /// Exited with a non-zero code, or was ended by a signal it did not get from us.
+    Failed { code: i32 },
+    /// Forcibly stopped by the driver after its grace period.
+    Killed,
+}
+
+impl ProcessStatus {
+    pub const fn is_running(self) -> bool {
+        matches!(self, Self::Running)
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Running => "RUNNING",
+            Self::Done => "DONE",
+            Self::Failed { .. } => "FAILED",
+            Self::Killed => "KILLED",
+        }
+    }
+}
+
+/// Where a cell stands in a run set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellStatus {
+    Pending,
+    Running,
+    Done,
+    Failed,
+    /// The batch was stopped while this cell ran.
+    Stopped,
+}
+
+/// `cells/<cell id>.json` in a run set: one cell's latest attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellRecord {
+    pub schema_version: u32,
+    pub cell: String,
+    pub factors: std::collections::BTreeMap<String, serde_json::Value>,
+    pub status: CellStatus,
+    /// How many times this cell has been started in this run set.
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub ended_at: Option<String>,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// Reported by the cell (its `result.json`), never made up.
+    #[serde(default)]
+    pub tokens: Option<u64>,
+    #[serde(default)]
+    pub score: Option<f64>,
+    #[serde(default)]
+    pub log: Option<String>,
+}
+
+impl CellRecord {
+    pub fn new(cell: &Cell, status: CellStatus) -> Self {
+        Self {
+            schema_version: 1,
+            cell: cell.id.clone(),
+            factors: cell.factors.clone(),
+            status,
+            attempts: 0,
+            started_at: None,
+            ended_at: None,
+            exit_code: None,
+            tokens: None,
+            score: None,
+            log: None,
+        }
+    }
+}
+
+/// How a batch ended (`batch_outcome.json` → `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchStatus {
+    /// Still running (written at start so a reader sees the batch).
+    Running,
+    /// Every remaining cell ran and succeeded.
+    Completed,
+    /// It ran to the end but some cells failed.
+    CompletedWithFailures,
+    /// A child failed, health never came, or a submission failed: the cluster was torn down.
+    Failed,
+    /// Stopped by a signal (pause/stop): resumable.
+    Stopped,
+    /// Resume found every cell done: nothing was started.
+    NothingToDo,
+}
+
+/// `batch_outcome.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchOutcome {
+    pub schema_version: u32,
+    pub label: String,
+    pub status: BatchStatus,
+    /// Why, in words.
+    pub reason: String,
+    pub planned: usize,
+    pub attempted: usize,
+    pub completed: usize,
+    pub failed: usize,
+    pub started_at: String,
+    #[serde(default)]
+    pub ended_at: Option<String>,
+}
+
+impl BatchStatus {
+    /// The driver's exit code for this outcome.
+    pub const fn exit_code(self) -> u8 {
+        match self {
+            Self::Completed | Self::NothingToDo | Self::Running => 0,
+            Self::CompletedWithFailures | Self::Failed => 1,
+            Self::Stopped => 143,
+        }
+    }
+}
