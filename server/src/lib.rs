@@ -16,6 +16,7 @@ pub mod auth;
 pub mod clock;
 pub mod console;
 pub mod demo;
+pub mod drive;
 pub mod error;
 pub mod http;
 pub mod runview;

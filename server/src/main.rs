@@ -39,6 +39,26 @@ enum Command {
         #[arg(long)]
         site_root: Option<PathBuf>,
     },
+    /// Run one batch: load the spec, check it, start its processes, watch, tear down.
+    Drive {
+        /// A committed spec file, or a folder of spec files (every *.json below it).
+        spec: PathBuf,
+        /// Continue this run set: only its unfinished cells run.
+        #[arg(long)]
+        resume_into: Option<PathBuf>,
+        /// Stream every process's log lines, prefixed by its name.
+        #[arg(short, long)]
+        interactive: bool,
+        /// Run despite the doctor's warnings (never despite a blocking finding).
+        #[arg(long)]
+        force: bool,
+        /// The campaign root (default: the nearest folder above SPEC with campaign.toml).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Seconds a terminated process gets before SIGKILL (default: campaign.toml, else 35).
+        #[arg(long)]
+        grace: Option<f64>,
+    },
     /// Run directories under a campaign root.
     Runs {
         #[command(subcommand)]
@@ -112,6 +132,43 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 println!("runboard: stopped after being idle");
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Drive { spec, resume_into, interactive, force, root, grace } => {
+            let stop = tokio_util::sync::CancellationToken::new();
+            {
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+                    }
+                    eprintln!("runboard drive: stopping (signal); tearing the processes down");
+                    stop.cancel();
+                });
+            }
+            let opts = server::drive::DriveOptions { spec, resume_into, interactive, force, root, grace_s: grace };
+            match server::drive::drive(opts, stop).await? {
+                Err(refusal) => {
+                    eprintln!("runboard drive: {refusal}");
+                    Ok(ExitCode::from(2))
+                }
+                Ok(end) => {
+                    let o = &end.outcome;
+                    println!(
+                        "runboard drive: {} {:?}: {} ({} planned, {} attempted, {} completed, {} failed) — run set {}",
+                        o.label,
+                        o.status,
+                        o.reason,
+                        o.planned,
+                        o.attempted,
+                        o.completed,
+                        o.failed,
+                        end.runset.display()
+                    );
+                    Ok(ExitCode::from(o.status.exit_code()))
+                }
+            }
         }
         Command::Runs { command: RunsCommand::List { root, json } } => {
             anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());

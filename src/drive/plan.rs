@@ -11,17 +11,29 @@ pub fn remaining<'a>(planned: &'a [Cell], records: &BTreeMap<String, CellRecord>
     planned.iter().filter(|c| !records.get(&c.id).is_some_and(|r| matches!(r.status, CellStatus::Done))).collect()
 }
 
-/// Replaces `{name}` in each argument with `vars[name]`. A `{name}` with no value
-/// is an error naming it, so a typo never runs a command with a literal brace.
+/// Replaces `{name}` in each argument with `vars[name]`; `{{` and `}}` are literal
+/// braces. A `{name}` with no value is an error naming it, so a typo never runs a
+/// command with a literal placeholder.
 pub fn fill(template: &[String], vars: &BTreeMap<String, String>) -> Result<Vec<String>, String> {
     template
         .iter()
         .map(|arg| {
             let mut out = String::with_capacity(arg.len());
             let mut rest = arg.as_str();
-            while let Some(open) = rest.find('{') {
+            while let Some(open) = rest.find(['{', '}']) {
                 out.push_str(&rest[..open]);
                 let after = &rest[open + 1..];
+                // `{{` and `}}` are a literal brace (JSON in a shell command, say).
+                if rest[open..].starts_with("{{") || rest[open..].starts_with("}}") {
+                    out.push_str(&rest[open..open + 1]);
+                    rest = &rest[open + 2..];
+                    continue;
+                }
+                if rest[open..].starts_with('}') {
+                    out.push('}');
+                    rest = after;
+                    continue;
+                }
                 let close = after.find('}').ok_or_else(|| format!("unclosed '{{' in {arg:?}"))?;
                 let name = &after[..close];
                 let value = vars.get(name).ok_or_else(|| format!("{{{name}}} in {arg:?} has no value"))?;
@@ -67,6 +79,7 @@ mod tests {
         assert_eq!(argv, ["run", "--task=t1", &format!("/o/{}", c.id), "-s3"]);
         assert_eq!(fill(&["{nope}".into()], &vars).unwrap_err(), "{nope} in \"{nope}\" has no value");
         assert_eq!(fill(&["a{b".into()], &vars).unwrap_err(), "unclosed '{' in \"a{b\"");
+        assert_eq!(fill(&["{{\"k\": {seed}}}".into()], &vars).unwrap(), ["{\"k\": 3}"]);
     }
 
     #[test]

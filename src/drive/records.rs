@@ -14,7 +14,9 @@ pub enum ProcessStatus {
     Done,
     /// Exited with a non-zero code, or was ended by a signal it did not get from us.
     Failed { code: i32 },
-    /// Forcibly stopped by the driver after its grace period.
+    /// Ended by the driver's SIGTERM within the grace period (a clean teardown).
+    Stopped,
+    /// Forcibly stopped by the driver (SIGKILL) after its grace period.
     Killed,
 }
 
@@ -27,6 +29,7 @@ impl ProcessStatus {
             Self::Running => "RUNNING",
             Self::Done => "DONE",
             Self::Failed { .. } => "FAILED",
+            Self::Stopped => "STOPPED",
             Self::Killed => "KILLED",
         }
     }

@@ -1,0 +1,116 @@
+//! Cells without a manager: the `exec` runner starts each cell's command (its
+//! template filled with the cell's factors) N at a time. A failing cell is
+//! recorded and the others go on; a stop tears every running cell down.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use runboard::drive::config::RunnerConfig;
+use runboard::drive::plan::{cell_vars, fill};
+use runboard::drive::records::{BatchStatus, CellRecord, CellStatus, ProcessStatus};
+use runboard::spec::Cell;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::monitor::Monitor;
+use super::runset::RunSet;
+use super::supervisor::Supervisor;
+
+pub async fn run(
+    cfg: &RunnerConfig,
+    cells: &[Cell],
+    runset: &RunSet,
+    env: BTreeMap<String, String>,
+    grace: Duration,
+    interactive: bool,
+    stop: &CancellationToken,
+) -> anyhow::Result<(BatchStatus, String)> {
+    let mut sup = Supervisor::new(&runset.logs_dir(), env.clone());
+    let mut monitor = Monitor::new(interactive);
+    let existing = runset.read_cells();
+    let mut queue = cells.iter();
+    let mut running: HashMap<usize, CellRecord> = HashMap::new();
+    let parallel = cfg.parallel.max(1) as usize;
+    let mut finished = 0usize;
+    loop {
+        while running.len() < parallel && !stop.is_cancelled() {
+            let Some(cell) = queue.next() else { break };
+            let out = runset.out_dir().join(&cell.id);
+            std::fs::create_dir_all(&out)?;
+            let mut vars = cell_vars(cell);
+            vars.insert("out".into(), out.display().to_string());
+            vars.insert("runset".into(), env["RUNBOARD_RUNSET"].clone());
+            vars.insert("logs".into(), env["RUNBOARD_LOG_DIR"].clone());
+            let argv = fill(&cfg.command, &vars).map_err(anyhow::Error::msg)?;
+            let mut cell_env = cfg.env.clone();
+            cell_env.insert("RUNBOARD_CELL".into(), cell.id.clone());
+            cell_env.insert("RUNBOARD_CELL_DIR".into(), out.display().to_string());
+            let name = format!("cell-{}", cell.id);
+            let mut rec = existing.get(&cell.id).cloned().unwrap_or_else(|| CellRecord::new(cell, CellStatus::Pending));
+            rec.status = CellStatus::Running;
+            rec.attempts += 1;
+            rec.started_at = Some(crate::clock::now().to_rfc3339());
+            rec.ended_at = None;
+            rec.exit_code = None;
+            rec.log = Some(format!("logs/{name}.log"));
+            match sup.spawn(&name, &argv, &cell_env) {
+                Ok(idx) => {
+                    runset.write_cell(&rec)?;
+                    runset.event("cell_start", json!({"cell": cell.id, "pid": sup.procs[idx].pid}));
+                    running.insert(idx, rec);
+                }
+                Err(e) => {
+                    rec.status = CellStatus::Failed;
+                    rec.ended_at = rec.started_at.clone();
+                    runset.write_cell(&rec)?;
+                    runset.log(&format!("cell {} could not start: {e:#}", cell.id));
+                    finished += 1;
+                }
+            }
+        }
+        for idx in sup.poll() {
+            let Some(mut rec) = running.remove(&idx) else { continue };
+            let p = &sup.procs[idx];
+            rec.exit_code = p.exit_code;
+            rec.ended_at = Some(crate::clock::now().to_rfc3339());
+            rec.status = if p.status == ProcessStatus::Done { CellStatus::Done } else { CellStatus::Failed };
+            read_result(&runset.out_dir().join(&rec.cell), &mut rec);
+            runset.write_cell(&rec)?;
+            runset.event("cell_end", json!({"cell": rec.cell, "status": rec.status, "exit_code": rec.exit_code}));
+            if rec.status == CellStatus::Failed {
+                runset.log(&format!("cell {} failed with exit code {}", rec.cell, rec.exit_code.unwrap_or(-1)));
+            }
+            finished += 1;
+        }
+        monitor.show(&sup);
+        if running.is_empty() && queue.len() == 0 {
+            break;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            _ = stop.cancelled() => {
+                sup.terminate_all(grace).await;
+                for (_, mut rec) in running.drain() {
+                    rec.status = CellStatus::Stopped;
+                    rec.ended_at = Some(crate::clock::now().to_rfc3339());
+                    runset.write_cell(&rec)?;
+                }
+                monitor.finish(&sup);
+                return Ok((BatchStatus::Stopped, format!("stopped by a signal after {finished} of {} cells; resumable", cells.len())));
+            }
+        }
+    }
+    monitor.finish(&sup);
+    Ok((BatchStatus::Completed, format!("ran {} cells", cells.len())))
+}
+
+/// Reads the tokens and score a cell reported in `result.json`, if it did.
+fn read_result(out: &std::path::Path, rec: &mut CellRecord) {
+    let Some(v) =
+        std::fs::read(out.join("result.json")).ok().and_then(|b| runboard::json::from_slice_lenient::<Value>(&b).ok())
+    else {
+        return;
+    };
+    rec.tokens = v.get("tokens").and_then(Value::as_u64);
+    rec.score = v.get("score").and_then(Value::as_f64);
+}

@@ -1,0 +1,270 @@
+//! `runboard drive SPEC_OR_DIR`: runs one batch (seed 002). This is what every
+//! launcher backend runs as its unit, so it stands alone:
+//!
+//! 1. **Load** every `*.json` under the spec path (or the one file). Nothing to
+//!    load stops here, before the doctor or any process.
+//! 2. **Gate**: the doctor's findings are printed; a blocking one stops the run
+//!    even with `--force`, a warning unless `--force`.
+//! 3. **Resume**: the run set's cell records select the unfinished cells; none
+//!    left exits 0 without starting anything.
+//! 4. **Directories**: one output and one log folder per run set, pinned in every
+//!    child's environment (`RUNBOARD_RUNSET`, `RUNBOARD_OUTPUT_DIR`, `RUNBOARD_LOG_DIR`).
+//! 5. **Spawn**, **submit**, **monitor** (`cluster`), or run cells (`exec`).
+//! 6. **Terminate**: SIGTERM to each process group, the grace period, SIGKILL.
+//!
+//! Every rule is in `runboard::drive`; this module does the I/O.
+
+mod cluster;
+mod exec;
+mod http;
+mod monitor;
+mod runset;
+mod supervisor;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use runboard::campaign::{CampaignConfig, CONFIG_FILE};
+use runboard::drive::doctor::{self, Facts, Severity};
+use runboard::drive::plan::remaining;
+use runboard::drive::records::{BatchOutcome, BatchStatus, CellRecord, CellStatus};
+use runboard::spec::{self, BatchSpec, Cell};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+pub use runset::RunSet;
+pub use supervisor::Supervisor;
+
+#[derive(Debug, Clone, Default)]
+pub struct DriveOptions {
+    pub spec: PathBuf,
+    pub resume_into: Option<PathBuf>,
+    pub interactive: bool,
+    pub force: bool,
+    /// The campaign root; by default the nearest folder above the spec holding
+    /// `campaign.toml`.
+    pub root: Option<PathBuf>,
+    /// Overrides the configured grace period (seconds).
+    pub grace_s: Option<f64>,
+}
+
+/// Why `drive` refused to start: reported with exit code 2, nothing started.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("{0}")]
+    Input(String),
+    #[error("the doctor found {0} blocking problem(s); nothing was started")]
+    Blocked(usize),
+    #[error("the doctor found {0} warning(s); nothing was started (--force runs anyway)")]
+    Warned(usize),
+}
+
+/// Loads every `*.json` below `path` (or the file itself), in path order.
+pub fn load_spec(path: &Path) -> Result<BatchSpec, Refusal> {
+    let files = if path.is_dir() {
+        let mut found = Vec::new();
+        let mut stack = vec![path.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            let entries = std::fs::read_dir(&dir).map_err(|e| Refusal::Input(format!("{}: {e}", dir.display())))?;
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "json") {
+                    found.push(p);
+                }
+            }
+        }
+        found.sort();
+        found
+    } else if path.is_file() {
+        vec![path.to_path_buf()]
+    } else {
+        return Err(Refusal::Input(format!("spec {} does not exist", path.display())));
+    };
+    if files.is_empty() {
+        return Err(Refusal::Input(format!("no *.json spec files under {}: nothing to run", path.display())));
+    }
+    let mut docs = Vec::new();
+    for f in &files {
+        let bytes = std::fs::read(f).map_err(|e| Refusal::Input(format!("{}: {e}", f.display())))?;
+        let name = f.display().to_string();
+        docs.push((name.clone(), spec::parse(&name, &bytes).map_err(|e| Refusal::Input(e.to_string()))?));
+    }
+    spec::merge(docs).map_err(|e| Refusal::Input(e.to_string()))
+}
+
+fn find_root(spec: &Path) -> Option<PathBuf> {
+    let start = std::path::absolute(spec).ok()?;
+    start.ancestors().find(|d| d.join(CONFIG_FILE).is_file()).map(Path::to_path_buf)
+}
+
+fn program_found(program: &str, root: &Path) -> bool {
+    if program.contains('/') {
+        let p = Path::new(program);
+        return if p.is_absolute() { p.is_file() } else { root.join(p).is_file() || p.is_file() };
+    }
+    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+fn port_taken(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_err()
+}
+
+/// The result of a batch that started.
+#[derive(Debug)]
+pub struct DriveEnd {
+    pub outcome: BatchOutcome,
+    pub runset: PathBuf,
+}
+
+pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Result<Result<DriveEnd, Refusal>> {
+    // Load.
+    let spec = match load_spec(&opts.spec) {
+        Ok(s) => s,
+        Err(r) => return Ok(Err(r)),
+    };
+    let root = match opts.root.clone().or_else(|| find_root(&opts.spec)) {
+        Some(r) => r,
+        None => return Ok(Err(Refusal::Input(format!("no {CONFIG_FILE} above {}; pass --root", opts.spec.display())))),
+    };
+    let cfg_text = std::fs::read_to_string(root.join(CONFIG_FILE))
+        .with_context(|| format!("reading {}", root.join(CONFIG_FILE).display()))?;
+    let cfg = match CampaignConfig::parse(&cfg_text) {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(Refusal::Input(format!("{}: {e}", root.display())))),
+    };
+
+    // The run set: resumed, or new.
+    let runset_dir = match &opts.resume_into {
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Ok(Err(Refusal::Input(format!("--resume-into {}: no such run set", dir.display()))));
+            }
+            dir.clone()
+        }
+        None => {
+            let stamp = crate::clock::now().to_rfc3339().replace([':', '-'], "").replace('.', "-");
+            root.join("runsets").join(format!("{}-{}", spec.label, &stamp[..15]))
+        }
+    };
+    let runset = RunSet::new(&runset_dir);
+    let records = runset.read_cells();
+    let left: Vec<Cell> = remaining(&spec.cells, &records).into_iter().cloned().collect();
+
+    // Gate.
+    let mut facts = Facts::default();
+    for program in doctor::programs(cfg.cluster.as_ref(), cfg.runner.as_ref()) {
+        let found = program_found(&program, &root);
+        facts.programs.insert(program, found);
+    }
+    if let Some(c) = &cfg.cluster {
+        if let Some((_, port)) = doctor::http_host_port(&c.manager.health_url) {
+            if port_taken(port) {
+                facts.ports_taken.insert(port);
+            }
+        }
+    }
+    for a in &spec.artefacts {
+        facts.artefacts.insert(a.clone(), root.join(a).exists());
+    }
+    if opts.resume_into.is_some() {
+        facts.resume_label = runset.read_spec_label().filter(|l| *l != spec.label);
+    }
+    let findings = doctor::diagnose(&spec, cfg.cluster.as_ref(), cfg.runner.as_ref(), cfg.roster.as_deref(), &facts);
+    for f in &findings {
+        let tag = if f.severity == Severity::Blocking { "BLOCKING" } else { "warning" };
+        eprintln!("doctor: {tag}: {}", f.message);
+    }
+    let blocking = findings.iter().filter(|f| f.severity == Severity::Blocking).count();
+    if blocking > 0 {
+        return Ok(Err(Refusal::Blocked(blocking)));
+    }
+    let warnings = findings.len() - blocking;
+    if warnings > 0 && !opts.force {
+        return Ok(Err(Refusal::Warned(warnings)));
+    }
+
+    // Resume: nothing left.
+    let started_at = crate::clock::now().to_rfc3339();
+    let mut outcome = BatchOutcome {
+        schema_version: 1,
+        label: spec.label.clone(),
+        status: BatchStatus::Running,
+        reason: String::new(),
+        planned: spec.cells.len(),
+        attempted: left.len(),
+        completed: 0,
+        failed: 0,
+        started_at,
+        ended_at: None,
+    };
+    if left.is_empty() {
+        outcome.status = BatchStatus::NothingToDo;
+        outcome.reason = format!("all {} planned cells are done; nothing was started", spec.cells.len());
+        outcome.attempted = 0;
+        outcome.completed = spec.cells.len();
+        outcome.ended_at = Some(crate::clock::now().to_rfc3339());
+        runset.write_outcome(&outcome)?;
+        runset.log(&outcome.reason);
+        return Ok(Ok(DriveEnd { outcome, runset: runset_dir }));
+    }
+
+    // Directories.
+    runset.create()?;
+    if !runset.dir.join("spec.json").exists() {
+        crate::atomic::write_atomic(&runset.dir.join("spec.json"), &serde_json::to_vec_pretty(&spec)?)?;
+    }
+    runset.write_outcome(&outcome)?;
+    runset.log(&format!(
+        "started batch {}: {} cells planned, {} to run{}",
+        spec.label,
+        spec.cells.len(),
+        left.len(),
+        if opts.resume_into.is_some() { " (resumed)" } else { "" }
+    ));
+    runset.event("batch_start", json!({"label": spec.label, "planned": spec.cells.len(), "remaining": left.len()}));
+    let env: BTreeMap<String, String> = [
+        ("RUNBOARD_RUNSET", runset.dir.display().to_string()),
+        ("RUNBOARD_OUTPUT_DIR", runset.out_dir().display().to_string()),
+        ("RUNBOARD_LOG_DIR", runset.logs_dir().display().to_string()),
+        ("RUNBOARD_LABEL", spec.label.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    for cell in &left {
+        let mut rec = records.get(&cell.id).cloned().unwrap_or_else(|| CellRecord::new(cell, CellStatus::Pending));
+        rec.status = CellStatus::Pending;
+        runset.write_cell(&rec)?;
+    }
+
+    let (status, reason) = if let Some(cluster) = &cfg.cluster {
+        let grace = Duration::from_secs_f64(opts.grace_s.unwrap_or(cluster.grace_s).max(0.0));
+        cluster::run(cluster, &spec, &left, &runset, env, grace, opts.interactive, &stop).await?
+    } else if let Some(runner) = &cfg.runner {
+        let grace = Duration::from_secs_f64(opts.grace_s.unwrap_or(runner.grace_s).max(0.0));
+        exec::run(runner, &left, &runset, env, grace, opts.interactive, &stop).await?
+    } else {
+        anyhow::bail!("campaign.toml declares neither [cluster] nor [runner]")
+    };
+
+    // The outcome, from the cell records as they stand now.
+    let after = runset.read_cells();
+    let ids: BTreeSet<&str> = left.iter().map(|c| c.id.as_str()).collect();
+    outcome.completed =
+        spec.cells.iter().filter(|c| after.get(&c.id).is_some_and(|r| r.status == CellStatus::Done)).count();
+    outcome.failed = after.values().filter(|r| ids.contains(r.cell.as_str()) && r.status == CellStatus::Failed).count();
+    outcome.status = match status {
+        BatchStatus::Completed if outcome.failed > 0 => BatchStatus::CompletedWithFailures,
+        s => s,
+    };
+    outcome.reason = reason;
+    outcome.ended_at = Some(crate::clock::now().to_rfc3339());
+    runset.write_outcome(&outcome)?;
+    runset.log(&format!("batch {} ended {:?}: {}", spec.label, outcome.status, outcome.reason));
+    runset.event("batch_end", serde_json::to_value(&outcome)?);
+    Ok(Ok(DriveEnd { outcome, runset: runset_dir }))
+}

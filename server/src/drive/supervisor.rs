@@ -1,0 +1,196 @@
+//! The processes a batch starts: each in its own process group, its stdout and
+//! stderr in one log file of its own, watched until it exits, and torn down
+//! with SIGTERM to the group, a grace period, then SIGKILL to what remains —
+//! grandchildren included, so no orphan survives (short of a child that leaves
+//! its group with `setsid`, which only a cgroup could catch).
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use runboard::drive::records::ProcessStatus;
+use tokio::process::{Child, Command};
+
+/// One started process.
+pub struct Tracked {
+    pub name: String,
+    pub pid: u32,
+    pub log: PathBuf,
+    pub status: ProcessStatus,
+    pub exit_code: Option<i32>,
+    pub started: Instant,
+    pub ended: Option<Instant>,
+    child: Child,
+}
+
+impl Tracked {
+    pub fn uptime(&self) -> Duration {
+        self.ended.unwrap_or_else(Instant::now) - self.started
+    }
+}
+
+/// Every process a batch started, in start order.
+#[derive(Default)]
+pub struct Supervisor {
+    pub procs: Vec<Tracked>,
+    /// Set for every child: pinned folders and the batch's identity.
+    pub env: BTreeMap<String, String>,
+    pub log_dir: PathBuf,
+}
+
+/// What an exit status means as a code: the code, or 128 + the signal.
+fn code_of(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+impl Supervisor {
+    pub fn new(log_dir: &Path, env: BTreeMap<String, String>) -> Self {
+        Self { procs: Vec::new(), env, log_dir: log_dir.to_path_buf() }
+    }
+
+    /// Starts `argv` as `name`, in a new process group, output to `<logs>/<name>.log`.
+    pub fn spawn(
+        &mut self,
+        name: &str,
+        argv: &[String],
+        extra_env: &BTreeMap<String, String>,
+    ) -> anyhow::Result<usize> {
+        let (program, args) = argv.split_first().context("empty command")?;
+        let log = self.log_dir.join(format!("{name}.log"));
+        let out = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .with_context(|| format!("opening {}", log.display()))?;
+        let err = out.try_clone()?;
+        let child = Command::new(program)
+            .args(args)
+            .envs(&self.env)
+            .envs(extra_env)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .with_context(|| format!("starting {name}: {program}"))?;
+        let pid = child.id().context("child has no pid")?;
+        self.procs.push(Tracked {
+            name: name.to_owned(),
+            pid,
+            log,
+            status: ProcessStatus::Running,
+            exit_code: None,
+            started: Instant::now(),
+            ended: None,
+            child,
+        });
+        Ok(self.procs.len() - 1)
+    }
+
+    /// Collects exits without blocking. Returns the indexes that exited just now.
+    pub fn poll(&mut self) -> Vec<usize> {
+        let mut exited = Vec::new();
+        for (i, p) in self.procs.iter_mut().enumerate() {
+            if !p.status.is_running() {
+                continue;
+            }
+            if let Ok(Some(status)) = p.child.try_wait() {
+                let code = code_of(status);
+                p.exit_code = Some(code);
+                p.ended = Some(Instant::now());
+                p.status = if code == 0 { ProcessStatus::Done } else { ProcessStatus::Failed { code } };
+                exited.push(i);
+            }
+        }
+        exited
+    }
+
+    /// Whether the process group of `pid` still has members.
+    fn group_alive(pid: u32) -> bool {
+        killpg(Pid::from_raw(pid as i32), None).is_ok()
+    }
+
+    /// SIGTERM to every group still alive, wait up to `grace`, SIGKILL the rest.
+    /// A process that ends after our SIGTERM is STOPPED; one we had to SIGKILL is
+    /// KILLED. Returns how long the teardown took.
+    pub async fn terminate_all(&mut self, grace: Duration) -> Duration {
+        let started = Instant::now();
+        self.poll();
+        let targets: Vec<usize> = (0..self.procs.len()).filter(|&i| Self::group_alive(self.procs[i].pid)).collect();
+        for &i in &targets {
+            let _ = killpg(Pid::from_raw(self.procs[i].pid as i32), Signal::SIGTERM);
+        }
+        let deadline = started + grace;
+        loop {
+            self.mark_stopped(&targets);
+            if targets.iter().all(|&i| !Self::group_alive(self.procs[i].pid)) || Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        for &i in &targets {
+            let p = &mut self.procs[i];
+            if Self::group_alive(p.pid) {
+                let _ = killpg(Pid::from_raw(p.pid as i32), Signal::SIGKILL);
+                if p.status.is_running() || matches!(p.status, ProcessStatus::Stopped) {
+                    p.status = ProcessStatus::Killed;
+                }
+            }
+        }
+        // Reap every leader so none is left a zombie.
+        for p in &mut self.procs {
+            if p.status.is_running() || p.ended.is_none() {
+                if let Ok(status) = p.child.wait().await {
+                    p.exit_code.get_or_insert(code_of(status));
+                    p.ended.get_or_insert_with(Instant::now);
+                    if p.status.is_running() {
+                        p.status = ProcessStatus::Killed;
+                    }
+                }
+            }
+        }
+        started.elapsed()
+    }
+
+    /// Leaders among `targets` that exited after our SIGTERM become STOPPED.
+    fn mark_stopped(&mut self, targets: &[usize]) {
+        for &i in targets {
+            let p = &mut self.procs[i];
+            if p.status.is_running() {
+                if let Ok(Some(status)) = p.child.try_wait() {
+                    p.exit_code = Some(code_of(status));
+                    p.ended = Some(Instant::now());
+                    p.status = ProcessStatus::Stopped;
+                }
+            }
+        }
+    }
+
+    pub fn is_running(&self, i: usize) -> bool {
+        self.procs[i].status.is_running()
+    }
+
+    /// A live process table: name, pid, status, uptime, exit code, log path.
+    pub fn table(&self) -> String {
+        let mut out = format!("{:<20} {:>8} {:<8} {:>9} {:>5}  {}\n", "NAME", "PID", "STATUS", "UPTIME", "EXIT", "LOG");
+        for p in &self.procs {
+            let exit = p.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into());
+            out.push_str(&format!(
+                "{:<20} {:>8} {:<8} {:>8.1}s {:>5}  {}\n",
+                p.name,
+                p.pid,
+                p.status.label(),
+                p.uptime().as_secs_f64(),
+                exit,
+                p.log.display()
+            ));
+        }
+        out
+    }
+}

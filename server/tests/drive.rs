@@ -1,0 +1,347 @@
+//! `runboard drive` with real processes: a Python manager serving /health, `sh`
+//! rooms and players, children that ignore SIGTERM and fork grandchildren.
+//! Every test marks its children's environment and checks that no process
+//! carrying the mark survives.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_runboard");
+const MANAGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/manager.py");
+
+struct Campaign {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    marker: String,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A campaign with `extra` appended to its campaign.toml and a spec of `cells` tasks.
+fn campaign(extra: &str, cells: &[&str]) -> Campaign {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("c");
+    std::fs::create_dir_all(root.join("specs")).unwrap();
+    std::fs::write(root.join("campaign.toml"), format!("schema_version = 1\nname = \"t\"\n{extra}")).unwrap();
+    let cells: Vec<Value> = cells.iter().map(|t| serde_json::json!({"factors": {"task": t}})).collect();
+    let spec = serde_json::json!({"schema_version": 1, "label": "b1", "cells": cells});
+    std::fs::write(root.join("specs/b1.json"), serde_json::to_vec(&spec).unwrap()).unwrap();
+    let marker = format!("rbtest-{}-{}", std::process::id(), tmp.path().file_name().unwrap().to_string_lossy());
+    Campaign { _tmp: tmp, root, marker }
+}
+
+fn cluster_toml(port: u16, health_timeout: f64, players: &str) -> String {
+    format!(
+        r#"[cluster]
+grace_s = 1.0
+[cluster.manager]
+command = ["python3", "{MANAGER}", "{port}"]
+health_url = "http://127.0.0.1:{port}/health"
+submit_url = "http://127.0.0.1:{port}/cells"
+health_interval_s = 0.1
+health_timeout_s = {health_timeout}
+[cluster.rooms]
+name = "room"
+command = ["sh", "-c", "echo room {{index}} on $DISPLAY; exec sleep 600"]
+count = 2
+start_delay_s = 0.2
+displays = [":7", ":8"]
+{players}
+"#
+    )
+}
+
+fn drive(c: &Campaign, args: &[&str], env: &[(&str, &str)]) -> Child {
+    Command::new(BIN)
+        .arg("drive")
+        .arg(c.root.join("specs"))
+        .args(args)
+        .env("RUNBOARD_TEST_MARK", &c.marker)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+struct Ended {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+fn finish(mut child: Child, started: Instant) -> Ended {
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    Ended { code: status.code(), stdout, stderr, took: started.elapsed() }
+}
+
+fn run(c: &Campaign, args: &[&str], env: &[(&str, &str)]) -> Ended {
+    let started = Instant::now();
+    finish(drive(c, args, env), started)
+}
+
+/// Processes (other than zombies) whose environment carries `marker`.
+fn marked(marker: &str) -> Vec<u32> {
+    let needle = format!("RUNBOARD_TEST_MARK={marker}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = state.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z'));
+            !zombie && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes())
+        })
+        .collect()
+}
+
+fn runset(c: &Campaign) -> PathBuf {
+    let dir = c.root.join("runsets");
+    let mut sets: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+    sets.sort();
+    sets.pop().expect("a run set")
+}
+
+fn outcome(set: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(set.join("batch_outcome.json")).unwrap()).unwrap()
+}
+
+/// Final status of each process, from the run set's events.
+fn statuses(set: &Path) -> Vec<(String, String, Option<i64>)> {
+    std::fs::read_to_string(set.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] == "process_end")
+        .map(|e| {
+            let d = &e["detail"];
+            (d["name"].as_str().unwrap().to_owned(), d["status"].as_str().unwrap().to_owned(), d["exit_code"].as_i64())
+        })
+        .collect()
+}
+
+#[test]
+fn a_healthy_cluster_runs_every_cell_and_tears_down_clean() {
+    let port = free_port();
+    let c = campaign(&cluster_toml(port, 20.0, ""), &["t1", "t2", "t3"]);
+    let e = run(&c, &[], &[]);
+    assert_eq!(e.code, Some(0), "{}\n{}", e.stdout, e.stderr);
+    let set = runset(&c);
+    let o = outcome(&set);
+    assert_eq!(o["status"], "completed");
+    assert_eq!((o["planned"].as_u64(), o["completed"].as_u64()), (Some(3), Some(3)));
+    let st = statuses(&set);
+    assert_eq!(st[0], ("manager".into(), "DONE".into(), Some(0)));
+    assert!(st[1..].iter().all(|(n, s, _)| n.starts_with("room-") && s == "STOPPED"), "{st:?}");
+    // rooms got their displays round-robin; each log holds its own stream
+    assert_eq!(std::fs::read_to_string(set.join("logs/room-1.log")).unwrap().trim(), "room 1 on :8");
+    assert!(e.stdout.contains("NAME") && e.stdout.contains("room-0"), "process table shown: {}", e.stdout);
+    assert!(marked(&c.marker).is_empty());
+}
+
+#[test]
+fn health_never_ready_tears_down_and_says_why() {
+    let port = free_port();
+    let c = campaign(&cluster_toml(port, 1.0, ""), &["t1"]);
+    let e = run(&c, &[], &[("MANAGER_READY_AFTER", "999")]);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    let o = outcome(&runset(&c));
+    assert_eq!(o["status"], "failed");
+    assert_eq!(o["reason"], format!("manager was not healthy at http://127.0.0.1:{port}/health within 1 s"));
+    assert_eq!(statuses(&runset(&c)), [("manager".to_owned(), "STOPPED".to_owned(), Some(143))]);
+    assert!(marked(&c.marker).is_empty());
+}
+
+#[test]
+fn a_manager_dying_during_the_health_wait_is_noticed_at_once() {
+    let port = free_port();
+    let c = campaign(&cluster_toml(port, 60.0, ""), &["t1"]);
+    let e = run(&c, &[], &[("MANAGER_READY_AFTER", "999"), ("MANAGER_DIE_AFTER", "0.5")]);
+    assert_eq!(e.code, Some(1));
+    assert!(e.took < Duration::from_secs(10), "noticed after {:?}, not at the 60 s timeout", e.took);
+    let o = outcome(&runset(&c));
+    assert_eq!(o["reason"], format!("manager exited with code 5 while waiting for http://127.0.0.1:{port}/health"));
+    assert!(marked(&c.marker).is_empty());
+}
+
+#[test]
+fn a_player_exiting_3_terminates_the_cluster_with_every_status_right() {
+    let port = free_port();
+    let players = r#"[[cluster.players]]
+name = "player"
+command = ["sh", "-c", "sleep 0.5; exit 3"]
+start_delay_s = 0.1
+"#;
+    let c = campaign(&cluster_toml(port, 20.0, players), &["t1"]);
+    let e = run(&c, &[], &[("MANAGER_STAY", "1"), ("MANAGER_WORK_S", "30")]);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    let set = runset(&c);
+    assert_eq!(outcome(&set)["reason"], "player exited with code 3");
+    let st = statuses(&set);
+    let want = [
+        ("manager", "STOPPED", Some(143)),
+        ("room-0", "STOPPED", Some(143)),
+        ("room-1", "STOPPED", Some(143)),
+        ("player", "FAILED", Some(3)),
+    ];
+    let got: Vec<(&str, &str, Option<i64>)> = st.iter().map(|(n, s, c)| (n.as_str(), s.as_str(), *c)).collect();
+    assert_eq!(got, want);
+    assert!(marked(&c.marker).is_empty());
+}
+
+#[test]
+fn a_child_ignoring_sigterm_and_its_grandchild_are_killed_after_the_grace() {
+    let port = free_port();
+    // The player ignores TERM and starts a grandchild that ignores it too.
+    let players = r#"[[cluster.players]]
+name = "stubborn"
+command = ["sh", "-c", "trap '' TERM; sh -c \"trap '' TERM; sleep 600\" & sleep 600"]
+start_delay_s = 0.1
+[[cluster.players]]
+name = "crasher"
+command = ["sh", "-c", "sleep 1; exit 4"]
+start_delay_s = 0.1
+"#;
+    let c = campaign(&cluster_toml(port, 20.0, players), &["t1"]);
+    let e = run(&c, &["--grace", "1"], &[("MANAGER_STAY", "1"), ("MANAGER_WORK_S", "30")]);
+    assert_eq!(e.code, Some(1));
+    let st = statuses(&runset(&c));
+    let stubborn = st.iter().find(|s| s.0 == "stubborn").unwrap();
+    assert_eq!(stubborn.1, "KILLED", "{st:?}");
+    assert!(e.took < Duration::from_secs(15));
+    assert!(marked(&c.marker).is_empty(), "orphans survived: {:?}", marked(&c.marker));
+}
+
+#[test]
+fn sigterm_to_the_driver_tears_down_and_records_stopped() {
+    let port = free_port();
+    let c = campaign(&cluster_toml(port, 20.0, ""), &["t1"]);
+    let started = Instant::now();
+    let child = drive(&c, &[], &[("MANAGER_STAY", "1"), ("MANAGER_WORK_S", "60")]);
+    // Wait until the cells are submitted, then signal the driver (only the PID we started).
+    let until = Instant::now() + Duration::from_secs(20);
+    let submitted = || {
+        let Some(set) = std::fs::read_dir(c.root.join("runsets")).ok().and_then(|mut d| d.next()) else { return false };
+        let events = std::fs::read_to_string(set.unwrap().path().join("events.jsonl")).unwrap_or_default();
+        events.contains("\"submitted\"")
+    };
+    while !submitted() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let e = finish(child, started);
+    assert_eq!(e.code, Some(143), "{}", e.stderr);
+    let o = outcome(&runset(&c));
+    assert_eq!(o["status"], "stopped");
+    assert_eq!(o["reason"], "stopped by a signal; resumable");
+    assert!(marked(&c.marker).is_empty());
+}
+
+fn exec_toml(flag: &Path) -> String {
+    format!(
+        r#"[runner]
+command = ["sh", "-c", "echo working on $1; test \"$1\" != b || test -e \"$FLAG\"; s=$?; echo '{{{{\"tokens\": 120, \"score\": 0.5}}}}' > $RUNBOARD_CELL_DIR/result.json; exit $s", "_", "{{task}}"]
+parallel = 2
+env = {{ FLAG = "{}" }}
+"#,
+        flag.display()
+    )
+}
+
+#[test]
+fn resume_runs_only_unfinished_cells_and_nothing_left_starts_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flag = tmp.path().join("flag");
+    let c = campaign(&exec_toml(&flag), &["a", "b", "c"]);
+    let e = run(&c, &["-i"], &[]);
+    assert_eq!(e.code, Some(1), "one cell failed: {}", e.stderr);
+    assert!(e.stdout.contains("] working on a"), "interactive prefixes lines: {}", e.stdout);
+    let set = runset(&c);
+    let o = outcome(&set);
+    assert_eq!(o["status"], "completed_with_failures");
+    assert_eq!((o["completed"].as_u64(), o["failed"].as_u64()), (Some(2), Some(1)));
+    let cells = |set: &Path| -> Vec<Value> {
+        let mut v: Vec<Value> = std::fs::read_dir(set.join("cells"))
+            .unwrap()
+            .flatten()
+            .map(|e| serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap())
+            .collect();
+        v.sort_by_key(|r| r["factors"]["task"].as_str().unwrap().to_owned());
+        v
+    };
+    let first = cells(&set);
+    assert_eq!(first[0]["tokens"], 120);
+    assert_eq!(first[0]["score"], 0.5);
+    assert_eq!(first[1]["status"], "failed");
+    assert_eq!(first[1]["exit_code"], 1);
+
+    std::fs::write(&flag, "").unwrap();
+    let e = run(&c, &["--resume-into", set.to_str().unwrap()], &[]);
+    assert_eq!(e.code, Some(0), "{}", e.stderr);
+    let again = cells(&set);
+    let attempts: Vec<u64> = again.iter().map(|r| r["attempts"].as_u64().unwrap()).collect();
+    assert_eq!(attempts, [1, 2, 1], "only the failed cell ran again");
+    assert!(again.iter().all(|r| r["status"] == "done"));
+    assert_eq!(outcome(&set)["attempted"], 1);
+
+    let logs_before = std::fs::read_dir(set.join("logs")).unwrap().count();
+    let e = run(&c, &["--resume-into", set.to_str().unwrap()], &[]);
+    assert_eq!(e.code, Some(0));
+    assert_eq!(outcome(&set)["status"], "nothing_to_do");
+    assert!(e.stdout.contains("nothing was started"), "{}", e.stdout);
+    assert_eq!(std::fs::read_dir(set.join("logs")).unwrap().count(), logs_before);
+    assert!(marked(&c.marker).is_empty());
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flag = tmp.path().join("flag");
+    let c = campaign(&exec_toml(&flag), &["a"]);
+    // A malformed spec names its file and field.
+    std::fs::write(
+        c.root.join("specs/z-bad.json"),
+        r#"{"schema_version": 1, "label": "b1", "cells": [{"factors": []}]}"#,
+    )
+    .unwrap();
+    let e = run(&c, &[], &[]);
+    assert_eq!(e.code, Some(2));
+    assert!(e.stderr.contains("z-bad.json: cells[0].factors: must be an object, not an array"), "{}", e.stderr);
+    assert!(!c.root.join("runsets").exists(), "nothing written");
+    std::fs::remove_file(c.root.join("specs/z-bad.json")).unwrap();
+
+    // An empty spec folder stops before the doctor.
+    let empty = c.root.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = Command::new(BIN).arg("drive").arg(&empty).arg("--root").arg(&c.root).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no *.json spec files under") && !err.contains("doctor"), "{err}");
+
+    // A blocking finding stops the run even with --force.
+    std::fs::write(
+        c.root.join("campaign.toml"),
+        "schema_version = 1\nname = \"t\"\n[runner]\ncommand = [\"no-such-program-xyz\", \"{task}\"]\n",
+    )
+    .unwrap();
+    let e = run(&c, &["--force"], &[]);
+    assert_eq!(e.code, Some(2));
+    assert!(e.stderr.contains("doctor: BLOCKING: command not found: no-such-program-xyz"), "{}", e.stderr);
+
+    // A missing resume target.
+    let e = run(&c, &["--resume-into", "/no/such/runset"], &[]);
+    assert_eq!(e.code, Some(2));
+    assert!(e.stderr.contains("--resume-into /no/such/runset: no such run set"), "{}", e.stderr);
+}
