@@ -17,6 +17,7 @@ use super::http::request;
 use super::monitor::Monitor;
 use super::runset::RunSet;
 use super::supervisor::Supervisor;
+use super::BatchCtx;
 
 /// How the startup went, when it did not end in a running cluster.
 enum Startup {
@@ -25,16 +26,14 @@ enum Startup {
     Stopped,
 }
 
-pub async fn run(
+pub(crate) async fn run(
     cfg: &ClusterConfig,
     spec: &BatchSpec,
     cells: &[Cell],
-    runset: &RunSet,
-    env: BTreeMap<String, String>,
-    grace: Duration,
-    interactive: bool,
-    stop: &CancellationToken,
+    ctx: &BatchCtx<'_>,
 ) -> anyhow::Result<(BatchStatus, String)> {
+    let BatchCtx { runset, env, grace, interactive, stop } = ctx;
+    let (runset, grace, interactive, stop) = (*runset, *grace, *interactive, *stop);
     let mut sup = Supervisor::new(&runset.logs_dir(), env.clone());
     let mut monitor = Monitor::new(interactive);
     let base: BTreeMap<String, String> = [

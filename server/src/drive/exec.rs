@@ -2,7 +2,7 @@
 //! template filled with the cell's factors) N at a time. A failing cell is
 //! recorded and the others go on; a stop tears every running cell down.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use runboard::drive::config::RunnerConfig;
@@ -10,21 +10,18 @@ use runboard::drive::plan::{cell_vars, fill};
 use runboard::drive::records::{BatchStatus, CellRecord, CellStatus, ProcessStatus};
 use runboard::spec::Cell;
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 
 use super::monitor::Monitor;
-use super::runset::RunSet;
 use super::supervisor::Supervisor;
+use super::BatchCtx;
 
-pub async fn run(
+pub(crate) async fn run(
     cfg: &RunnerConfig,
     cells: &[Cell],
-    runset: &RunSet,
-    env: BTreeMap<String, String>,
-    grace: Duration,
-    interactive: bool,
-    stop: &CancellationToken,
+    ctx: &BatchCtx<'_>,
 ) -> anyhow::Result<(BatchStatus, String)> {
+    let BatchCtx { runset, env, grace, interactive, stop } = ctx;
+    let (runset, grace, interactive, stop) = (*runset, *grace, *interactive, *stop);
     let mut sup = Supervisor::new(&runset.logs_dir(), env.clone());
     let mut monitor = Monitor::new(interactive);
     let existing = runset.read_cells();

@@ -113,6 +113,16 @@ fn port_taken(port: u16) -> bool {
     std::net::TcpListener::bind(("127.0.0.1", port)).is_err()
 }
 
+/// What a runner needs of the batch: where to write, what every child gets, how
+/// long a terminated process may take, how to show progress, and when to stop.
+pub(crate) struct BatchCtx<'a> {
+    pub runset: &'a RunSet,
+    pub env: BTreeMap<String, String>,
+    pub grace: Duration,
+    pub interactive: bool,
+    pub stop: &'a CancellationToken,
+}
+
 /// The result of a batch that started.
 #[derive(Debug)]
 pub struct DriveEnd {
@@ -243,10 +253,12 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Resul
 
     let (status, reason) = if let Some(cluster) = &cfg.cluster {
         let grace = Duration::from_secs_f64(opts.grace_s.unwrap_or(cluster.grace_s).max(0.0));
-        cluster::run(cluster, &spec, &left, &runset, env, grace, opts.interactive, &stop).await?
+        let ctx = BatchCtx { runset: &runset, env, grace, interactive: opts.interactive, stop: &stop };
+        cluster::run(cluster, &spec, &left, &ctx).await?
     } else if let Some(runner) = &cfg.runner {
         let grace = Duration::from_secs_f64(opts.grace_s.unwrap_or(runner.grace_s).max(0.0));
-        exec::run(runner, &left, &runset, env, grace, opts.interactive, &stop).await?
+        let ctx = BatchCtx { runset: &runset, env, grace, interactive: opts.interactive, stop: &stop };
+        exec::run(runner, &left, &ctx).await?
     } else {
         anyhow::bail!("campaign.toml declares neither [cluster] nor [runner]")
     };
@@ -264,7 +276,8 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Resul
     outcome.reason = reason;
     outcome.ended_at = Some(crate::clock::now().to_rfc3339());
     runset.write_outcome(&outcome)?;
-    runset.log(&format!("batch {} ended {:?}: {}", spec.label, outcome.status, outcome.reason));
+    let word = serde_json::to_value(outcome.status)?.as_str().unwrap_or_default().to_owned();
+    runset.log(&format!("batch {} ended {word}: {}", spec.label, outcome.reason));
     runset.event("batch_end", serde_json::to_value(&outcome)?);
     Ok(Ok(DriveEnd { outcome, runset: runset_dir }))
 }
