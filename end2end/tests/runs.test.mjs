@@ -51,7 +51,7 @@ test('the runs page hydrates, lists the demo, and follows the disk', async () =>
   await page.selectOption('select.status-filter', 'unreadable');
   await page.waitForFunction(() => document.querySelectorAll('tr.run').length === 1);
   assert.match(page.url(), /status=unreadable/);
-  await page.goto(`${server.url}/runs?q=llama`);
+  await page.goto(`${server.url}/runs?q=reversal`);
   await page.waitForSelector('body[data-hydrated="true"]');
   const shown = await page.$$eval('tr.run', (rows) => rows.map((r) => r.dataset.run));
   assert.deepEqual(shown, ['reversal-llama']);
