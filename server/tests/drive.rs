@@ -345,3 +345,19 @@ fn bad_input_is_refused_before_anything_starts() {
     assert_eq!(e.code, Some(2));
     assert!(e.stderr.contains("--resume-into /no/such/runset: no such run set"), "{}", e.stderr);
 }
+
+#[test]
+fn a_failed_submission_terminates_the_cluster() {
+    let port = free_port();
+    let nobody = free_port();
+    let toml = cluster_toml(port, 20.0, "").replace(&format!("{port}/cells"), &format!("{nobody}/cells"));
+    let c = campaign(&toml, &["t1"]);
+    let e = run(&c, &[], &[("MANAGER_STAY", "1")]);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    let set = runset(&c);
+    let reason = outcome(&set)["reason"].as_str().unwrap().to_owned();
+    assert!(reason.starts_with(&format!("submitting 1 cells to http://127.0.0.1:{nobody}/cells failed: ")), "{reason}");
+    let st = statuses(&set);
+    assert!(st.iter().all(|(_, s, _)| s == "STOPPED"), "{st:?}");
+    assert!(marked(&c.marker).is_empty());
+}
