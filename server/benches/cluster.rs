@@ -16,18 +16,7 @@ use server::drive::Supervisor;
 const GRACE: Duration = Duration::from_secs(2);
 
 fn survivors(marker: &str) -> usize {
-    let needle = format!("RUNBOARD_BENCH_MARK={marker}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = stat.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z'));
-            !zombie && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes())
-        })
-        .count()
+    server::signals::pids_with_env("RUNBOARD_BENCH_MARK", marker).len()
 }
 
 async fn round(n: usize, stubborn_every: usize, label: &str) {

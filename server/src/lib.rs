@@ -8,7 +8,9 @@
 //! - [`console`] — one campaign root and its readers, as the app sees it.
 //! - [`runview`] — reading run directories from disk, read-only, with a cache.
 //! - [`demo`] — the generated demo campaign.  [`simulate`] — the simulated agent.
+//! - [`drive`] — `runboard drive`: one batch's processes, from load to teardown.
 //! - [`atomic`] — atomic file replacement.  [`clock`] — the wall clock.
+//! - [`signals`] — SIGINT/SIGTERM, and finding a batch's processes by environment.
 
 pub mod assets;
 pub mod atomic;
@@ -21,5 +23,6 @@ pub mod error;
 pub mod http;
 pub mod runview;
 pub mod serve;
+pub mod signals;
 pub mod simulate;
 pub mod site;

@@ -138,11 +138,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             {
                 let stop = stop.clone();
                 tokio::spawn(async move {
-                    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-                    }
+                    server::signals::terminated().await;
                     eprintln!("runboard drive: stopping (signal); tearing the processes down");
                     stop.cancel();
                 });
@@ -190,22 +186,21 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let opts =
                 SimOptions { rounds, slots, step: Duration::from_millis(step_ms), seed, model, resume, crash_after };
             let stop = async move {
-                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                // The demo's writer ends with the server that started it, even
+                // when the server is killed without a chance to stop it.
                 let parent_gone = async {
                     match exit_with_parent {
-                        Some(pid) => loop {
-                            tokio::time::sleep(Duration::from_millis(500)).await;
+                        Some(pid) => {
                             let probe = server::runview::ProcessProbe::this_host();
-                            if !probe.alive(pid) {
-                                break;
+                            while probe.alive(pid) {
+                                tokio::time::sleep(Duration::from_millis(500)).await;
                             }
-                        },
+                        }
                         None => std::future::pending::<()>().await,
                     }
                 };
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+                    _ = server::signals::terminated() => {}
                     _ = parent_gone => {}
                 }
             };

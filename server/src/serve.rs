@@ -85,11 +85,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-            }
+            crate::signals::terminated().await;
             shutdown.cancel();
         });
     }

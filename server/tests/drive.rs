@@ -93,18 +93,7 @@ fn run(c: &Campaign, args: &[&str], env: &[(&str, &str)]) -> Ended {
 
 /// Processes (other than zombies) whose environment carries `marker`.
 fn marked(marker: &str) -> Vec<u32> {
-    let needle = format!("RUNBOARD_TEST_MARK={marker}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = state.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z'));
-            !zombie && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes())
-        })
-        .collect()
+    server::signals::pids_with_env("RUNBOARD_TEST_MARK", marker)
 }
 
 fn runset(c: &Campaign) -> PathBuf {
