@@ -14,11 +14,13 @@
 //! - [`summary`] — what the run list shows of a run, and its status rules.
 //! - [`version`] — a cheap token that changes whenever a run writes.
 
+pub mod diff;
 pub mod files;
 pub mod jsonl;
 pub mod records;
 pub mod summary;
 pub mod version;
+pub mod view;
 
 pub use summary::{summarise, ListInputs, ProcessCheck, RunList, RunRow, RunStatus, SkippedFolder};
 pub use version::{FileStamp, RunVersion};

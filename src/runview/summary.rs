@@ -88,20 +88,31 @@ impl EventsTail {
     /// before the latest open were not read) the result is the same as for the
     /// whole file, as long as the tail contains the latest open.
     pub fn from_lines<'a>(lines: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        let mut bad_lines = 0;
+        let events = lines.into_iter().filter_map(|line| {
+            let parsed = from_slice_lenient::<EventLine>(line).ok();
+            bad_lines += usize::from(parsed.is_none());
+            parsed
+        });
+        let mut tail = Self::from_events(events);
+        tail.bad_lines = bad_lines;
+        tail
+    }
+
+    /// The same, from events already parsed.
+    pub fn from_events(events: impl IntoIterator<Item = EventLine>) -> Self {
         let mut tail = Self::default();
-        for line in lines {
-            let Ok(ev) = from_slice_lenient::<EventLine>(line) else {
-                tail.bad_lines += 1;
-                continue;
-            };
+        for ev in events {
             if ev.is_open() {
                 tail.stop_after_open = None;
                 tail.last_phase = None;
                 tail.last_open = Some(ev);
             } else if ev.is_stop() {
                 tail.stop_after_open = Some(ev);
-            } else if let Some(phase) = ev.phase.clone().filter(|_| ev.event == super::records::PHASE_EVENT) {
-                tail.last_phase = Some(phase);
+            } else if ev.event == super::records::PHASE_EVENT {
+                if let Some(phase) = ev.phase {
+                    tail.last_phase = Some(phase);
+                }
             }
         }
         tail

@@ -1,0 +1,454 @@
+//! `RunView`: a read-only snapshot of one run, as its page shows it (seed 001).
+//!
+//! [`read_view`] is pure: the adapter hands it the bytes of the run's files (and a
+//! way to ask whether a process is alive on this host) and gets the view back.
+//! Every part degrades on its own: a broken file or line becomes a [`Problem`]
+//! with the reason, and the rest of the view is still shown.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::diff::{diff_lines, DiffLine};
+use super::jsonl::complete_lines;
+use super::records::{EventLine, StateFile};
+use super::summary::{summarise, EventsTail, ListInputs, ProcessCheck, RunRow};
+use crate::json::{describe_error, from_slice_lenient};
+use crate::Timestamp;
+
+/// One trial attempt from the ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialView {
+    pub round: u32,
+    pub slot: Option<u32>,
+    pub trial: Option<String>,
+    pub attempt: Option<u32>,
+    /// Partial-IC t statistic; `None` when unscored or not finite.
+    pub t: Option<f64>,
+    pub max_abs_corr: Option<f64>,
+    pub tokens: Option<u64>,
+    /// The stage that decided it (gate, evaluator, admission).
+    pub stage: Option<String>,
+    pub accepted: bool,
+    /// The refusal, in the stage's words.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundView {
+    pub round: u32,
+    pub trials: Vec<TrialView>,
+}
+
+/// An LLM call as the events file tells it (what it concerned, its tokens).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallEvent {
+    pub call: u32,
+    pub round: Option<u32>,
+    pub slots: Vec<u32>,
+    pub purpose: Option<String>,
+    pub tokens: Option<u64>,
+    pub truncated: Option<bool>,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+}
+
+/// The round being written now, replayed from the events since the last open.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InProgress {
+    pub round: u32,
+    pub phase: Option<String>,
+    /// The slots of its latest plan.
+    pub slots: Vec<u32>,
+    /// A pending trial per slot: the ledger shows none of this round until the
+    /// state file counts it.
+    pub pending: Vec<u32>,
+    pub calls: Vec<CallEvent>,
+}
+
+/// A version of the distiller's memory (`memory/round_NN.md`, written before round NN).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryVersion {
+    pub round: u32,
+    pub text: String,
+    /// Compared line by line with the version before; `None` for the first, or
+    /// when too large to compare.
+    pub diff: Option<Vec<DiffLine>>,
+}
+
+/// A part of the run that could not be read, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    pub part: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunView {
+    pub row: RunRow,
+    /// `snapshot.json` → `settings`, as written.
+    pub snapshot_settings: Value,
+    /// The settings the run was last opened with (its latest open/resume event).
+    pub opened_with: Option<Value>,
+    pub calls_total: u32,
+    pub tokens_total: u64,
+    pub rounds: Vec<RoundView>,
+    pub in_progress: Option<InProgress>,
+    pub calls: Vec<CallEvent>,
+    pub memory: Vec<MemoryVersion>,
+    pub problems: Vec<Problem>,
+}
+
+/// The run's files, as the adapter read them. `None`: the file does not exist;
+/// `Err`: it exists but could not be read (the reason).
+pub struct ViewInputs<'a> {
+    pub name: String,
+    pub path: String,
+    pub snapshot: Result<&'a [u8], String>,
+    pub state: Option<Result<&'a [u8], String>>,
+    pub ledger: Option<Result<&'a [u8], String>>,
+    pub events: Option<Result<&'a [u8], String>>,
+    /// Numbers of the call files present.
+    pub call_files: Vec<u32>,
+    /// `(NN, text)` of each `memory/round_NN.md`.
+    pub memory: Vec<(u32, Result<String, String>)>,
+    pub state_written: Option<Timestamp>,
+    pub last_call_written: Option<Timestamp>,
+    pub last_written: Option<Timestamp>,
+    pub version: String,
+}
+
+fn problem(part: &str, reason: impl Into<String>) -> Problem {
+    Problem { part: part.to_owned(), reason: reason.into() }
+}
+
+/// Reads a view from the run's files. `probe(host, pid)` says what is known of
+/// the process that opened the run last.
+pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessCheck) -> RunView {
+    let mut problems = Vec::new();
+    let snapshot: Result<Value, String> = input
+        .snapshot
+        .and_then(|b| from_slice_lenient(b).map_err(|e| describe_error(&e)))
+        .map_err(|e| format!("snapshot.json: {e}"));
+    let state: Option<Result<StateFile, String>> = input.state.map(|r| {
+        r.and_then(|b| from_slice_lenient(b).map_err(|e| describe_error(&e))).map_err(|e| format!("state.json: {e}"))
+    });
+    let rounds_written = match &state {
+        Some(Ok(s)) => s.rounds_written,
+        _ => 0,
+    };
+
+    // Events: every complete line, in order.
+    let mut events: Vec<EventLine> = Vec::new();
+    let mut raw_events: Vec<Value> = Vec::new();
+    let events_present = input.events.is_some();
+    if let Some(ev) = &input.events {
+        match ev {
+            Err(e) => problems.push(problem("events.jsonl", e.clone())),
+            Ok(bytes) => {
+                let (lines, _) = complete_lines(bytes);
+                for (i, line) in lines.iter().enumerate() {
+                    match from_slice_lenient::<Value>(line) {
+                        Ok(v) => {
+                            let typed: EventLine = serde_json::from_value(v.clone()).unwrap_or_default();
+                            events.push(typed);
+                            raw_events.push(v);
+                        }
+                        Err(e) => {
+                            problems.push(problem("events.jsonl", format!("line {}: {}", i + 1, describe_error(&e))))
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let tail = EventsTail::from_events(events);
+    let process = match tail.last_open.as_ref().and_then(|o| Some((o.host.clone()?, o.pid?))) {
+        Some((host, pid)) => probe(&host, pid),
+        None => ProcessCheck::NotRecorded,
+    };
+    let row = summarise(ListInputs {
+        name: input.name,
+        path: input.path,
+        snapshot: snapshot.clone().map(|v| serde_json::from_value(v).unwrap_or_default()),
+        state: state.clone(),
+        state_written: input.state_written,
+        events: events_present.then(|| tail.clone()),
+        last_call_written: input.last_call_written,
+        process,
+        last_written: input.last_written,
+        version: input.version,
+    });
+
+    // Calls, from the events: what each concerned and its tokens.
+    let last_open = raw_events.iter().rposition(|v| matches!(v["event"].as_str(), Some("open" | "resume")));
+    let mut calls: BTreeMap<u32, CallEvent> = BTreeMap::new();
+    for v in &raw_events {
+        let Some(n) = v["call"].as_u64().map(|n| n as u32) else { continue };
+        let entry = calls.entry(n).or_insert_with(|| CallEvent {
+            call: n,
+            round: None,
+            slots: Vec::new(),
+            purpose: None,
+            tokens: None,
+            truncated: None,
+            started_at: None,
+            ended_at: None,
+        });
+        match v["event"].as_str() {
+            Some("call_start") => {
+                entry.round = v["round"].as_u64().map(|r| r as u32);
+                entry.slots = v["slots"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|s| s.as_u64()).map(|s| s as u32).collect())
+                    .unwrap_or_default();
+                entry.purpose = v["purpose"].as_str().map(str::to_owned);
+                entry.started_at = v["at"].as_str().map(str::to_owned);
+            }
+            Some("call_end") => {
+                entry.round = entry.round.or(v["round"].as_u64().map(|r| r as u32));
+                entry.tokens = v["tokens"].as_u64();
+                entry.truncated = v["truncated"].as_bool();
+                entry.ended_at = v["at"].as_str().map(str::to_owned);
+            }
+            _ => {}
+        }
+    }
+    let calls: Vec<CallEvent> = calls.into_values().collect();
+    let tokens_total = calls.iter().filter_map(|c| c.tokens).sum();
+    // Without events, the calls are counted from the call files.
+    let calls_total = if events_present { calls.len() as u32 } else { input.call_files.len() as u32 };
+
+    // The round in progress: replayed from the events since the last open; a
+    // round a resume dropped left its events before that open.
+    let in_progress = last_open.and_then(|start| {
+        let since = &raw_events[start..];
+        let round = since.iter().filter_map(|v| v["round"].as_u64()).map(|r| r as u32).max()?;
+        if round <= rounds_written {
+            return None;
+        }
+        let slots: Vec<u32> = since
+            .iter()
+            .rev()
+            .find(|v| v["event"] == "plan" && v["round"].as_u64() == Some(u64::from(round)))
+            .and_then(|v| v["slots"].as_array().map(|a| a.iter().filter_map(Value::as_u64).map(|s| s as u32).collect()))
+            .unwrap_or_default();
+        let phase = since
+            .iter()
+            .rev()
+            .find(|v| v["event"] == "phase" && v["round"].as_u64() == Some(u64::from(round)))
+            .and_then(|v| v["phase"].as_str().map(str::to_owned));
+        let round_calls: Vec<CallEvent> = calls.iter().filter(|c| c.round == Some(round)).cloned().collect();
+        Some(InProgress { round, phase, pending: slots.clone(), slots, calls: round_calls })
+    });
+    let opened_with = last_open.and_then(|i| raw_events[i].get("settings").cloned());
+
+    // Trials of the written rounds: the state bounds which ledger rounds are read.
+    let mut by_round: BTreeMap<u32, Vec<TrialView>> = BTreeMap::new();
+    if let Some(ledger) = &input.ledger {
+        match ledger {
+            Err(e) => problems.push(problem("ledger.jsonl", e.clone())),
+            Ok(bytes) => {
+                let (lines, _) = complete_lines(bytes);
+                for (i, line) in lines.iter().enumerate() {
+                    match from_slice_lenient::<Value>(line) {
+                        Ok(v) => {
+                            let Some(round) = v["round"].as_u64().map(|r| r as u32) else {
+                                problems.push(problem("ledger.jsonl", format!("line {}: no round", i + 1)));
+                                continue;
+                            };
+                            if round == 0 || round > rounds_written {
+                                continue; // appended before the state caught up
+                            }
+                            by_round.entry(round).or_default().push(trial(round, &v));
+                        }
+                        Err(e) => {
+                            problems.push(problem("ledger.jsonl", format!("line {}: {}", i + 1, describe_error(&e))))
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let rounds = by_round.into_iter().map(|(round, trials)| RoundView { round, trials }).collect();
+
+    // Memory versions, each compared with the one before.
+    let mut memory: Vec<MemoryVersion> = Vec::new();
+    let mut versions = input.memory;
+    versions.sort_by_key(|(n, _)| *n);
+    for (round, text) in versions {
+        match text {
+            Err(e) => problems.push(problem(&format!("memory/round_{round:02}.md"), e)),
+            Ok(text) => {
+                let diff = memory.last().and_then(|prev| diff_lines(&prev.text, &text));
+                memory.push(MemoryVersion { round, text, diff });
+            }
+        }
+    }
+    if let Err(e) = &snapshot {
+        problems.insert(0, problem("snapshot.json", e.clone()));
+    }
+    if let Some(Err(e)) = &state {
+        problems.insert(0, problem("state.json", e.clone()));
+    }
+
+    RunView {
+        row,
+        snapshot_settings: snapshot.as_ref().ok().and_then(|s| s.get("settings").cloned()).unwrap_or(Value::Null),
+        opened_with,
+        calls_total,
+        tokens_total,
+        rounds,
+        in_progress: if events_present { in_progress } else { None },
+        calls,
+        memory,
+        problems,
+    }
+}
+
+fn trial(round: u32, v: &Value) -> TrialView {
+    let outcome = &v["outcome"];
+    let num = |x: &Value| x.as_f64().filter(|f| f.is_finite());
+    TrialView {
+        round,
+        slot: v["slot"].as_u64().map(|s| s as u32),
+        trial: v["trial"].as_str().map(str::to_owned),
+        attempt: v["attempt"].as_u64().map(|a| a as u32),
+        t: num(&v["t"]),
+        max_abs_corr: num(&v["max_abs_corr"]),
+        tokens: v["tokens"].as_u64(),
+        stage: outcome["stage"].as_str().map(str::to_owned),
+        accepted: outcome["accepted"].as_bool().unwrap_or(false),
+        reason: outcome["refused"].as_str().map(str::to_owned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs<'a>(state: &'a str, ledger: &'a str, events: Option<&'a str>) -> ViewInputs<'a> {
+        ViewInputs {
+            name: "r".into(),
+            path: "r".into(),
+            snapshot: Ok(br#"{"schema_version":1,"settings":{"model":"qwen","rounds":5}}"#),
+            state: Some(Ok(state.as_bytes())),
+            ledger: Some(Ok(ledger.as_bytes())),
+            events: events.map(|e| Ok(e.as_bytes())),
+            call_files: vec![1, 2, 3],
+            memory: Vec::new(),
+            state_written: None,
+            last_call_written: None,
+            last_written: None,
+            version: "v".into(),
+        }
+    }
+
+    fn here(_: &str, pid: u32) -> ProcessCheck {
+        ProcessCheck::Alive { host: "h".into(), pid }
+    }
+
+    const LEDGER: &str = r#"{"round":1,"slot":1,"t":2.9,"max_abs_corr":0.2,"outcome":{"stage":"admission","accepted":true}}
+{"round":1,"slot":2,"t":NaN,"max_abs_corr":Infinity,"outcome":{"stage":"evaluator","refused":"coverage 0.41 below 0.80"}}
+{"round":2,"slot":1,"t":1.0,"outcome":{"stage":"admission","refused":"t 1.00 below threshold 2.50"}}
+{"round":3,"slot":1,"t":3."#;
+
+    #[test]
+    fn the_state_bounds_which_ledger_rounds_are_read() {
+        let v = read_view(inputs(r#"{"rounds_written":1}"#, LEDGER, None), &here);
+        assert_eq!(v.rounds.len(), 1, "round 2 is in the ledger but the state counts 1");
+        let v = read_view(inputs(r#"{"rounds_written":2}"#, LEDGER, None), &here);
+        assert_eq!(v.rounds.iter().map(|r| r.round).collect::<Vec<_>>(), [1, 2]);
+    }
+
+    #[test]
+    fn a_torn_last_ledger_line_is_skipped_without_a_problem() {
+        let v = read_view(inputs(r#"{"rounds_written":3}"#, LEDGER, None), &here);
+        assert_eq!(v.rounds.len(), 2, "round 3 exists only as a torn line");
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+    }
+
+    #[test]
+    fn nan_and_infinity_read_as_none_so_the_view_is_strict_json() {
+        let v = read_view(inputs(r#"{"rounds_written":1}"#, LEDGER, None), &here);
+        let refused = &v.rounds[0].trials[1];
+        assert_eq!((refused.t, refused.max_abs_corr), (None, None));
+        assert_eq!(refused.reason.as_deref(), Some("coverage 0.41 below 0.80"));
+        let text = serde_json::to_string(&v).unwrap();
+        assert!(!text.contains("NaN") && !text.contains("Infinity"));
+    }
+
+    const EVENTS: &str = r#"{"at":"2026-11-30T09:00:00Z","event":"open","host":"h","pid":7,"settings":{"correlation_limit":0.7}}
+{"event":"plan","round":1,"slots":[1,2]}
+{"event":"call_start","call":1,"round":1,"slots":[1]}
+{"event":"call_end","call":1,"round":1,"tokens":100,"truncated":false}
+{"event":"plan","round":2,"slots":[1,2,3]}
+{"event":"phase","phase":"propose","round":2}
+{"event":"call_start","call":2,"round":2,"slots":[1],"purpose":"propose"}
+{"event":"call_end","call":2,"round":2,"tokens":250,"truncated":true}
+"#;
+
+    #[test]
+    fn the_round_in_progress_is_replayed_with_a_pending_trial_per_slot() {
+        let v = read_view(inputs(r#"{"rounds_written":1}"#, LEDGER, Some(EVENTS)), &here);
+        let p = v.in_progress.expect("round 2 in progress");
+        assert_eq!(p.round, 2);
+        assert_eq!(p.pending, [1, 2, 3]);
+        assert_eq!(p.phase.as_deref(), Some("propose"));
+        assert_eq!(p.calls.iter().map(|c| c.call).collect::<Vec<_>>(), [2]);
+        assert_eq!((v.calls_total, v.tokens_total), (2, 350));
+        assert_eq!(v.opened_with, Some(serde_json::json!({"correlation_limit": 0.7})));
+        assert_eq!(v.calls[1].truncated, Some(true));
+        assert_eq!(v.row.process, ProcessCheck::Alive { host: "h".into(), pid: 7 });
+    }
+
+    #[test]
+    fn a_round_dropped_by_a_resume_is_not_in_progress() {
+        // Round 2 was under way, then the run was resumed: round 2's events are
+        // before the resume, and nothing since names a round past the state.
+        let events = format!("{EVENTS}{{\"event\":\"resume\",\"host\":\"h\",\"pid\":8}}\n");
+        let v = read_view(inputs(r#"{"rounds_written":1}"#, LEDGER, Some(&events)), &here);
+        assert_eq!(v.in_progress, None);
+    }
+
+    #[test]
+    fn a_run_without_events_has_no_round_in_progress_and_counts_call_files() {
+        let v = read_view(inputs(r#"{"rounds_written":1}"#, LEDGER, None), &here);
+        assert_eq!(v.in_progress, None);
+        assert_eq!(v.calls_total, 3);
+        assert!(v.calls.is_empty());
+        assert_eq!(v.row.phase, None);
+    }
+
+    #[test]
+    fn a_broken_part_degrades_only_itself() {
+        let mut i = inputs(
+            r#"{"rounds_written":2}"#,
+            "{\"round\":1}\nnot json\n{\"round\":2}\n",
+            Some("{\"event\":\"open\"}\n{oops\n"),
+        );
+        i.memory = vec![(2, Ok("a\nb\n".into())), (3, Err("not a regular file".into())), (4, Ok("a\nc\n".into()))];
+        let v = read_view(i, &here);
+        assert_eq!(v.rounds.len(), 2);
+        let parts: Vec<(&str, &str)> = v.problems.iter().map(|p| (p.part.as_str(), p.reason.as_str())).collect();
+        assert_eq!(parts.len(), 3, "{parts:?}");
+        assert!(parts.contains(&("memory/round_03.md", "not a regular file")));
+        assert!(parts.iter().any(|(p, r)| *p == "ledger.jsonl" && r.starts_with("line 2: ")));
+        assert!(parts.iter().any(|(p, r)| *p == "events.jsonl" && r.starts_with("line 2: ")));
+        // memory versions compare with the one before that could be read
+        assert_eq!(v.memory.len(), 2);
+        assert_eq!(v.memory[0].diff, None);
+        assert!(v.memory[1].diff.as_ref().unwrap().contains(&DiffLine::Added("c".into())));
+    }
+
+    #[test]
+    fn an_unreadable_snapshot_is_a_problem_and_an_unreadable_row() {
+        let mut i = inputs(r#"{"rounds_written":1}"#, LEDGER, None);
+        i.snapshot = Ok(b"{\"settings\": ");
+        let v = read_view(i, &here);
+        assert_eq!(v.row.status.label(), "unreadable");
+        assert!(v.problems[0].reason.starts_with("snapshot.json: line 1 column"), "{:?}", v.problems);
+        assert_eq!(v.rounds.len(), 1, "the ledger still reads");
+    }
+}
