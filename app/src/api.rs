@@ -4,6 +4,7 @@
 //! state-changing for the origin check.
 
 use leptos::prelude::*;
+use runboard::runview::view::{CallView, RunView};
 use runboard::runview::RunList;
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +22,7 @@ pub struct CampaignInfo {
 pub mod ssr {
     //! The seam between the app and the server's adapters.
     use super::CampaignInfo;
+    use runboard::runview::view::{CallView, RunView};
     use runboard::runview::RunList;
     use std::sync::Arc;
 
@@ -30,6 +32,11 @@ pub mod ssr {
         fn campaign(&self) -> CampaignInfo;
         fn list_runs(&self) -> RunList;
         fn runs_version(&self) -> String;
+        /// `None` when no run has this name.
+        fn run_view(&self, name: &str) -> Option<RunView>;
+        fn run_version(&self, name: &str) -> Option<String>;
+        /// `Ok(None)`: no such run; `Err`: the call file cannot be read (why).
+        fn run_call(&self, name: &str, call: u32) -> Result<Option<CallView>, String>;
     }
 
     pub type ConsoleHandle = Arc<dyn Console>;
@@ -59,4 +66,26 @@ pub async fn list_runs() -> Result<RunList, ServerFnError> {
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "runs_version")]
 pub async fn runs_version() -> Result<String, ServerFnError> {
     ssr::with_console(|c| c.runs_version()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run")]
+pub async fn get_run(name: String) -> Result<RunView, ServerFnError> {
+    let missing = format!("no run named {name}");
+    ssr::with_console(move |c| c.run_view(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_version")]
+pub async fn get_run_version(name: String) -> Result<String, ServerFnError> {
+    let missing = format!("no run named {name}");
+    ssr::with_console(move |c| c.run_version(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_call")]
+pub async fn get_call(name: String, call: u32) -> Result<CallView, ServerFnError> {
+    let missing = format!("no run named {name}");
+    match ssr::with_console(move |c| c.run_call(&name, call)).await? {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(ServerFnError::new(missing)),
+        Err(why) => Err(ServerFnError::new(why)),
+    }
 }

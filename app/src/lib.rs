@@ -68,6 +68,7 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=|| view! { <p class="empty">"No such page."</p> }>
                     <Route path=path!("/") view=|| view! { <Redirect path="/runs"/> }/>
                     <Route path=path!("/runs") view=pages::runs::RunsPage/>
+                    <Route path=path!("/runs/:name") view=pages::run::RunPage/>
                 </Routes>
             </main>
         </Router>

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use app::api::ssr::Console;
 use app::api::CampaignInfo;
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
+use runboard::runview::view::{CallView, RunView};
 use runboard::runview::RunList;
 
 use crate::runview::RunIndex;
@@ -53,5 +54,18 @@ impl Console for LocalConsole {
 
     fn runs_version(&self) -> String {
         self.runs.list_version()
+    }
+
+    fn run_view(&self, name: &str) -> Option<RunView> {
+        self.runs.view(name).map(|(_, v)| v)
+    }
+
+    fn run_version(&self, name: &str) -> Option<String> {
+        self.runs.find(name).map(|dir| self.runs.run_version(&dir))
+    }
+
+    fn run_call(&self, name: &str, call: u32) -> Result<Option<CallView>, String> {
+        let Some((dir, view)) = self.runs.view(name) else { return Ok(None) };
+        crate::runview::read_call(&dir, call, &view).map(Some)
     }
 }

@@ -97,6 +97,13 @@ pub async fn prepare(data_dir: &Path) -> anyhow::Result<(PathBuf, DemoWriter)> {
         simulate(&root.join(rel), &["--rounds", &rounds.to_string(), "--model", model, "--seed", &seed.to_string()])
             .await?;
     }
+    // A damaged ledger line (complete, but not JSON): the run's page shows the
+    // problem with its reason, and the rest of the run still reads.
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(root.join("runs/batch-b/volume-gpt/ledger.jsonl"))?;
+        f.write_all(b"{\"round\": 1, \"slot\": oops}\n")?;
+    }
     // A campaign that crashed while appending its third round: a torn ledger line,
     // no stop, and a process that is gone.
     simulate(&root.join("runs/batch-b/crashed-qwen"), &["--rounds", "5", "--seed", "14", "--crash-after", "2"]).await?;

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use app::api::ssr::ConsoleHandle;
-use axum::extract::{FromRef, Request, State};
+use axum::extract::{FromRef, Path, Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -60,6 +60,9 @@ pub fn app(state: AppState) -> Router {
         .route("/api/campaign", get(campaign))
         .route("/api/runs", get(runs))
         .route("/api/runs/version", get(runs_version))
+        .route("/api/runs/{name}", get(run_view))
+        .route("/api/runs/{name}/version", get(run_version))
+        .route("/api/runs/{name}/calls/{call}", get(run_call))
         .route("/api/{*rest}", get(api_not_found).post(api_not_found));
     Router::new()
         .merge(api)
@@ -101,6 +104,40 @@ async fn runs_version(State(s): State<AppState>) -> Result<impl IntoResponse, Ap
     let console = s.console.clone();
     let version = blocking("reading the run list version", move || console.runs().list_version()).await?;
     Ok(Json(json!({ "version": version })))
+}
+
+async fn run_view(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
+    use app::api::ssr::Console;
+    let console = s.console.clone();
+    let n = name.clone();
+    let view = blocking("reading a run", move || console.run_view(&n)).await?;
+    view.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+}
+
+async fn run_version(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
+    use app::api::ssr::Console;
+    let console = s.console.clone();
+    let n = name.clone();
+    let version = blocking("reading a run version", move || console.run_version(&n)).await?;
+    version.map(|v| Json(json!({ "version": v }))).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+}
+
+async fn run_call(
+    State(s): State<AppState>,
+    Path((name, call)): Path<(String, String)>,
+) -> Result<impl IntoResponse, AppError> {
+    use app::api::ssr::Console;
+    let n: u32 = call
+        .trim_end_matches(".json")
+        .parse()
+        .map_err(|_| AppError::Unprocessable(format!("call {call:?} is not a call number")))?;
+    let console = s.console.clone();
+    let nm = name.clone();
+    match blocking("reading a call", move || console.run_call(&nm, n)).await? {
+        Ok(Some(v)) => Ok(Json(v)),
+        Ok(None) => Err(AppError::NotFound(format!("no run named {name}"))),
+        Err(why) => Err(AppError::Unprocessable(why)),
+    }
 }
 
 async fn api_not_found(req: Request) -> AppError {

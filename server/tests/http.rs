@@ -170,3 +170,41 @@ async fn a_token_guards_every_request_and_a_link_sets_a_cookie() {
     assert_eq!(send(&st, with_cookie).await.0, StatusCode::OK);
     assert_eq!(send(&st, get("/runs?token=nope")).await.0, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn a_run_its_version_and_its_calls_over_rest() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let json = |b: Vec<u8>| serde_json::from_slice::<Value>(&b).unwrap();
+    let (status, _, body) = send(&st, get("/api/runs/second")).await;
+    assert_eq!(status, StatusCode::OK);
+    let view = json(body);
+    assert_eq!(view["row"]["path"], "runs/b/deeper/second");
+    assert_eq!(view["rounds"].as_array().unwrap().len(), 3);
+    assert_eq!(view["memory"].as_array().unwrap().len(), 3);
+    assert!(view["memory"][1]["diff"].is_array(), "later memory versions carry a diff");
+    let version = json(send(&st, get("/api/runs/second/version")).await.2)["version"].clone();
+    assert_eq!(version, view["row"]["version"]);
+
+    let (status, _, body) = send(&st, get("/api/runs/second/calls/1")).await;
+    assert_eq!(status, StatusCode::OK);
+    let call = json(body);
+    assert!(call["record"]["reasoning"].as_str().unwrap().starts_with("Round 1, slot 1"));
+    assert_eq!(call["concerned"]["round"], 1);
+    assert_eq!(call["concerned"]["slots"], serde_json::json!([1]));
+
+    let (status, _, body) = send(&st, get("/api/runs/second/calls/abc")).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(json(body)["error"], "call \"abc\" is not a call number");
+    let (status, _, body) = send(&st, get("/api/runs/second/calls/999")).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(json(body)["error"].as_str().unwrap().starts_with("calls/0999.json: "));
+    let (status, _, body) = send(&st, get("/api/runs/nope")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(json(body)["error"], "no run named nope");
+
+    let (status, _, body) = send(&st, get("/runs/second?tab=calls")).await;
+    assert_eq!(status, StatusCode::OK);
+    let html = String::from_utf8(body).unwrap();
+    assert!(html.contains("data-call=\"1\""), "the calls tab is rendered on the server");
+}

@@ -141,3 +141,38 @@ async fn find_run_by_name_or_relative_path() {
     assert_eq!(index.find("runs/a/first"), Some(root.join("runs/a/first")));
     assert_eq!(index.find("nope"), None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_while_a_writer_writes_changes_no_byte_and_no_mtime() {
+    use server::simulate::{simulate_run, SimOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let dir = root.join("live");
+    let opts = SimOptions { rounds: 6, slots: 2, step: Duration::from_millis(60), ..SimOptions::default() };
+    let writer_dir = dir.clone();
+    let writer = tokio::spawn(async move { simulate_run(&writer_dir, &opts, std::future::pending()).await });
+    while !dir.join("snapshot.json").exists() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let index = RunIndex::new(&root);
+    let (mut quiet_reads, mut views) = (0, 0);
+    while !writer.is_finished() {
+        let v1 = index.run_version(&dir);
+        let before = fingerprint(&dir);
+        let (_, view) = index.view("live").expect("the live run");
+        index.list();
+        let after = fingerprint(&dir);
+        views += 1;
+        // Every view is consistent however the writer is interleaved.
+        let written = view.row.rounds_written.unwrap_or(0);
+        assert!(view.rounds.iter().all(|r| r.round <= written), "a round beyond the state was shown");
+        assert!(view.problems.is_empty(), "{:?}", view.problems);
+        // When the writer did not write meanwhile, reading changed nothing.
+        if index.run_version(&dir) == v1 {
+            assert_eq!(before, after, "reading changed the run directory");
+            quiet_reads += 1;
+        }
+    }
+    writer.await.unwrap().unwrap();
+    assert!(quiet_reads >= 5, "only {quiet_reads} of {views} reads fell between writes");
+}

@@ -77,6 +77,17 @@ pub struct MemoryVersion {
     pub diff: Option<Vec<DiffLine>>,
 }
 
+/// One LLM call: read by its number from its own file (tokens, truncation and
+/// reasoning are the provider's reply's); what it concerned only the events say.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallView {
+    pub call: u32,
+    /// `calls/NNNN.json` as written (non-finite numbers as null).
+    pub record: Value,
+    /// Its round and slots, from the events; `None` for a run without events.
+    pub concerned: Option<CallEvent>,
+}
+
 /// A part of the run that could not be read, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Problem {

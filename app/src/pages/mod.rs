@@ -1,3 +1,4 @@
 //! One module per view of the console.
 
+pub mod run;
 pub mod runs;

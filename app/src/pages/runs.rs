@@ -144,9 +144,10 @@ fn run_row(r: RunRow, now: runboard::Timestamp) -> impl IntoView {
     let title = written.as_ref().map(|w| w.1.clone());
     let shown = written.map(|w| w.0).unwrap_or_else(|| "never".to_owned());
     let name = r.name.clone();
+    let href = format!("/runs/{}", r.name);
     view! {
         <tr class=format!("run status-{label}") data-run=name data-status=label>
-            <td class="name">{r.name}</td>
+            <td class="name"><a href=href>{r.name}</a></td>
             <td class="path"><code>{r.path}</code></td>
             <td class="written" title=title>{shown}</td>
             <td class="status">

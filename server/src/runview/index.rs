@@ -102,6 +102,19 @@ impl RunIndex {
         by_path.or_else(|| dirs.iter().find(|d| d.file_name().is_some_and(|n| n == name))).cloned()
     }
 
+    /// The whole view of the run `name` (seed: `RunView.read`).
+    pub fn view(&self, name: &str) -> Option<(PathBuf, runboard::runview::view::RunView)> {
+        let dir = self.find(name)?;
+        let folder = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let view = super::read_run(&dir, &folder, &self.relative(&dir), &self.probe);
+        Some((dir, view))
+    }
+
+    /// The version of one run (seed: `run_version`): `stat` only.
+    pub fn run_version(&self, dir: &Path) -> String {
+        RunVersion::of_files(&stamps_of(dir)).0
+    }
+
     fn relative(&self, dir: &Path) -> String {
         let rel = dir.strip_prefix(&self.root).unwrap_or(dir);
         rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")

@@ -7,6 +7,8 @@
 
 mod fsread;
 mod index;
+mod read;
 
 pub use fsread::{stamp_of, ProcessProbe};
 pub use index::{find_run_dirs, RunIndex};
+pub use read::{read_call, read_run};

@@ -1,0 +1,257 @@
+//! A run's page, `/runs/<name>?tab=…`: summary, rounds and trials, the round in
+//! progress, calls (with each call's reasoning on demand), and memory versions
+//! with their line diffs. It follows a live run: the run's version is polled every
+//! second and the view re-read only when it changed.
+
+use leptos::prelude::*;
+use leptos_router::hooks::{query_signal, use_params_map};
+use runboard::runview::diff::DiffLine;
+use runboard::runview::view::{CallEvent, RunView};
+
+#[cfg(feature = "hydrate")]
+use crate::api::get_run_version;
+use crate::api::{get_call, get_run};
+
+#[cfg(feature = "hydrate")]
+const POLL_MS: u32 = 1_000;
+
+const TABS: [(&str, &str); 5] = [
+    ("summary", "Summary"),
+    ("rounds", "Rounds"),
+    ("progress", "In progress"),
+    ("calls", "Calls"),
+    ("memory", "Memory"),
+];
+
+#[component]
+pub fn RunPage() -> impl IntoView {
+    let params = use_params_map();
+    let name = Memo::new(move |_| params.read().get("name").unwrap_or_default());
+    let refresh = RwSignal::new(0u64);
+    let view = Resource::new(move || (name.get(), refresh.get()), |(n, _)| get_run(n));
+    let (tab, _) = query_signal::<String>("tab");
+
+    #[cfg(feature = "hydrate")]
+    {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let alive = Arc::new(AtomicBool::new(true));
+        let alive_loop = alive.clone();
+        on_cleanup(move || alive.store(false, Ordering::Relaxed));
+        leptos::task::spawn_local(async move {
+            loop {
+                gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
+                if !alive_loop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Some(n) = name.try_get_untracked() else { break };
+                let shown = view.try_get_untracked().flatten().and_then(Result::ok).map(|v| v.row.version);
+                if let Ok(current) = get_run_version(n).await {
+                    if shown.as_deref() != Some(current.as_str()) && alive_loop.load(Ordering::Relaxed) {
+                        refresh.try_update(|x| *x += 1);
+                    }
+                }
+            }
+        });
+    }
+
+    view! {
+        <section class="run">
+            <p class="crumbs"><a href="/runs">"Runs"</a>" / "<strong>{move || name.get()}</strong></p>
+            <nav class="tabs">
+                {TABS.map(|(key, label)| {
+                    let href = move || format!("/runs/{}?tab={key}", name.get());
+                    let current = move || tab.get().unwrap_or_else(|| "summary".into()) == key;
+                    view! { <a href=href class:current=current data-tab=key>{label}</a> }
+                })}
+            </nav>
+            <Transition fallback=|| view! { <p class="loading">"Reading the run…"</p> }>
+                {move || view.get().map(|res| match res {
+                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    Ok(v) => {
+                        let t = tab.get().unwrap_or_else(|| "summary".into());
+                        let n = name.get();
+                        view! {
+                            <div class="tab-body" data-version=v.row.version.clone()>
+                                {match t.as_str() {
+                                    "rounds" => rounds(&v).into_any(),
+                                    "progress" => progress(&v).into_any(),
+                                    "calls" => calls(n, &v.calls).into_any(),
+                                    "memory" => memory(&v).into_any(),
+                                    _ => summary(&v).into_any(),
+                                }}
+                            </div>
+                        }.into_any()
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+fn summary(v: &RunView) -> impl IntoView {
+    let r = &v.row;
+    let label = r.status.label();
+    let process = match &r.process {
+        runboard::runview::ProcessCheck::NotRecorded => "not recorded".to_owned(),
+        runboard::runview::ProcessCheck::Alive { host, pid } => format!("{pid} on {host}: alive"),
+        runboard::runview::ProcessCheck::Gone { host, pid } => format!("{pid} on {host}: gone"),
+        runboard::runview::ProcessCheck::OtherHost { host, pid } => format!("{pid} on {host}: unknown from here"),
+    };
+    view! {
+        <dl class="facts">
+            <dt>"Status"</dt><dd class="status"><span class=format!("badge {label}")>{label}</span>" "{r.status_text.clone()}</dd>
+            <dt>"Phase"</dt><dd class="phase">{r.phase.clone().unwrap_or_else(|| "–".into())}</dd>
+            <dt>"Process"</dt><dd class="process">{process}</dd>
+            <dt>"Model"</dt><dd>{r.model.clone().unwrap_or_else(|| "–".into())}</dd>
+            <dt>"Rounds written"</dt><dd class="rounds-written">{r.rounds_written.map(|n| n.to_string()).unwrap_or_else(|| "0".into())}{r.rounds_planned.map(|p| format!(" of {p}"))}</dd>
+            <dt>"Calls"</dt><dd class="calls-total">{v.calls_total}</dd>
+            <dt>"Tokens"</dt><dd class="tokens-total">{v.tokens_total}</dd>
+            <dt>"Path"</dt><dd><code>{r.path.clone()}</code></dd>
+        </dl>
+        {(!v.problems.is_empty()).then(|| view! {
+            <div class="problems">
+                <h3>"Parts that could not be read"</h3>
+                <ul>{v.problems.iter().map(|p| view! { <li class="problem"><code>{p.part.clone()}</code>": "{p.reason.clone()}</li> }).collect_view()}</ul>
+            </div>
+        })}
+        <h3>"Settings (snapshot)"</h3>
+        <pre class="settings">{pretty(&v.snapshot_settings)}</pre>
+        {v.opened_with.as_ref().map(|s| view! { <h3>"Opened with"</h3><pre class="opened-with">{pretty(s)}</pre> })}
+    }
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map(|f| format!("{f:.2}")).unwrap_or_else(|| "–".into())
+}
+
+fn rounds(v: &RunView) -> impl IntoView {
+    if v.rounds.is_empty() {
+        return view! { <p class="empty">"No round written yet."</p> }.into_any();
+    }
+    view! {
+        <table class="trials">
+            <thead><tr><th>"Round"</th><th>"Slot"</th><th>"Trial"</th><th>"t"</th><th>"max |corr|"</th><th>"Tokens"</th><th>"Stage"</th><th>"Outcome"</th></tr></thead>
+            <tbody>
+                {v.rounds.iter().flat_map(|r| r.trials.iter()).map(|t| view! {
+                    <tr class:accepted=t.accepted data-round=t.round>
+                        <td>{t.round}</td>
+                        <td>{t.slot.map(|s| s.to_string())}</td>
+                        <td>{t.trial.clone()}</td>
+                        <td>{num(t.t)}</td>
+                        <td>{num(t.max_abs_corr)}</td>
+                        <td>{t.tokens.map(|n| n.to_string())}</td>
+                        <td>{t.stage.clone()}</td>
+                        <td>{if t.accepted { "accepted".to_owned() } else { t.reason.clone().unwrap_or_else(|| "refused".into()) }}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+fn progress(v: &RunView) -> impl IntoView {
+    match &v.in_progress {
+        None => view! { <p class="empty">"No round in progress."</p> }.into_any(),
+        Some(p) => view! {
+            <div class="in-progress" data-round=p.round>
+                <p>{format!("Round {} — {}", p.round, p.phase.clone().unwrap_or_else(|| "starting".into()))}</p>
+                <ul class="pending">
+                    {p.pending.iter().map(|s| view! { <li class="pending-slot">{format!("slot {s}: pending")}</li> }).collect_view()}
+                </ul>
+                <p>{format!("{} calls so far this round", p.calls.len())}</p>
+            </div>
+        }
+        .into_any(),
+    }
+}
+
+fn calls(run: String, calls: &[CallEvent]) -> impl IntoView {
+    if calls.is_empty() {
+        return view! { <p class="empty">"No calls recorded in the events."</p> }.into_any();
+    }
+    let open = RwSignal::new(None::<u32>);
+    let detail = Resource::new(
+        move || open.get(),
+        move |n| {
+            let run = run.clone();
+            async move {
+                match n {
+                    Some(n) => Some(get_call(run, n).await),
+                    None => None,
+                }
+            }
+        },
+    );
+    view! {
+        <table class="calls">
+            <thead><tr><th>"Call"</th><th>"Round"</th><th>"Slots"</th><th>"Purpose"</th><th>"Tokens"</th><th>"Truncated"</th><th></th></tr></thead>
+            <tbody>
+                {calls.iter().map(|c| {
+                    let n = c.call;
+                    view! {
+                        <tr data-call=n>
+                            <td>{n}</td>
+                            <td>{c.round.map(|r| r.to_string())}</td>
+                            <td>{c.slots.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")}</td>
+                            <td>{c.purpose.clone()}</td>
+                            <td>{c.tokens.map(|t| t.to_string())}</td>
+                            <td>{match c.truncated { Some(true) => "yes", Some(false) => "no", None => "–" }}</td>
+                            <td><button class="open-call" on:click=move |_| open.set(Some(n))>"reasoning"</button></td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+        <Transition fallback=|| ()>
+            {move || detail.get().flatten().map(|res| match res {
+                Err(e) => view! { <p class="error call-error">{e.to_string()}</p> }.into_any(),
+                Ok(c) => view! {
+                    <div class="call-detail" data-call=c.call>
+                        <h3>{format!("Call {}", c.call)}</h3>
+                        <h4>"Reasoning"</h4>
+                        <pre class="reasoning">{c.record.get("reasoning").and_then(|r| r.as_str()).unwrap_or("(none recorded)").to_owned()}</pre>
+                        <h4>"Reply"</h4>
+                        <pre class="reply">{pretty(c.record.get("reply").unwrap_or(&serde_json::Value::Null))}</pre>
+                        <h4>"Tokens"</h4>
+                        <pre>{pretty(c.record.get("tokens").unwrap_or(&serde_json::Value::Null))}</pre>
+                    </div>
+                }.into_any(),
+            })}
+        </Transition>
+    }
+    .into_any()
+}
+
+fn memory(v: &RunView) -> impl IntoView {
+    if v.memory.is_empty() {
+        return view! { <p class="empty">"No memory versions."</p> }.into_any();
+    }
+    view! {
+        <div class="memory">
+            {v.memory.iter().rev().map(|m| view! {
+                <details class="memory-version" data-round=m.round>
+                    <summary>{format!("Before round {}", m.round)}</summary>
+                    {match &m.diff {
+                        Some(lines) => view! {
+                            <pre class="diff">
+                                {lines.iter().map(|l| match l {
+                                    DiffLine::Same(t) => view! { <span class="same">{format!("  {t}\n")}</span> }.into_any(),
+                                    DiffLine::Added(t) => view! { <span class="added">{format!("+ {t}\n")}</span> }.into_any(),
+                                    DiffLine::Removed(t) => view! { <span class="removed">{format!("- {t}\n")}</span> }.into_any(),
+                                }).collect_view()}
+                            </pre>
+                        }.into_any(),
+                        None => view! { <pre class="text">{m.text.clone()}</pre> }.into_any(),
+                    }}
+                </details>
+            }).collect_view()}
+        </div>
+    }
+    .into_any()
+}

@@ -1,0 +1,70 @@
+// A run's page in a real browser: follow a live run, open a call's reasoning and
+// a memory diff, and see an unreadable part with its reason.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, startBrowser, watchErrors } from './support.mjs';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await startBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function open(page, path) {
+  await page.goto(`${server.url}${path}`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+}
+
+test('a live run page follows the writer without a reload', async () => {
+  const page = await browser.context.newPage();
+  const errors = watchErrors(page);
+  await open(page, '/runs/explore-qwen?tab=summary');
+  await page.evaluate(() => { window.__sameDocument = true; });
+  const written = async () => Number((await page.textContent('.rounds-written')).split(' ')[0]);
+  const first = await written();
+  // The demo writer finishes a round about every 10 s.
+  await page.waitForFunction((n) => Number(document.querySelector('.rounds-written').textContent.split(' ')[0]) > n,
+    first, { timeout: 30_000 });
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload happened');
+  assert.match(await page.textContent('.process'), /alive/);
+
+  await page.click('a[data-tab="rounds"]');
+  await page.waitForSelector('table.trials tr[data-round="1"]');
+  await page.click('a[data-tab="progress"]');
+  await page.waitForSelector('.in-progress .pending-slot');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('a call\'s reasoning, a memory diff, and an unreadable part', async () => {
+  const page = await browser.context.newPage();
+  const errors = watchErrors(page);
+  await open(page, '/runs/momentum-qwen?tab=calls');
+  await page.click('tr[data-call="2"] button.open-call');
+  await page.waitForSelector('.call-detail[data-call="2"] .reasoning');
+  assert.match(await page.textContent('.call-detail .reasoning'), /^Round 1, slot 2:/);
+
+  await page.click('a[data-tab="memory"]');
+  await page.waitForSelector('details.memory-version');
+  await page.click('details.memory-version >> nth=0 >> summary');
+  await page.waitForSelector('details[open] .diff .added');
+  // The newest version first: its heading changed from the version before.
+  const added = await page.$$eval('details[open] .diff .added', (els) => els.map((e) => e.textContent));
+  const removed = await page.$$eval('details[open] .diff .removed', (els) => els.map((e) => e.textContent));
+  assert.ok(added.includes('+ # Memory before round 6\n'), JSON.stringify(added));
+  assert.ok(removed.includes('- # Memory before round 5\n'), JSON.stringify(removed));
+
+  await open(page, '/runs/volume-gpt');
+  const problem = await page.textContent('.problems .problem');
+  assert.match(problem, /ledger\.jsonl: line \d+: line 1 column \d+: expected value/);
+  assert.ok(await page.$('.tokens-total'), 'the rest of the summary still shows');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
