@@ -7,6 +7,7 @@
 //! - [`pages`] — one module per view.
 
 pub mod api;
+pub mod live;
 pub mod pages;
 
 use leptos::prelude::*;

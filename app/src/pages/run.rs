@@ -32,28 +32,14 @@ pub fn RunPage() -> impl IntoView {
     let (tab, _) = query_signal::<String>("tab");
 
     #[cfg(feature = "hydrate")]
-    {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::sync::Arc;
-        let alive = Arc::new(AtomicBool::new(true));
-        let alive_loop = alive.clone();
-        on_cleanup(move || alive.store(false, Ordering::Relaxed));
-        leptos::task::spawn_local(async move {
-            loop {
-                gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
-                if !alive_loop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let Some(n) = name.try_get_untracked() else { break };
-                let shown = view.try_get_untracked().flatten().and_then(Result::ok).map(|v| v.row.version);
-                if let Ok(current) = get_run_version(n).await {
-                    if shown.as_deref() != Some(current.as_str()) && alive_loop.load(Ordering::Relaxed) {
-                        refresh.try_update(|x| *x += 1);
-                    }
-                }
-            }
-        });
-    }
+    crate::live::follow(
+        POLL_MS,
+        move || name.try_get_untracked().map(|n| async move { get_run_version(n).await.ok() }),
+        move || view.try_get_untracked().map(|r| r.and_then(Result::ok).map(|v| v.row.version)),
+        move || {
+            refresh.try_update(|x| *x += 1);
+        },
+    );
 
     view! {
         <section class="run">

@@ -26,28 +26,14 @@ pub fn RunsPage() -> impl IntoView {
     let (status, set_status) = query_signal::<String>("status");
 
     #[cfg(feature = "hydrate")]
-    {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::sync::Arc;
-        let alive = Arc::new(AtomicBool::new(true));
-        let alive_loop = alive.clone();
-        on_cleanup(move || alive.store(false, Ordering::Relaxed));
-        leptos::task::spawn_local(async move {
-            loop {
-                gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
-                // The page may have been left while we slept: its signals are gone.
-                if !alive_loop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let shown = runs.try_get_untracked().flatten().and_then(Result::ok).map(|l| l.version);
-                if let Ok(current) = runs_version().await {
-                    if shown.as_deref() != Some(current.as_str()) && alive_loop.load(Ordering::Relaxed) {
-                        refresh.try_update(|n| *n += 1);
-                    }
-                }
-            }
-        });
-    }
+    crate::live::follow(
+        POLL_MS,
+        || Some(async { runs_version().await.ok() }),
+        move || runs.try_get_untracked().map(|r| r.and_then(Result::ok).map(|l| l.version)),
+        move || {
+            refresh.try_update(|n| *n += 1);
+        },
+    );
 
     let filtered = move |list: &RunList| -> Vec<RunRow> {
         let q = query.get().unwrap_or_default().to_lowercase();
