@@ -101,19 +101,24 @@ async fn the_latest_open_is_found_behind_a_long_events_tail() {
     );
 }
 
-/// Every file's bytes and modification time under `dir`.
+/// Every file's bytes and modification time under `dir`. A writer's temporary
+/// files (dot-files, renamed away at any moment) are not part of the run.
 fn fingerprint(dir: &Path) -> BTreeMap<String, (Vec<u8>, i64, i64)> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
             let p = e.path();
-            let md = std::fs::symlink_metadata(&p).unwrap();
+            let Ok(md) = std::fs::symlink_metadata(&p) else { continue };
             if md.is_dir() {
                 stack.push(p.clone());
                 out.insert(p.display().to_string(), (Vec::new(), md.mtime(), md.mtime_nsec()));
-            } else {
-                out.insert(p.display().to_string(), (std::fs::read(&p).unwrap(), md.mtime(), md.mtime_nsec()));
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                out.insert(p.display().to_string(), (bytes, md.mtime(), md.mtime_nsec()));
             }
         }
     }

@@ -12,5 +12,9 @@ pub const EVENTS: &str = "events.jsonl";
 /// One file per LLM call, `calls/NNNN.json`.
 pub const CALLS_DIR: &str = "calls";
 
-/// The files whose size and modification time make up a run's version, in order.
-pub const VERSIONED: [&str; 5] = [SNAPSHOT, STATE, LEDGER, EVENTS, CALLS_DIR];
+/// The distiller's memory versions, `memory/round_NN.md`.
+pub const MEMORY_DIR: &str = "memory";
+
+/// The files whose size and modification time make up a run's version, in order
+/// (a folder's time changes when a file is added to it).
+pub const VERSIONED: [&str; 6] = [SNAPSHOT, STATE, LEDGER, EVENTS, CALLS_DIR, MEMORY_DIR];

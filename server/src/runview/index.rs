@@ -25,7 +25,7 @@ const EVENTS_TAIL_CHUNK: u64 = 16 << 10;
 /// What was parsed of one run, valid while its files' stamps are unchanged.
 #[derive(Debug, Clone)]
 struct Parsed {
-    stamps: [Option<FileStamp>; 5],
+    stamps: [Option<FileStamp>; VERSIONED.len()],
     snapshot: Result<Snapshot, String>,
     state: Option<Result<StateFile, String>>,
     events: Option<Result<EventsTail, String>>,
@@ -120,7 +120,7 @@ impl RunIndex {
         rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
     }
 
-    fn parse(&self, dir: &Path, stamps: [Option<FileStamp>; 5]) -> Parsed {
+    fn parse(&self, dir: &Path, stamps: [Option<FileStamp>; VERSIONED.len()]) -> Parsed {
         let snapshot = self.parse_json::<Snapshot>(&dir.join(files::SNAPSHOT), files::SNAPSHOT);
         let state = stamps[1].map(|_| self.parse_json::<StateFile>(&dir.join(files::STATE), files::STATE));
         let events = stamps[3].map(|_| self.events_tail(&dir.join(files::EVENTS)));
@@ -193,7 +193,7 @@ impl RunIndex {
 }
 
 /// The stamps of a run's versioned files, in `files::VERSIONED` order.
-fn stamps_of(dir: &Path) -> [Option<FileStamp>; 5] {
+fn stamps_of(dir: &Path) -> [Option<FileStamp>; VERSIONED.len()] {
     VERSIONED.map(|name| stamp_of(&dir.join(name)))
 }
 

@@ -32,7 +32,7 @@ fn call_numbers(dir: &Path) -> Vec<u32> {
 
 /// `(NN, text)` of each `memory/round_NN.md`.
 fn memory_versions(dir: &Path) -> Vec<(u32, Result<String, String>)> {
-    let Ok(entries) = fs::read_dir(dir.join("memory")) else { return Vec::new() };
+    let Ok(entries) = fs::read_dir(dir.join(files::MEMORY_DIR)) else { return Vec::new() };
     entries
         .flatten()
         .filter_map(|e| {
