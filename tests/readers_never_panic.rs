@@ -3,6 +3,7 @@
 //! never panics; whatever it returns is strict JSON with finite numbers.
 
 use proptest::prelude::*;
+use runboard::runview::ledger::{EventsLog, LedgerState};
 use runboard::runview::summary::EventsTail;
 use runboard::runview::view::{read_view, ViewInputs};
 use runboard::runview::ProcessCheck;
@@ -41,6 +42,8 @@ proptest! {
     #[test]
     fn a_run_view_is_always_read(snapshot in file_like(), state in file_like(), ledger in file_like(), events in file_like(),
                                  memory in prop::collection::vec(".{0,200}", 0..4)) {
+        let ledger = LedgerState::from_bytes(&ledger);
+        let events = EventsLog::from_bytes(&events);
         let inputs = ViewInputs {
             name: "r".into(),
             path: "r".into(),

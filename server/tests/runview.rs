@@ -181,3 +181,38 @@ async fn reading_while_a_writer_writes_changes_no_byte_and_no_mtime() {
     writer.await.unwrap().unwrap();
     assert!(quiet_reads >= 5, "only {quiet_reads} of {views} reads fell between writes");
 }
+
+#[tokio::test]
+async fn a_reread_reads_only_what_was_appended_and_starts_over_when_a_file_is_replaced_or_shrinks() {
+    use server::runview::{read_run, refresh, ProcessProbe, RunCursors};
+    let (_tmp, root) = common::campaign().await;
+    let dir = root.join("runs/a/first");
+    let probe = ProcessProbe::this_host();
+    let mut cursors = RunCursors::default();
+    let first = read_run(&dir, "first", "runs/a/first", &probe, &mut cursors);
+    let trials = |v: &runboard::runview::view::RunView| v.rounds.iter().map(|r| r.trials.len()).sum::<usize>();
+    assert_eq!(refresh(&dir, &mut cursors), 0, "nothing appended, nothing read");
+
+    let line = "{\"round\":1,\"slot\":9,\"t\":1.0,\"outcome\":{\"stage\":\"gate\",\"refused\":\"x\"}}\n";
+    let mut f = std::fs::OpenOptions::new().append(true).open(dir.join("ledger.jsonl")).unwrap();
+    std::io::Write::write_all(&mut f, line.as_bytes()).unwrap();
+    assert_eq!(refresh(&dir, &mut cursors), line.len() as u64, "only the appended line is read");
+    let grown = read_run(&dir, "first", "runs/a/first", &probe, &mut cursors);
+    assert_eq!(trials(&grown), trials(&first) + 1);
+
+    // A torn append is not consumed until its newline arrives.
+    std::io::Write::write_all(&mut f, b"{\"round\":1,\"slot\":10,").unwrap();
+    assert_eq!(refresh(&dir, &mut cursors), 0);
+    std::io::Write::write_all(&mut f, b"\"t\":2.0}\n").unwrap();
+    assert!(refresh(&dir, &mut cursors) > 0);
+
+    // Replaced by a shorter file: read again from the start.
+    std::fs::write(dir.join("ledger.jsonl.new"), line).unwrap();
+    std::fs::rename(dir.join("ledger.jsonl.new"), dir.join("ledger.jsonl")).unwrap();
+    let replaced = read_run(&dir, "first", "runs/a/first", &probe, &mut cursors);
+    assert_eq!(trials(&replaced), 1);
+    // Shrunk in place: also read again.
+    std::fs::write(dir.join("ledger.jsonl"), "").unwrap();
+    let emptied = read_run(&dir, "first", "runs/a/first", &probe, &mut cursors);
+    assert_eq!(trials(&emptied), 0);
+}

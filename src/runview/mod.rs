@@ -17,6 +17,7 @@
 pub mod diff;
 pub mod files;
 pub mod jsonl;
+pub mod ledger;
 pub mod records;
 pub mod summary;
 pub mod version;

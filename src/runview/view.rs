@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::diff::{diff_lines, DiffLine};
-use super::jsonl::complete_lines;
+use super::ledger::{EventsLog, LedgerState};
 use super::records::{EventLine, StateFile};
 use super::summary::{summarise, EventsTail, ListInputs, ProcessCheck, RunRow};
 use crate::json::{describe_error, from_slice_lenient};
@@ -104,7 +104,8 @@ pub struct RunView {
     pub opened_with: Option<Value>,
     pub calls_total: u32,
     pub tokens_total: u64,
-    pub rounds: Vec<RoundView>,
+    /// The written rounds (shared with the reader's cache, hence `Arc`).
+    pub rounds: Vec<std::sync::Arc<RoundView>>,
     pub in_progress: Option<InProgress>,
     pub calls: Vec<CallEvent>,
     pub memory: Vec<MemoryVersion>,
@@ -118,8 +119,9 @@ pub struct ViewInputs<'a> {
     pub path: String,
     pub snapshot: Result<&'a [u8], String>,
     pub state: Option<Result<&'a [u8], String>>,
-    pub ledger: Option<Result<&'a [u8], String>>,
-    pub events: Option<Result<&'a [u8], String>>,
+    /// Parsed incrementally by the caller (see `ledger`).
+    pub ledger: Option<Result<&'a LedgerState, String>>,
+    pub events: Option<Result<&'a EventsLog, String>>,
     /// Numbers of the call files present.
     pub call_files: Vec<u32>,
     /// `(NN, text)` of each `memory/round_NN.md`.
@@ -157,19 +159,13 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
     if let Some(ev) = &input.events {
         match ev {
             Err(e) => problems.push(problem("events.jsonl", e.clone())),
-            Ok(bytes) => {
-                let (lines, _) = complete_lines(bytes);
-                for (i, line) in lines.iter().enumerate() {
-                    match from_slice_lenient::<Value>(line) {
-                        Ok(v) => {
-                            let typed: EventLine = serde_json::from_value(v.clone()).unwrap_or_default();
-                            events.push(typed);
-                            raw_events.push(v);
-                        }
-                        Err(e) => {
-                            problems.push(problem("events.jsonl", format!("line {}: {}", i + 1, describe_error(&e))))
-                        }
-                    }
+            Ok(log) => {
+                for (line, reason) in &log.problems {
+                    problems.push(problem("events.jsonl", format!("line {line}: {reason}")));
+                }
+                for v in &log.events {
+                    events.push(serde_json::from_value(v.clone()).unwrap_or_default());
+                    raw_events.push(v.clone());
                 }
             }
         }
@@ -256,33 +252,19 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
     let opened_with = last_open.and_then(|i| raw_events[i].get("settings").cloned());
 
     // Trials of the written rounds: the state bounds which ledger rounds are read.
-    let mut by_round: BTreeMap<u32, Vec<TrialView>> = BTreeMap::new();
+    let mut rounds = Vec::new();
     if let Some(ledger) = &input.ledger {
         match ledger {
             Err(e) => problems.push(problem("ledger.jsonl", e.clone())),
-            Ok(bytes) => {
-                let (lines, _) = complete_lines(bytes);
-                for (i, line) in lines.iter().enumerate() {
-                    match from_slice_lenient::<Value>(line) {
-                        Ok(v) => {
-                            let Some(round) = v["round"].as_u64().map(|r| r as u32) else {
-                                problems.push(problem("ledger.jsonl", format!("line {}: no round", i + 1)));
-                                continue;
-                            };
-                            if round == 0 || round > rounds_written {
-                                continue; // appended before the state caught up
-                            }
-                            by_round.entry(round).or_default().push(trial(round, &v));
-                        }
-                        Err(e) => {
-                            problems.push(problem("ledger.jsonl", format!("line {}: {}", i + 1, describe_error(&e))))
-                        }
-                    }
+            Ok(state) => {
+                for (line, reason) in &state.problems {
+                    problems.push(problem("ledger.jsonl", format!("line {line}: {reason}")));
                 }
+                // Rounds appended before the state caught up are not read.
+                rounds = state.rounds.iter().filter(|r| (1..=rounds_written).contains(&r.round)).cloned().collect();
             }
         }
     }
-    let rounds = by_round.into_iter().map(|(round, trials)| RoundView { round, trials }).collect();
 
     // Memory versions, each compared with the one before.
     let mut memory: Vec<MemoryVersion> = Vec::new();
@@ -318,35 +300,22 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
     }
 }
 
-fn trial(round: u32, v: &Value) -> TrialView {
-    let outcome = &v["outcome"];
-    let num = |x: &Value| x.as_f64().filter(|f| f.is_finite());
-    TrialView {
-        round,
-        slot: v["slot"].as_u64().map(|s| s as u32),
-        trial: v["trial"].as_str().map(str::to_owned),
-        attempt: v["attempt"].as_u64().map(|a| a as u32),
-        t: num(&v["t"]),
-        max_abs_corr: num(&v["max_abs_corr"]),
-        tokens: v["tokens"].as_u64(),
-        stage: outcome["stage"].as_str().map(str::to_owned),
-        accepted: outcome["accepted"].as_bool().unwrap_or(false),
-        reason: outcome["refused"].as_str().map(str::to_owned),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn inputs<'a>(state: &'a str, ledger: &'a str, events: Option<&'a str>) -> ViewInputs<'a> {
+    fn inputs(state: &str, ledger: &str, events: Option<&str>) -> ViewInputs<'static> {
+        let ledger: &'static LedgerState = Box::leak(Box::new(LedgerState::from_bytes(ledger.as_bytes())));
+        let events: Option<&'static EventsLog> =
+            events.map(|e| &*Box::leak(Box::new(EventsLog::from_bytes(e.as_bytes()))));
+        let state: &'static str = Box::leak(state.to_owned().into_boxed_str());
         ViewInputs {
             name: "r".into(),
             path: "r".into(),
             snapshot: Ok(br#"{"schema_version":1,"settings":{"model":"qwen","rounds":5}}"#),
             state: Some(Ok(state.as_bytes())),
-            ledger: Some(Ok(ledger.as_bytes())),
-            events: events.map(|e| Ok(e.as_bytes())),
+            ledger: Some(Ok(ledger)),
+            events: events.map(Ok),
             call_files: vec![1, 2, 3],
             memory: Vec::new(),
             state_written: None,

@@ -38,6 +38,8 @@ pub struct RunIndex {
     probe: ProcessProbe,
     cache: Mutex<HashMap<PathBuf, Parsed>>,
     parses: AtomicU64,
+    /// Reading positions of the runs whose views were read.
+    readers: Mutex<HashMap<PathBuf, super::read::RunCursors>>,
 }
 
 impl RunIndex {
@@ -46,7 +48,13 @@ impl RunIndex {
     }
 
     pub fn with_probe(root: impl Into<PathBuf>, probe: ProcessProbe) -> Self {
-        Self { root: root.into(), probe, cache: Mutex::new(HashMap::new()), parses: AtomicU64::new(0) }
+        Self {
+            root: root.into(),
+            probe,
+            cache: Mutex::new(HashMap::new()),
+            parses: AtomicU64::new(0),
+            readers: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -106,7 +114,10 @@ impl RunIndex {
     pub fn view(&self, name: &str) -> Option<(PathBuf, runboard::runview::view::RunView)> {
         let dir = self.find(name)?;
         let folder = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let view = super::read_run(&dir, &folder, &self.relative(&dir), &self.probe);
+        let mut readers = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        let cursors = readers.entry(dir.clone()).or_default();
+        let view = super::read_run(&dir, &folder, &self.relative(&dir), &self.probe, cursors);
+        drop(readers);
         Some((dir, view))
     }
 

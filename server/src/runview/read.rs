@@ -4,21 +4,83 @@ use std::fs;
 use std::path::Path;
 
 use runboard::runview::files::{self, VERSIONED};
+use runboard::runview::ledger::{EventsLog, LedgerState};
 use runboard::runview::view::{read_view, CallView, RunView, ViewInputs};
 use runboard::runview::{ProcessCheck, RunVersion};
 use serde_json::Value;
 
 use super::fsread::{read_regular, stamp_of, stamp_time, ProcessProbe};
 
-/// The largest JSONL file a view reads whole (the incremental reader lifts this).
-const MAX_JSONL: u64 = 1 << 30;
-
 fn read_opt(path: &Path) -> Option<Result<Vec<u8>, String>> {
-    let md = fs::metadata(path).ok()?;
-    if md.is_file() && md.len() > MAX_JSONL {
-        return Some(Err(format!("{} bytes is more than this reader takes", md.len())));
+    fs::metadata(path).ok()?;
+    Some(read_regular(path))
+}
+
+/// Where a reader stands in one append-only file: its identity, the bytes of
+/// complete lines consumed, and what those parsed into. A file replaced (new
+/// identity) or shrunk is read again from the start.
+pub struct Cursor<S> {
+    ident: (u64, u64),
+    offset: u64,
+    state: S,
+}
+
+/// The reading position in a run's growing files, kept between reads.
+#[derive(Default)]
+pub struct RunCursors {
+    ledger: Option<Cursor<LedgerState>>,
+    events: Option<Cursor<EventsLog>>,
+}
+
+trait Feed: Default {
+    fn feed_bytes(&mut self, bytes: &[u8]) -> usize;
+}
+impl Feed for LedgerState {
+    fn feed_bytes(&mut self, bytes: &[u8]) -> usize {
+        self.feed(bytes)
     }
-    Some(if md.is_file() { fs::read(path).map_err(|e| e.to_string()) } else { Err("not a regular file".into()) })
+}
+impl Feed for EventsLog {
+    fn feed_bytes(&mut self, bytes: &[u8]) -> usize {
+        self.feed(bytes)
+    }
+}
+
+/// Brings `cursor` up to the end of `path`, reading only what was appended.
+fn advance<'c, S: Feed>(cursor: &'c mut Option<Cursor<S>>, path: &Path) -> Option<Result<&'c S, String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::MetadataExt;
+    let Ok(md) = fs::metadata(path) else {
+        *cursor = None;
+        return None;
+    };
+    if !md.is_file() {
+        *cursor = None;
+        return Some(Err("not a regular file".into()));
+    }
+    let ident = (md.dev(), md.ino());
+    let fresh = match cursor {
+        Some(c) => c.ident != ident || md.len() < c.offset,
+        None => true,
+    };
+    if fresh {
+        *cursor = Some(Cursor { ident, offset: 0, state: S::default() });
+    }
+    let c = cursor.as_mut()?;
+    if md.len() > c.offset {
+        let read = (|| {
+            let mut f = fs::File::open(path)?;
+            f.seek(SeekFrom::Start(c.offset))?;
+            let mut buf = Vec::with_capacity((md.len() - c.offset) as usize);
+            f.take(md.len() - c.offset).read_to_end(&mut buf)?;
+            Ok::<_, std::io::Error>(buf)
+        })();
+        match read {
+            Ok(buf) => c.offset += c.state.feed_bytes(&buf) as u64,
+            Err(e) => return Some(Err(e.to_string())),
+        }
+    }
+    Some(Ok(&c.state))
 }
 
 /// The numbers of the call files in `calls/` (`NNNN.json`).
@@ -44,19 +106,31 @@ fn memory_versions(dir: &Path) -> Vec<(u32, Result<String, String>)> {
         .collect()
 }
 
-pub fn read_run(dir: &Path, name: &str, rel: &str, probe: &ProcessProbe) -> RunView {
+/// Brings the cursors of the run in `dir` up to date, reading only what its
+/// ledger and events gained since the last call; returns the bytes read.
+pub fn refresh(dir: &Path, cursors: &mut RunCursors) -> u64 {
+    let before = cursors.ledger.as_ref().map_or(0, |c| c.offset) + cursors.events.as_ref().map_or(0, |c| c.offset);
+    let _ = advance(&mut cursors.ledger, &dir.join(files::LEDGER));
+    let _ = advance(&mut cursors.events, &dir.join(files::EVENTS));
+    let after = cursors.ledger.as_ref().map_or(0, |c| c.offset) + cursors.events.as_ref().map_or(0, |c| c.offset);
+    after.saturating_sub(before)
+}
+
+/// Reads the run in `dir` (seed: `RunView.read`); `cursors` carries the reading
+/// position in its growing files from the previous read of the same run.
+pub fn read_run(dir: &Path, name: &str, rel: &str, probe: &ProcessProbe, cursors: &mut RunCursors) -> RunView {
     let stamps = VERSIONED.map(|f| stamp_of(&dir.join(f)));
     let snapshot = read_regular(&dir.join(files::SNAPSHOT));
     let state = read_opt(&dir.join(files::STATE));
-    let ledger = read_opt(&dir.join(files::LEDGER));
-    let events = read_opt(&dir.join(files::EVENTS));
+    let ledger = advance(&mut cursors.ledger, &dir.join(files::LEDGER));
+    let events = advance(&mut cursors.events, &dir.join(files::EVENTS));
     let inputs = ViewInputs {
         name: name.to_owned(),
         path: rel.to_owned(),
         snapshot: snapshot.as_deref().map_err(Clone::clone),
         state: state.as_ref().map(|r| r.as_deref().map_err(Clone::clone)),
-        ledger: ledger.as_ref().map(|r| r.as_deref().map_err(Clone::clone)),
-        events: events.as_ref().map(|r| r.as_deref().map_err(Clone::clone)),
+        ledger,
+        events,
         call_files: call_numbers(dir),
         memory: memory_versions(dir),
         state_written: stamps[1].as_ref().map(stamp_time),
@@ -76,6 +150,7 @@ pub fn read_run(dir: &Path, name: &str, rel: &str, probe: &ProcessProbe) -> RunV
     read_view(inputs, &check)
 }
 
+/// Reads call `n` by the number of its file; what it concerned comes from the view's events.
 pub fn read_call(dir: &Path, n: u32, view: &RunView) -> Result<CallView, String> {
     let path = dir.join(files::CALLS_DIR).join(format!("{n:04}.json"));
     let bytes = read_regular(&path).map_err(|e| format!("calls/{n:04}.json: {e}"))?;

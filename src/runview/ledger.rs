@@ -1,0 +1,282 @@
+//! The ledger and events files, read incrementally: a reader feeds the complete
+//! lines appended since its last read and keeps what it parsed, so re-reading a
+//! growing run costs what was appended, not the whole file.
+
+use serde::de::Deserializer;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::jsonl::complete_lines;
+use std::sync::Arc;
+
+use super::view::{RoundView, TrialView};
+use crate::json::{describe_error, from_slice_lenient, replace_non_finite};
+
+/// A number, or `None` for anything else (a string, null, NaN read as null):
+/// one wrong-typed field degrades that field only.
+fn lenient_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Number(n) => n.as_f64().filter(|f| f.is_finite()),
+        _ => None,
+    })
+}
+
+fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    })
+}
+
+fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
+fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    Ok(Value::deserialize(d)?.as_bool())
+}
+
+#[derive(Deserialize, Default)]
+struct Outcome {
+    #[serde(default, deserialize_with = "lenient_string")]
+    stage: Option<String>,
+    #[serde(default, deserialize_with = "lenient_bool")]
+    accepted: Option<bool>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    refused: Option<String>,
+}
+
+fn lenient_outcome<'de, D: Deserializer<'de>>(d: D) -> Result<Outcome, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        v @ Value::Object(_) => serde_json::from_value(v).unwrap_or_default(),
+        _ => Outcome::default(),
+    })
+}
+
+/// One ledger line, typed; every field optional and lenient.
+#[derive(Deserialize)]
+struct LedgerLine {
+    #[serde(default, deserialize_with = "lenient_u64")]
+    round: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    slot: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    trial: Option<String>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    attempt: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_f64")]
+    t: Option<f64>,
+    #[serde(default, deserialize_with = "lenient_f64")]
+    max_abs_corr: Option<f64>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    tokens: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_outcome")]
+    outcome: Outcome,
+}
+
+/// The same line read strictly: typed fields, no intermediate values. Most lines
+/// are well formed, so this fast path is tried first; a line it refuses (a
+/// wrong-typed field, a NaN) is read again leniently.
+#[derive(Deserialize)]
+struct StrictLine<'a> {
+    round: Option<u32>,
+    slot: Option<u32>,
+    #[serde(borrow)]
+    trial: Option<std::borrow::Cow<'a, str>>,
+    attempt: Option<u32>,
+    t: Option<f64>,
+    max_abs_corr: Option<f64>,
+    tokens: Option<u64>,
+    #[serde(borrow, default)]
+    outcome: Option<StrictOutcome<'a>>,
+}
+
+#[derive(Deserialize)]
+struct StrictOutcome<'a> {
+    #[serde(borrow)]
+    stage: Option<std::borrow::Cow<'a, str>>,
+    accepted: Option<bool>,
+    #[serde(borrow)]
+    refused: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Parses one ledger line into a trial; `Err` names what is wrong.
+pub fn parse_trial(line: &[u8]) -> Result<TrialView, String> {
+    if let Ok(l) = serde_json::from_slice::<StrictLine<'_>>(line) {
+        let round = l.round.ok_or("no round")?;
+        let (stage, accepted, reason) = match l.outcome {
+            Some(o) => {
+                (o.stage.map(|s| s.into_owned()), o.accepted.unwrap_or(false), o.refused.map(|s| s.into_owned()))
+            }
+            None => (None, false, None),
+        };
+        return Ok(TrialView {
+            round,
+            slot: l.slot,
+            trial: l.trial.map(|s| s.into_owned()),
+            attempt: l.attempt,
+            t: l.t.filter(|f| f.is_finite()),
+            max_abs_corr: l.max_abs_corr.filter(|f| f.is_finite()),
+            tokens: l.tokens,
+            stage,
+            accepted,
+            reason,
+        });
+    }
+    let parsed: Result<LedgerLine, _> = serde_json::from_slice(line);
+    let l = match parsed {
+        Ok(l) => l,
+        Err(first) => match replace_non_finite(line) {
+            Some(fixed) => serde_json::from_slice(&fixed).map_err(|e| describe_error(&e))?,
+            None => return Err(describe_error(&first)),
+        },
+    };
+    let round = l.round.and_then(|r| u32::try_from(r).ok()).ok_or("no round")?;
+    Ok(TrialView {
+        round,
+        slot: l.slot.and_then(|s| u32::try_from(s).ok()),
+        trial: l.trial,
+        attempt: l.attempt.and_then(|a| u32::try_from(a).ok()),
+        t: l.t,
+        max_abs_corr: l.max_abs_corr,
+        tokens: l.tokens,
+        stage: l.outcome.stage,
+        accepted: l.outcome.accepted.unwrap_or(false),
+        reason: l.outcome.refused,
+    })
+}
+
+/// Everything parsed from a ledger so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LedgerState {
+    /// Every trial read, grouped by round in round order, whatever the state
+    /// says (the view takes the written rounds). Rounds are shared with the views
+    /// made from them, so a view costs O(rounds), not O(trials).
+    pub rounds: Vec<Arc<RoundView>>,
+    /// `(line number, reason)` of lines that could not be read.
+    pub problems: Vec<(usize, String)>,
+    /// Complete lines consumed so far.
+    pub lines: usize,
+}
+
+impl LedgerState {
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        let mut s = Self::default();
+        s.feed(bytes);
+        s
+    }
+
+    /// Feeds bytes that continue the file from where the last feed's complete
+    /// lines ended; returns how many bytes it consumed (complete lines only).
+    pub fn feed(&mut self, bytes: &[u8]) -> usize {
+        let (lines, covered) = complete_lines_numbered(bytes);
+        for line in lines {
+            self.lines += 1;
+            match parse_trial(line) {
+                Ok(t) => self.add(t),
+                Err(e) => self.problems.push((self.lines, e)),
+            }
+        }
+        covered
+    }
+}
+
+impl LedgerState {
+    fn add(&mut self, t: TrialView) {
+        let at = match self.rounds.last() {
+            // The usual case: the campaign appends round after round.
+            Some(last) if last.round == t.round => self.rounds.len() - 1,
+            _ => match self.rounds.binary_search_by_key(&t.round, |r| r.round) {
+                Ok(i) => i,
+                Err(i) => {
+                    self.rounds.insert(i, Arc::new(RoundView { round: t.round, trials: Vec::new() }));
+                    i
+                }
+            },
+        };
+        Arc::make_mut(&mut self.rounds[at]).trials.push(t);
+    }
+
+    /// How many trials were read.
+    pub fn trial_count(&self) -> usize {
+        self.rounds.iter().map(|r| r.trials.len()).sum()
+    }
+}
+
+/// Everything parsed from an events file so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventsLog {
+    pub events: Vec<Value>,
+    pub problems: Vec<(usize, String)>,
+    pub lines: usize,
+}
+
+impl EventsLog {
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        let mut s = Self::default();
+        s.feed(bytes);
+        s
+    }
+
+    pub fn feed(&mut self, bytes: &[u8]) -> usize {
+        let (lines, covered) = complete_lines_numbered(bytes);
+        for line in lines {
+            self.lines += 1;
+            match from_slice_lenient::<Value>(line) {
+                Ok(v) if v.is_object() => self.events.push(v),
+                Ok(_) => self.problems.push((self.lines, "not a JSON object".into())),
+                Err(e) => self.problems.push((self.lines, describe_error(&e))),
+            }
+        }
+        covered
+    }
+}
+
+/// Complete lines, blank ones included as lines (so line numbers match the
+/// file) but not parsed.
+fn complete_lines_numbered(bytes: &[u8]) -> (Vec<&[u8]>, usize) {
+    let (_, covered) = complete_lines(bytes);
+    let lines = bytes[..covered]
+        .split(|&b| b == b'\n')
+        .take(bytes[..covered].iter().filter(|&&b| b == b'\n').count())
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .collect();
+    (lines, covered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrong_typed_fields_degrade_alone() {
+        let t = parse_trial(
+            br#"{"round":2,"slot":"x","t":"high","max_abs_corr":NaN,"outcome":{"stage":7,"refused":"r"},"extra":[1]}"#,
+        )
+        .unwrap();
+        assert_eq!((t.round, t.slot, t.t, t.max_abs_corr), (2, None, None, None));
+        assert_eq!((t.stage, t.reason.as_deref()), (None, Some("r")));
+        assert_eq!(parse_trial(br#"{"slot":1}"#).unwrap_err(), "no round");
+        assert!(parse_trial(b"{oops").unwrap_err().starts_with("line 1 column 2"));
+    }
+
+    #[test]
+    fn feeding_in_pieces_equals_reading_whole() {
+        let text = b"{\"round\":1,\"t\":1.5}\n{\"round\":1,\"t\":2}\nbad\n{\"round\":2,\"t\":3}\n";
+        let whole = LedgerState::from_bytes(text);
+        let mut pieces = LedgerState::default();
+        let mut offset = 0;
+        for end in [7, 20, 25, text.len()] {
+            offset += pieces.feed(&text[offset..end]);
+        }
+        assert_eq!(offset, text.len());
+        assert_eq!(pieces, whole);
+        assert_eq!(whole.trial_count(), 3);
+        assert_eq!(whole.rounds.iter().map(|r| r.round).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(whole.problems, [(3, "line 1 column 1: expected value".to_owned())]);
+    }
+}
