@@ -35,6 +35,7 @@ pub mod ssr {
         /// `None` when no run has this name.
         fn run_view(&self, name: &str) -> Option<RunView>;
         fn run_version(&self, name: &str) -> Option<String>;
+        fn run_analysis(&self, name: &str) -> Option<runboard::runview::analysis::RunAnalysis>;
         /// `Ok(None)`: no such run; `Err`: the call file cannot be read (why).
         fn run_call(&self, name: &str, call: u32) -> Result<Option<CallView>, String>;
     }
@@ -88,4 +89,10 @@ pub async fn get_call(name: String, call: u32) -> Result<CallView, ServerFnError
         Ok(None) => Err(ServerFnError::new(missing)),
         Err(why) => Err(ServerFnError::new(why)),
     }
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_analysis")]
+pub async fn get_analysis(name: String) -> Result<runboard::runview::analysis::RunAnalysis, ServerFnError> {
+    let missing = format!("no run named {name}");
+    ssr::with_console(move |c| c.run_analysis(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
 }

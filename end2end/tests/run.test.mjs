@@ -61,6 +61,12 @@ test('a call\'s reasoning, a memory diff, and an unreadable part', async () => {
   assert.ok(added.includes('+ # Memory before round 6\n'), JSON.stringify(added));
   assert.ok(removed.includes('- # Memory before round 5\n'), JSON.stringify(removed));
 
+  await open(page, '/runs/momentum-qwen?tab=map');
+  await page.waitForSelector('svg.admission-map circle.point');
+  assert.ok((await page.$$('svg.admission-map circle.point')).length > 0, 'scored trials on the map');
+  await page.click('a[data-tab="refusals"]');
+  await page.waitForSelector('table.refusals tr.refusal-group');
+
   await open(page, '/runs/volume-gpt');
   const problem = await page.textContent('.problems .problem');
   assert.match(problem, /ledger\.jsonl: line \d+: line 1 column \d+: expected value/);

@@ -60,6 +60,10 @@ impl Console for LocalConsole {
         self.runs.view(name).map(|(_, v)| v)
     }
 
+    fn run_analysis(&self, name: &str) -> Option<runboard::runview::analysis::RunAnalysis> {
+        self.runs.view(name).map(|(_, v)| runboard::runview::analysis::analyse(&v))
+    }
+
     fn run_version(&self, name: &str) -> Option<String> {
         self.runs.find(name).map(|dir| self.runs.run_version(&dir))
     }

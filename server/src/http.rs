@@ -62,6 +62,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/runs/version", get(runs_version))
         .route("/api/runs/{name}", get(run_view))
         .route("/api/runs/{name}/version", get(run_version))
+        .route("/api/runs/{name}/analysis", get(run_analysis))
         .route("/api/runs/{name}/calls/{call}", get(run_call))
         .route("/api/{*rest}", get(api_not_found).post(api_not_found));
     Router::new()
@@ -112,6 +113,14 @@ async fn run_view(State(s): State<AppState>, Path(name): Path<String>) -> Result
     let n = name.clone();
     let view = blocking("reading a run", move || console.run_view(&n)).await?;
     view.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+}
+
+async fn run_analysis(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
+    use app::api::ssr::Console;
+    let console = s.console.clone();
+    let n = name.clone();
+    let analysis = blocking("analysing a run", move || console.run_analysis(&n)).await?;
+    analysis.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
 }
 
 async fn run_version(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {

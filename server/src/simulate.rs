@@ -216,23 +216,40 @@ pub async fn simulate_run(
             pause!();
             let t = (w.rng.unit() * 6.0) - 1.0;
             let corr = if w.rng.unit() < 0.1 { f64::NAN } else { w.rng.unit() };
-            let outcome = match w.rng.range(0, 9) {
+            // The gate and the evaluator refuse before a trial is scored: no t, no correlation.
+            let (outcome, scored) = match w.rng.range(0, 9) {
                 0 => {
-                    json!({"stage": "gate", "refused": format!("rewrite of factor f{} (shared subtree)", w.rng.range(1, 9))})
+                    let f = w.rng.range(1, 9);
+                    let text = match w.rng.range(0, 3) {
+                        0 => format!("rewrite of factor f{f}"),
+                        1 => format!("refinement of parameters only of f{f}"),
+                        2 => format!("shared subtree with f{f} and f{}", w.rng.range(1, 9)),
+                        _ => format!("duplicate of own earlier candidate r{:02}s1", round.saturating_sub(1).max(1)),
+                    };
+                    (json!({"stage": "gate", "refused": text}), false)
                 }
                 1 => {
-                    json!({"stage": "evaluator", "refused": format!("coverage {:.2} below 0.80", w.rng.unit() * 0.8)})
+                    let coverage = w.rng.unit() * 0.8;
+                    (json!({"stage": "evaluator", "refused": format!("coverage {coverage:.2} below 0.80")}), false)
                 }
                 2 if round > 1 => {
-                    json!({"stage": "admission", "refused": format!("correlation {:.2} above limit 0.70", 0.7 + w.rng.unit() * 0.3)})
+                    let c = 0.7 + w.rng.unit() * 0.3;
+                    let f = w.rng.range(1, 9);
+                    (
+                        json!({"stage": "admission", "refused": format!("correlation {c:.2} with f{f} above limit 0.70")}),
+                        true,
+                    )
                 }
-                _ if t > 2.5 => json!({"stage": "admission", "accepted": true}),
-                _ => {
-                    json!({"stage": "admission", "refused": format!("t {:.2} below threshold 2.50", t)})
-                }
+                _ if t > 2.5 => (json!({"stage": "admission", "accepted": true}), true),
+                _ => (json!({"stage": "admission", "refused": format!("t {t:.2} below threshold 2.50")}), true),
+            };
+            let (t, corr) = if scored {
+                (json!(t), if corr.is_nan() { Value::Null } else { json!(corr) })
+            } else {
+                (Value::Null, Value::Null)
             };
             trials.push(json!({"round": round, "slot": slot, "trial": format!("r{round:02}s{slot}"), "attempt": 1,
-                                "t": t, "max_abs_corr": if corr.is_nan() { Value::Null } else { json!(corr) },
+                                "t": t, "max_abs_corr": corr,
                                 "tokens": tokens, "outcome": outcome}));
         }
         w.event("phase", json!({"phase": "admit", "round": round}))?;

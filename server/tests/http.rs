@@ -208,3 +208,22 @@ async fn a_run_its_version_and_its_calls_over_rest() {
     let html = String::from_utf8(body).unwrap();
     assert!(html.contains("data-call=\"1\""), "the calls tab is rendered on the server");
 }
+
+#[tokio::test]
+async fn a_runs_analysis_groups_refusals_and_maps_scored_trials() {
+    let (tmp, root) = common::campaign().await;
+    common::write_run(&root.join("runs/long"), 12, 5).await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let (status, _, body) = send(&st, get("/api/runs/long/analysis")).await;
+    assert_eq!(status, StatusCode::OK);
+    let a: Value = serde_json::from_slice(&body).unwrap();
+    let view: Value = serde_json::from_slice(&send(&st, get("/api/runs/long")).await.2).unwrap();
+    let trials: Vec<&Value> =
+        view["rounds"].as_array().unwrap().iter().flat_map(|r| r["trials"].as_array().unwrap()).collect();
+    let scored = trials.iter().filter(|t| t["t"].is_number() && t["max_abs_corr"].is_number()).count();
+    assert_eq!(a["map"].as_array().unwrap().len(), scored, "one point per scored trial");
+    let grouped: u64 = a["refusals"].as_array().unwrap().iter().map(|g| g["trials"].as_u64().unwrap()).sum();
+    assert_eq!(grouped as usize, trials.iter().filter(|t| t["t"].is_null() && t["accepted"] == false).count());
+    assert_eq!(a["correlation_limit"], 0.7, "from the settings the run was opened with");
+    assert_eq!(send(&st, get("/api/runs/nope/analysis")).await.0, StatusCode::NOT_FOUND);
+}

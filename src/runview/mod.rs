@@ -14,6 +14,7 @@
 //! - [`summary`] — what the run list shows of a run, and its status rules.
 //! - [`version`] — a cheap token that changes whenever a run writes.
 
+pub mod analysis;
 pub mod diff;
 pub mod files;
 pub mod jsonl;

@@ -5,21 +5,25 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::{query_signal, use_params_map};
+use runboard::runview::analysis::{CollisionKind, RunAnalysis};
 use runboard::runview::diff::DiffLine;
 use runboard::runview::view::{CallEvent, RunView};
 
 #[cfg(feature = "hydrate")]
 use crate::api::get_run_version;
-use crate::api::{get_call, get_run};
+use crate::api::{get_analysis, get_call, get_run};
 
 #[cfg(feature = "hydrate")]
 const POLL_MS: u32 = 1_000;
 
-const TABS: [(&str, &str); 5] = [
+const TABS: [(&str, &str); 8] = [
     ("summary", "Summary"),
     ("rounds", "Rounds"),
     ("progress", "In progress"),
     ("calls", "Calls"),
+    ("map", "Admission map"),
+    ("refusals", "Refusals"),
+    ("collisions", "Collisions"),
     ("memory", "Memory"),
 ];
 
@@ -64,6 +68,7 @@ pub fn RunPage() -> impl IntoView {
                                     "progress" => progress(&v).into_any(),
                                     "calls" => calls(n, &v.calls).into_any(),
                                     "memory" => memory(&v).into_any(),
+                                    "map" | "refusals" | "collisions" => view! { <Analysis name=n tab=t version=v.row.version.clone()/> }.into_any(),
                                     _ => summary(&v).into_any(),
                                 }}
                             </div>
@@ -238,6 +243,116 @@ fn memory(v: &RunView) -> impl IntoView {
                 </details>
             }).collect_view()}
         </div>
+    }
+    .into_any()
+}
+
+/// The tabs read from the trials together (refusal groups, collisions, map).
+#[component]
+fn Analysis(name: String, tab: String, version: String) -> impl IntoView {
+    let analysis = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_analysis(n));
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Reading the trials…"</p> }>
+            {
+                let tab = tab.clone();
+                move || analysis.get().map(|res| match res {
+                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    Ok(a) => match tab.as_str() {
+                        "refusals" => refusals(&a).into_any(),
+                        "collisions" => collisions_table(&a).into_any(),
+                        _ => admission_map(&a).into_any(),
+                    },
+                })
+            }
+        </Transition>
+    }
+}
+
+fn refusals(a: &RunAnalysis) -> impl IntoView {
+    if a.refusals.is_empty() {
+        return view! { <p class="empty">"No unscored trials."</p> }.into_any();
+    }
+    view! {
+        <table class="refusals">
+            <thead><tr><th>"Stage"</th><th>"Reason"</th><th>"Trials"</th><th>"As written"</th></tr></thead>
+            <tbody>
+                {a.refusals.iter().map(|g| view! {
+                    <tr class="refusal-group">
+                        <td>{g.stage.clone()}</td>
+                        <td>{g.reason.clone()}</td>
+                        <td>{g.trials}</td>
+                        <td><details><summary>"examples"</summary><ul>{g.examples.iter().map(|e| view! { <li>{e.clone()}</li> }).collect_view()}</ul></details></td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+fn collisions_table(a: &RunAnalysis) -> impl IntoView {
+    if a.collisions.is_empty() {
+        return view! { <p class="empty">"No collisions."</p> }.into_any();
+    }
+    view! {
+        <table class="collisions">
+            <thead><tr><th>"Kind"</th><th>"Round"</th><th>"Trial"</th><th>"With"</th><th>"Refusal"</th></tr></thead>
+            <tbody>
+                {a.collisions.iter().map(|c| view! {
+                    <tr class="collision">
+                        <td>{match c.kind { CollisionKind::Code => "code", CollisionKind::Ranking => "ranking" }}</td>
+                        <td>{c.round}</td>
+                        <td>{c.trial.clone()}</td>
+                        <td>{c.with.join(", ")}</td>
+                        <td>{c.reason.clone()}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+/// t (vertical) against the largest absolute correlation (horizontal), one dot per
+/// scored trial, with the latest t threshold and the correlation limit as lines.
+fn admission_map(a: &RunAnalysis) -> impl IntoView {
+    const W: f64 = 560.0;
+    const H: f64 = 320.0;
+    const PAD: f64 = 40.0;
+    if a.map.is_empty() {
+        return view! { <p class="empty">"No scored trials yet."</p> }.into_any();
+    }
+    let threshold = a.thresholds.iter().rev().find_map(|(_, t)| *t);
+    let (t_min, t_max) = a
+        .map
+        .iter()
+        .fold((threshold.unwrap_or(0.0).min(0.0), threshold.unwrap_or(1.0)), |(lo, hi), p| (lo.min(p.t), hi.max(p.t)));
+    let span = (t_max - t_min).max(1e-9);
+    let x = move |c: f64| PAD + c.clamp(0.0, 1.0) * (W - 2.0 * PAD);
+    let y = move |t: f64| H - PAD - (t - t_min) / span * (H - 2.0 * PAD);
+    let limit = a.correlation_limit;
+    view! {
+        <svg class="admission-map" viewBox=format!("0 0 {W} {H}") width=W height=H role="img"
+             aria-label="admission map: t against largest absolute correlation">
+            <rect x=PAD y=PAD / 2.0 width=W - 2.0 * PAD height=H - 1.5 * PAD fill="none" stroke="#d8dbdf"/>
+            <text x=W / 2.0 y=H - 8.0 text-anchor="middle" font-size="12">"largest |correlation| with an existing factor"</text>
+            <text x=12 y=H / 2.0 font-size="12" transform=format!("rotate(-90 12 {})", H / 2.0) text-anchor="middle">"partial-IC t"</text>
+            {threshold.map(|t| view! {
+                <line class="threshold" x1=PAD x2=W - PAD y1=y(t) y2=y(t) stroke="#9a6700" stroke-dasharray="4 3"/>
+                <text x=W - PAD y=y(t) - 4.0 text-anchor="end" font-size="11">{format!("t threshold {t:.2}")}</text>
+            })}
+            {limit.map(|c| view! {
+                <line class="limit" x1=x(c) x2=x(c) y1=PAD / 2.0 y2=H - PAD stroke="#cf222e" stroke-dasharray="4 3"/>
+                <text x=x(c) + 4.0 y=PAD / 2.0 + 12.0 font-size="11">{format!("limit {c:.2}")}</text>
+            })}
+            {a.map.iter().map(|p| view! {
+                <circle class=if p.accepted { "point accepted" } else { "point refused" } cx=x(p.max_abs_corr) cy=y(p.t) r=4
+                        fill=if p.accepted { "#1a7f37" } else { "#57606a" } fill-opacity="0.75">
+                    <title>{format!("{} (round {}): t {:.2}, |corr| {:.2}, {}", p.trial.clone().unwrap_or_default(), p.round, p.t, p.max_abs_corr, if p.accepted { "accepted" } else { "refused" })}</title>
+                </circle>
+            }).collect_view()}
+        </svg>
+        <p class="legend">"Green: accepted. Grey: refused. Dashed: the latest t threshold and the correlation limit."</p>
     }
     .into_any()
 }
