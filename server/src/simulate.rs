@@ -232,11 +232,11 @@ pub async fn simulate_run(
                     let coverage = w.rng.unit() * 0.8;
                     (json!({"stage": "evaluator", "refused": format!("coverage {coverage:.2} below 0.80")}), false)
                 }
-                2 if round > 1 => {
-                    let c = 0.7 + w.rng.unit() * 0.3;
+                // Admission: the correlation limit first, then the t threshold.
+                _ if !corr.is_nan() && corr > 0.7 => {
                     let f = w.rng.range(1, 9);
                     (
-                        json!({"stage": "admission", "refused": format!("correlation {c:.2} with f{f} above limit 0.70")}),
+                        json!({"stage": "admission", "refused": format!("correlation {corr:.2} with f{f} above limit 0.70")}),
                         true,
                     )
                 }

@@ -336,6 +336,10 @@ fn admission_map(a: &RunAnalysis) -> impl IntoView {
              aria-label="admission map: t against largest absolute correlation">
             <rect x=PAD y=PAD / 2.0 width=W - 2.0 * PAD height=H - 1.5 * PAD fill="none" stroke="#d8dbdf"/>
             <text x=W / 2.0 y=H - 8.0 text-anchor="middle" font-size="12">"largest |correlation| with an existing factor"</text>
+            <text x=PAD y=H - PAD + 14.0 text-anchor="middle" font-size="11">"0"</text>
+            <text x=W - PAD y=H - PAD + 14.0 text-anchor="middle" font-size="11">"1"</text>
+            <text x=PAD - 4.0 y=y(t_max) + 4.0 text-anchor="end" font-size="11">{format!("{t_max:.1}")}</text>
+            <text x=PAD - 4.0 y=y(t_min) text-anchor="end" font-size="11">{format!("{t_min:.1}")}</text>
             <text x=12 y=H / 2.0 font-size="12" transform=format!("rotate(-90 12 {})", H / 2.0) text-anchor="middle">"partial-IC t"</text>
             {threshold.map(|t| view! {
                 <line class="threshold" x1=PAD x2=W - PAD y1=y(t) y2=y(t) stroke="#9a6700" stroke-dasharray="4 3"/>
