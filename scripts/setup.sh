@@ -16,6 +16,9 @@ WASM_BINDGEN_VERSION=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's
 BINARYEN_VERSION=132.0.0
 
 log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
+# CI may start us with a bare environment.
+HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
+export HOME
 export PATH="$HOME/.cargo/bin:$PATH"
 
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
@@ -48,6 +51,18 @@ if [ ! -x "$TOOLS/binaryen/node_modules/.bin/wasm-opt" ]; then
   mkdir -p "$TOOLS/binaryen"
   (cd "$TOOLS/binaryen" && { [ -f package.json ] || npm init -y >/dev/null; } \
      && npm install --silent --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null)
+fi
+
+if ! python3 -c "import jsonschema" 2>/dev/null; then
+  log "installing python jsonschema (checks records against docs/schemas)"
+  if [ "$(command -v python3)" = /usr/bin/python3 ]; then
+    # Debian's own python: its package, not pip (PEP 668).
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-jsonschema >/dev/null
+  else
+    python3 -m pip install --quiet --disable-pip-version-check jsonschema
+  fi
 fi
 
 if [ ! -d end2end/node_modules/playwright-core ]; then

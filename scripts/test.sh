@@ -19,6 +19,8 @@ step "unit and integration tests"
 cargo test -p runboard -p app -p server
 step "release build of the site"
 cargo leptos build --release
+step "records match docs/schemas"
+python3 scripts/check-schemas.py target/release/runboard
 step "end-to-end (Chromium)"
 (cd end2end && node --test tests/)
 step "all tests passed"

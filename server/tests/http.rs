@@ -18,10 +18,19 @@ fn state(root: &std::path::Path, site: &std::path::Path, token: Option<&str>) ->
 }
 
 async fn send(state: &AppState, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
-    let res = app(state.clone()).oneshot(req).await.unwrap();
+    // A bound, so a stuck render fails the test with a message instead of hanging CI.
+    let res = tokio::time::timeout(std::time::Duration::from_secs(30), app(state.clone()).oneshot(req))
+        .await
+        .expect("no answer within 30 s")
+        .unwrap();
     let status = res.status();
     let headers = res.headers().clone();
-    let body = res.into_body().collect().await.unwrap().to_bytes().to_vec();
+    let body = tokio::time::timeout(std::time::Duration::from_secs(30), res.into_body().collect())
+        .await
+        .expect("body not complete within 30 s")
+        .unwrap()
+        .to_bytes()
+        .to_vec();
     (status, headers, body)
 }
 
@@ -29,7 +38,7 @@ fn get(uri: &str) -> Request<Body> {
     Request::get(uri).header(header::HOST, "127.0.0.1:8850").body(Body::empty()).unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_runs_lists_every_run_latest_first_with_unreadable_reason() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), None);
@@ -53,7 +62,7 @@ async fn api_runs_lists_every_run_latest_first_with_unreadable_reason() {
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_list_version_changes_when_a_run_appears_and_matches_the_list() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), None);
@@ -67,7 +76,7 @@ async fn the_list_version_changes_when_a_run_appears_and_matches_the_list() {
     assert_ne!(v1, v2);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_api_paths_are_json_404s() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), None);
@@ -77,7 +86,7 @@ async fn unknown_api_paths_are_json_404s() {
     assert_eq!(err["error"], "no API endpoint GET /api/nope");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_functions_answer_get_with_the_same_list() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), None);
@@ -91,7 +100,7 @@ async fn server_functions_answer_get_with_the_same_list() {
     assert_eq!(info["demo"], false);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_runs_page_is_rendered_on_the_server_with_its_rows() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), None);
@@ -107,7 +116,7 @@ async fn the_runs_page_is_rendered_on_the_server_with_its_rows() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn static_files_revalidate_with_etag_and_304() {
     let (tmp, root) = common::campaign().await;
     let site = common::site(tmp.path());
@@ -133,7 +142,7 @@ async fn static_files_revalidate_with_etag_and_304() {
     assert_eq!(send(&st, get("/pkg/../../campaign/campaign.toml")).await.0, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn state_changing_requests_from_another_origin_are_refused() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), None);
@@ -152,7 +161,7 @@ async fn state_changing_requests_from_another_origin_are_refused() {
     assert_eq!(send(&st, post(None)).await.0, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_guards_every_request_and_a_link_sets_a_cookie() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), Some("s3cret"));
@@ -174,7 +183,7 @@ async fn a_token_guards_every_request_and_a_link_sets_a_cookie() {
     assert_eq!(send(&st, get("/runs?token=nope")).await.0, StatusCode::UNAUTHORIZED);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_its_version_and_its_calls_over_rest() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), None);
@@ -212,7 +221,7 @@ async fn a_run_its_version_and_its_calls_over_rest() {
     assert!(html.contains("data-call=\"1\""), "the calls tab is rendered on the server");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runs_analysis_groups_refusals_and_maps_scored_trials() {
     let (tmp, root) = common::campaign().await;
     common::write_run(&root.join("runs/long"), 12, 5).await;

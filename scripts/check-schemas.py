@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Checks that what runboard writes matches the JSON Schemas in docs/schemas/:
+a simulated run (snapshot, state, ledger, events, calls) and a driven batch
+(spec, cell records, batch outcome). A third party writing to those schemas
+writes what runboard reads."""
+import glob, json, os, subprocess, sys, tempfile
+
+import jsonschema
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "target", "release", "runboard")
+schemas = os.path.join(root, "docs", "schemas")
+checked, bad = 0, []
+
+
+def check(schema, path, instance):
+    global checked
+    checked += 1
+    with open(os.path.join(schemas, schema)) as f:
+        try:
+            jsonschema.validate(instance, json.load(f))
+        except jsonschema.ValidationError as e:
+            bad.append(f"{path}: {e.message} (schema {schema})")
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    run = os.path.join(tmp, "run")
+    subprocess.run([binary, "simulate-run", run, "--rounds", "4", "--step-ms", "0", "--seed", "7"], check=True,
+                   stdout=subprocess.DEVNULL)
+    check("snapshot.schema.json", "snapshot.json", json.load(open(os.path.join(run, "snapshot.json"))))
+    check("state.schema.json", "state.json", json.load(open(os.path.join(run, "state.json"))))
+    for name, schema in [("ledger.jsonl", "ledger-line.schema.json"), ("events.jsonl", "event-line.schema.json")]:
+        for i, line in enumerate(open(os.path.join(run, name)), 1):
+            check(schema, f"{name}:{i}", json.loads(line))
+    for f in glob.glob(os.path.join(run, "calls", "*.json")):
+        check("call.schema.json", f, json.load(open(f)))
+
+    camp = os.path.join(tmp, "campaign")
+    os.makedirs(os.path.join(camp, "specs"))
+    with open(os.path.join(camp, "campaign.toml"), "w") as f:
+        f.write('schema_version = 1\nname = "schemas"\n[runner]\ncommand = ["sh", "-c", "exit 0"]\nparallel = 2\n')
+    spec = {"schema_version": 1, "label": "s1", "cells": [{"factors": {"task": t, "seed": 1}} for t in "abc"]}
+    with open(os.path.join(camp, "specs", "s1.json"), "w") as f:
+        json.dump(spec, f)
+    subprocess.run([binary, "drive", os.path.join(camp, "specs")], check=True, stdout=subprocess.DEVNULL)
+    check("batch-spec.schema.json", "specs/s1.json", spec)
+    for runset in glob.glob(os.path.join(camp, "runsets", "*")):
+        check("batch-outcome.schema.json", "batch_outcome.json", json.load(open(os.path.join(runset, "batch_outcome.json"))))
+        for f in glob.glob(os.path.join(runset, "cells", "*.json")):
+            check("cell-record.schema.json", f, json.load(open(f)))
+
+for b in bad:
+    print("schema violation:", b)
+print(f"{checked} records checked against docs/schemas, {len(bad)} violations")
+sys.exit(1 if bad else 0)
