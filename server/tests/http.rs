@@ -17,7 +17,15 @@ fn state(root: &std::path::Path, site: &std::path::Path, token: Option<&str>) ->
     AppState::new(leptos, console, Access { token: token.map(str::to_owned) })
 }
 
+/// One Leptos app serves requests at a time in this test process. Several apps
+/// rendering concurrently in one process (each test has its own runtime) share
+/// Leptos's process-wide state and, about once in forty runs, a render never
+/// finished. A server runs one app (300 concurrent renders of /runs against the
+/// release binary all answered), so the tests take turns.
+static ONE_APP_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn send(state: &AppState, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let _turn = ONE_APP_AT_A_TIME.lock().await;
     // A bound, so a stuck render fails the test with a message instead of hanging CI.
     let res = tokio::time::timeout(std::time::Duration::from_secs(30), app(state.clone()).oneshot(req))
         .await
