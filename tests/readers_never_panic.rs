@@ -3,7 +3,7 @@
 //! never panics; whatever it returns is strict JSON with finite numbers.
 
 use proptest::prelude::*;
-use runboard::runview::ledger::{EventsLog, LedgerState};
+use runboard::runview::ledger::{EventsLog, Incremental, LedgerState};
 use runboard::runview::summary::EventsTail;
 use runboard::runview::view::{read_view, ViewInputs};
 use runboard::runview::ProcessCheck;

@@ -149,6 +149,37 @@ pub fn parse_trial(line: &[u8]) -> Result<TrialView, String> {
     })
 }
 
+/// What a growing JSONL file has parsed into so far. A reader feeds it the bytes
+/// that follow what it consumed last time; it keeps complete lines only.
+pub trait Incremental: Default {
+    /// The count of complete (non-blank) lines consumed so far.
+    fn lines_mut(&mut self) -> &mut usize;
+
+    /// Reads one complete line, the `n`th consumed (1-based).
+    fn read_line(&mut self, n: usize, line: &[u8]);
+
+    /// Feeds bytes that continue the file from where the last feed's complete
+    /// lines ended; returns how many bytes it consumed (complete lines only).
+    fn feed(&mut self, bytes: &[u8]) -> usize {
+        let (lines, covered) = complete_lines(bytes);
+        for line in lines {
+            let n = {
+                let count = self.lines_mut();
+                *count += 1;
+                *count
+            };
+            self.read_line(n, line);
+        }
+        covered
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Self {
+        let mut s = Self::default();
+        s.feed(bytes);
+        s
+    }
+}
+
 /// Everything parsed from a ledger so far.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LedgerState {
@@ -162,25 +193,16 @@ pub struct LedgerState {
     pub lines: usize,
 }
 
-impl LedgerState {
-    pub fn from_bytes(bytes: &[u8]) -> Self {
-        let mut s = Self::default();
-        s.feed(bytes);
-        s
+impl Incremental for LedgerState {
+    fn lines_mut(&mut self) -> &mut usize {
+        &mut self.lines
     }
 
-    /// Feeds bytes that continue the file from where the last feed's complete
-    /// lines ended; returns how many bytes it consumed (complete lines only).
-    pub fn feed(&mut self, bytes: &[u8]) -> usize {
-        let (lines, covered) = complete_lines_numbered(bytes);
-        for line in lines {
-            self.lines += 1;
-            match parse_trial(line) {
-                Ok(t) => self.add(t),
-                Err(e) => self.problems.push((self.lines, e)),
-            }
+    fn read_line(&mut self, n: usize, line: &[u8]) {
+        match parse_trial(line) {
+            Ok(t) => self.add(t),
+            Err(e) => self.problems.push((n, e)),
         }
-        covered
     }
 }
 
@@ -214,38 +236,18 @@ pub struct EventsLog {
     pub lines: usize,
 }
 
-impl EventsLog {
-    pub fn from_bytes(bytes: &[u8]) -> Self {
-        let mut s = Self::default();
-        s.feed(bytes);
-        s
+impl Incremental for EventsLog {
+    fn lines_mut(&mut self) -> &mut usize {
+        &mut self.lines
     }
 
-    pub fn feed(&mut self, bytes: &[u8]) -> usize {
-        let (lines, covered) = complete_lines_numbered(bytes);
-        for line in lines {
-            self.lines += 1;
-            match from_slice_lenient::<Value>(line) {
-                Ok(v) if v.is_object() => self.events.push(v),
-                Ok(_) => self.problems.push((self.lines, "not a JSON object".into())),
-                Err(e) => self.problems.push((self.lines, describe_error(&e))),
-            }
+    fn read_line(&mut self, n: usize, line: &[u8]) {
+        match from_slice_lenient::<Value>(line) {
+            Ok(v) if v.is_object() => self.events.push(v),
+            Ok(_) => self.problems.push((n, "not a JSON object".into())),
+            Err(e) => self.problems.push((n, describe_error(&e))),
         }
-        covered
     }
-}
-
-/// Complete lines, blank ones included as lines (so line numbers match the
-/// file) but not parsed.
-fn complete_lines_numbered(bytes: &[u8]) -> (Vec<&[u8]>, usize) {
-    let (_, covered) = complete_lines(bytes);
-    let lines = bytes[..covered]
-        .split(|&b| b == b'\n')
-        .take(bytes[..covered].iter().filter(|&&b| b == b'\n').count())
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .collect();
-    (lines, covered)
 }
 
 #[cfg(test)]

@@ -302,6 +302,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
 
 #[cfg(test)]
 mod tests {
+    use super::super::ledger::Incremental;
     use super::*;
 
     fn inputs(state: &str, ledger: &str, events: Option<&str>) -> ViewInputs<'static> {

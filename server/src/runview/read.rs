@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 
 use runboard::runview::files::{self, VERSIONED};
-use runboard::runview::ledger::{EventsLog, LedgerState};
+use runboard::runview::ledger::{EventsLog, Incremental, LedgerState};
 use runboard::runview::view::{read_view, CallView, RunView, ViewInputs};
 use runboard::runview::{ProcessCheck, RunVersion};
 use serde_json::Value;
@@ -32,22 +32,8 @@ pub struct RunCursors {
     events: Option<Cursor<EventsLog>>,
 }
 
-trait Feed: Default {
-    fn feed_bytes(&mut self, bytes: &[u8]) -> usize;
-}
-impl Feed for LedgerState {
-    fn feed_bytes(&mut self, bytes: &[u8]) -> usize {
-        self.feed(bytes)
-    }
-}
-impl Feed for EventsLog {
-    fn feed_bytes(&mut self, bytes: &[u8]) -> usize {
-        self.feed(bytes)
-    }
-}
-
 /// Brings `cursor` up to the end of `path`, reading only what was appended.
-fn advance<'c, S: Feed>(cursor: &'c mut Option<Cursor<S>>, path: &Path) -> Option<Result<&'c S, String>> {
+fn advance<'c, S: Incremental>(cursor: &'c mut Option<Cursor<S>>, path: &Path) -> Option<Result<&'c S, String>> {
     use std::io::{Read, Seek, SeekFrom};
     use std::os::unix::fs::MetadataExt;
     let Ok(md) = fs::metadata(path) else {
@@ -76,7 +62,7 @@ fn advance<'c, S: Feed>(cursor: &'c mut Option<Cursor<S>>, path: &Path) -> Optio
             Ok::<_, std::io::Error>(buf)
         })();
         match read {
-            Ok(buf) => c.offset += c.state.feed_bytes(&buf) as u64,
+            Ok(buf) => c.offset += c.state.feed(&buf) as u64,
             Err(e) => return Some(Err(e.to_string())),
         }
     }
