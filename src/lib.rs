@@ -10,12 +10,14 @@
 //! - [`campaign`] — the campaign folder's configuration (`campaign.toml`).
 //! - [`runview`] — what a run directory (seed 001) means: its records, how a
 //!   partly written file is read, and the summary the run list shows.
+//! - [`hash`] — FNV-1a, stable across processes, for ids and versions.
 //! - [`json`] — strict-JSON reading of values written by tolerant writers
 //!   (`NaN`, `Infinity` become `null`).
 //! - [`timefmt`] — timestamps as they appear in records and on pages.
 
 pub mod campaign;
 pub mod drive;
+pub mod hash;
 pub mod json;
 pub mod runview;
 pub mod spec;

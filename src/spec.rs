@@ -61,13 +61,14 @@ fn err(file: &str, field: impl Into<String>, problem: impl Into<String>) -> Spec
 /// The stable id of a cell: `c-` and 12 hex digits of a hash over its factors in
 /// name order (so the same factors always give the same id, on any machine).
 pub fn cell_id(factors: &BTreeMap<String, Value>) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = crate::hash::Fnv1a::new();
     for (k, v) in factors {
-        for b in k.bytes().chain([0u8]).chain(v.to_string().into_bytes()).chain([1u8]) {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
+        h.write(k.as_bytes());
+        h.write(&[0]);
+        h.write(v.to_string().as_bytes());
+        h.write(&[1]);
     }
-    format!("c-{:012x}", h & 0xffff_ffff_ffff)
+    format!("c-{:012x}", h.finish() & 0xffff_ffff_ffff)
 }
 
 /// Parses one spec document. `file` names it in errors.

@@ -70,11 +70,7 @@ impl StaticFiles {
                 return tag.clone();
             }
         }
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for &b in bytes {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        let tag = format!("\"{:x}-{h:016x}\"", bytes.len());
+        let tag = format!("\"{:x}-{:016x}\"", bytes.len(), runboard::hash::fnv1a(bytes));
         if let Some((len, mtime)) = stamp {
             cache.insert(path.to_path_buf(), (len, mtime, tag.clone()));
         }

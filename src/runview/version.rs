@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::hash::Fnv1a;
+
 /// What `stat` says of one file: enough to notice any write. `None` fields mean
 /// the file does not exist.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -25,7 +27,7 @@ impl RunVersion {
     /// Combines the stamps of a run's versioned files (see `files::VERSIONED`), in
     /// that order; a missing file contributes a marker of its absence.
     pub fn of_files(stamps: &[Option<FileStamp>]) -> Self {
-        let mut h = Fnv::new();
+        let mut h = Fnv1a::new();
         for stamp in stamps {
             match stamp {
                 None => h.write(&[0]),
@@ -44,7 +46,7 @@ impl RunVersion {
     /// Combines `(path, version)` pairs of a list into one version of the list: it
     /// changes when any run writes, appears or disappears.
     pub fn of_list<'a>(runs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        let mut h = Fnv::new();
+        let mut h = Fnv1a::new();
         let mut count = 0u64;
         for (path, version) in runs {
             h.write(path.as_bytes());
@@ -55,25 +57,6 @@ impl RunVersion {
         }
         h.write(&count.to_le_bytes());
         Self(format!("{:016x}", h.finish()))
-    }
-}
-
-/// 64-bit FNV-1a: stable across builds and targets (unlike `DefaultHasher`), so a
-/// version computed by one server process means the same in the next.
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 
