@@ -5,7 +5,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use runboard::runview::FileStamp;
+use runboard::runview::{FileStamp, ProcessCheck};
 use runboard::Timestamp;
 
 /// The largest whole file the list reads (a snapshot or state file). Beyond this a
@@ -71,6 +71,19 @@ impl ProcessProbe {
     pub fn this_host() -> Self {
         let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
         Self { host }
+    }
+
+    /// What is known of process `pid` on `host`: looked for only on this host;
+    /// elsewhere it is unknown, never gone (seed 001).
+    pub fn check(&self, host: &str, pid: u32) -> ProcessCheck {
+        let (host, pid) = (host.to_owned(), pid);
+        if host != self.host {
+            ProcessCheck::OtherHost { host, pid }
+        } else if self.alive(pid) {
+            ProcessCheck::Alive { host, pid }
+        } else {
+            ProcessCheck::Gone { host, pid }
+        }
     }
 
     /// `kill(pid, 0)`: delivered or refused for permission means the pid exists.

@@ -167,19 +167,9 @@ impl RunIndex {
             // An unreadable events file degrades to "no events" plus its reason.
             Some(Err(e)) => (Some(EventsTail::default()), Some(e.clone())),
         };
-        let process = match events.as_ref().and_then(|e| e.last_open.as_ref()) {
-            Some(open) => match (open.host.clone(), open.pid) {
-                (Some(host), Some(pid)) if host == self.probe.host => {
-                    if self.probe.alive(pid) {
-                        ProcessCheck::Alive { host, pid }
-                    } else {
-                        ProcessCheck::Gone { host, pid }
-                    }
-                }
-                (Some(host), Some(pid)) => ProcessCheck::OtherHost { host, pid },
-                _ => ProcessCheck::NotRecorded,
-            },
-            None => ProcessCheck::NotRecorded,
+        let process = match events.as_ref().and_then(|e| e.last_open.as_ref()).map(|o| (o.host.as_deref(), o.pid)) {
+            Some((Some(host), Some(pid))) => self.probe.check(host, pid),
+            _ => ProcessCheck::NotRecorded,
         };
         let inputs = ListInputs {
             name: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),

@@ -6,7 +6,7 @@ use std::path::Path;
 use runboard::runview::files::{self, VERSIONED};
 use runboard::runview::ledger::{EventsLog, Incremental, LedgerState};
 use runboard::runview::view::{read_view, CallView, RunView, ViewInputs};
-use runboard::runview::{ProcessCheck, RunVersion};
+use runboard::runview::RunVersion;
 use serde_json::Value;
 
 use super::fsread::{read_regular, stamp_of, stamp_time, ProcessProbe};
@@ -124,16 +124,7 @@ pub fn read_run(dir: &Path, name: &str, rel: &str, probe: &ProcessProbe, cursors
         last_written: stamps.iter().flatten().map(stamp_time).max(),
         version: RunVersion::of_files(&stamps).0,
     };
-    let check = |host: &str, pid: u32| {
-        if host != probe.host {
-            ProcessCheck::OtherHost { host: host.to_owned(), pid }
-        } else if probe.alive(pid) {
-            ProcessCheck::Alive { host: host.to_owned(), pid }
-        } else {
-            ProcessCheck::Gone { host: host.to_owned(), pid }
-        }
-    };
-    read_view(inputs, &check)
+    read_view(inputs, &|host, pid| probe.check(host, pid))
 }
 
 /// Reads call `n` by the number of its file; what it concerned comes from the view's events.
