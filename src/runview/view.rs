@@ -152,9 +152,8 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         _ => 0,
     };
 
-    // Events: every complete line, in order.
-    let mut events: Vec<EventLine> = Vec::new();
-    let mut raw_events: Vec<Value> = Vec::new();
+    // Events: every complete line, in order, borrowed from the reader's log.
+    let mut raw_events: &[Value] = &[];
     let events_present = input.events.is_some();
     if let Some(ev) = &input.events {
         match ev {
@@ -163,14 +162,11 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
                 for (line, reason) in &log.problems {
                     problems.push(problem("events.jsonl", format!("line {line}: {reason}")));
                 }
-                for v in &log.events {
-                    events.push(serde_json::from_value(v.clone()).unwrap_or_default());
-                    raw_events.push(v.clone());
-                }
+                raw_events = &log.events;
             }
         }
     }
-    let tail = EventsTail::from_events(events);
+    let tail = EventsTail::from_events(raw_events.iter().map(|v| EventLine::deserialize(v).unwrap_or_default()));
     let process = match tail.last_open.as_ref().and_then(|o| Some((o.host.clone()?, o.pid?))) {
         Some((host, pid)) => probe(&host, pid),
         None => ProcessCheck::NotRecorded,
@@ -191,7 +187,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
     // Calls, from the events: what each concerned and its tokens.
     let last_open = raw_events.iter().rposition(|v| matches!(v["event"].as_str(), Some("open" | "resume")));
     let mut calls: BTreeMap<u32, CallEvent> = BTreeMap::new();
-    for v in &raw_events {
+    for v in raw_events {
         let Some(n) = v["call"].as_u64().map(|n| n as u32) else { continue };
         let entry = calls.entry(n).or_insert_with(|| CallEvent {
             call: n,
