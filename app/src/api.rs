@@ -4,6 +4,10 @@
 //! state-changing for the origin check.
 
 use leptos::prelude::*;
+use runboard::runview::acceptance::ReportEntry;
+use runboard::runview::lineage::Lineage;
+use runboard::runview::trialgraph::GraphEntry;
+use runboard::runview::trials::{OutcomeFilter, TrialFilter, TrialPage};
 use runboard::runview::view::{CallView, RunView};
 use runboard::runview::RunList;
 use serde::{Deserialize, Serialize};
@@ -22,6 +26,10 @@ pub struct CampaignInfo {
 pub mod ssr {
     //! The seam between the app and the server's adapters.
     use super::CampaignInfo;
+    use runboard::runview::acceptance::ReportEntry;
+    use runboard::runview::lineage::Lineage;
+    use runboard::runview::trialgraph::GraphEntry;
+    use runboard::runview::trials::{TrialFilter, TrialPage};
     use runboard::runview::view::{CallView, RunView};
     use runboard::runview::RunList;
     use std::sync::Arc;
@@ -38,6 +46,12 @@ pub mod ssr {
         fn run_analysis(&self, name: &str) -> Option<runboard::runview::analysis::RunAnalysis>;
         /// `Ok(None)`: no such run; `Err`: the call file cannot be read (why).
         fn run_call(&self, name: &str, call: u32) -> Result<Option<CallView>, String>;
+        /// A page of the run's trials; `None` when no run has this name.
+        fn run_trials(&self, name: &str, filter: &TrialFilter, offset: usize, limit: usize) -> Option<TrialPage>;
+        /// `None`: no such run; `Some(None)`: no written round holds the trial.
+        fn run_lineage(&self, name: &str, trial: &str) -> Option<Option<Lineage>>;
+        fn run_trial_graphs(&self, name: &str) -> Option<Vec<GraphEntry>>;
+        fn run_reports(&self, name: &str) -> Option<Vec<ReportEntry>>;
     }
 
     pub type ConsoleHandle = Arc<dyn Console>;
@@ -95,4 +109,53 @@ pub async fn get_call(name: String, call: u32) -> Result<CallView, ServerFnError
 pub async fn get_analysis(name: String) -> Result<runboard::runview::analysis::RunAnalysis, ServerFnError> {
     let missing = format!("no run named {name}");
     ssr::with_console(move |c| c.run_analysis(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
+}
+
+/// A page of a run's trials. `outcome` is `accepted`, `refused` or `unscored`.
+#[allow(clippy::too_many_arguments)] // one per filter, as the URL carries them
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_trials")]
+pub async fn get_trials(
+    name: String,
+    round: Option<u32>,
+    stage: Option<String>,
+    outcome: Option<String>,
+    text: Option<String>,
+    intraday: Option<bool>,
+    offset: usize,
+    limit: usize,
+) -> Result<TrialPage, ServerFnError> {
+    let outcome = match outcome.as_deref().filter(|o| !o.is_empty()) {
+        None => None,
+        Some(o) => Some(OutcomeFilter::parse(o).ok_or_else(|| {
+            ServerFnError::new(format!("outcome {o:?} is not one of accepted, refused, unscored"))
+        })?),
+    };
+    let filter = TrialFilter { round, stage: stage.filter(|s| !s.is_empty()), outcome, text, intraday };
+    let missing = format!("no run named {name}");
+    ssr::with_console(move |c| c.run_trials(&name, &filter, offset, limit))
+        .await?
+        .ok_or_else(|| ServerFnError::new(missing))
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_lineage")]
+pub async fn get_lineage(name: String, trial: String) -> Result<Lineage, ServerFnError> {
+    let missing = format!("no run named {name}");
+    let no_trial = format!("no written round of {name} holds a trial named {trial}");
+    match ssr::with_console(move |c| c.run_lineage(&name, &trial)).await? {
+        None => Err(ServerFnError::new(missing)),
+        Some(None) => Err(ServerFnError::new(no_trial)),
+        Some(Some(l)) => Ok(l),
+    }
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_trial_graphs")]
+pub async fn get_trial_graphs(name: String) -> Result<Vec<GraphEntry>, ServerFnError> {
+    let missing = format!("no run named {name}");
+    ssr::with_console(move |c| c.run_trial_graphs(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_reports")]
+pub async fn get_reports(name: String) -> Result<Vec<ReportEntry>, ServerFnError> {
+    let missing = format!("no run named {name}");
+    ssr::with_console(move |c| c.run_reports(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
 }

@@ -5,6 +5,10 @@ use std::path::{Path, PathBuf};
 use app::api::ssr::Console;
 use app::api::CampaignInfo;
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
+use runboard::runview::acceptance::ReportEntry;
+use runboard::runview::lineage::{lineage, Lineage};
+use runboard::runview::trialgraph::GraphEntry;
+use runboard::runview::trials::{trial_page, TrialFilter, TrialPage};
 use runboard::runview::view::{CallView, RunView};
 use runboard::runview::RunList;
 
@@ -71,5 +75,21 @@ impl Console for LocalConsole {
     fn run_call(&self, name: &str, call: u32) -> Result<Option<CallView>, String> {
         let Some((dir, view)) = self.runs.view(name) else { return Ok(None) };
         crate::runview::read_call(&dir, call, &view).map(Some)
+    }
+
+    fn run_trials(&self, name: &str, filter: &TrialFilter, offset: usize, limit: usize) -> Option<TrialPage> {
+        self.runs.view(name).map(|(_, v)| trial_page(&v, filter, offset, limit))
+    }
+
+    fn run_lineage(&self, name: &str, trial: &str) -> Option<Option<Lineage>> {
+        self.runs.view(name).map(|(_, v)| lineage(&v.rounds, trial, v.admission_limits))
+    }
+
+    fn run_trial_graphs(&self, name: &str) -> Option<Vec<GraphEntry>> {
+        self.runs.find(name).map(|dir| crate::runview::read_trial_graphs(&dir))
+    }
+
+    fn run_reports(&self, name: &str) -> Option<Vec<ReportEntry>> {
+        self.runs.find(name).map(|dir| crate::runview::read_reports(&dir))
     }
 }

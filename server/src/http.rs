@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use app::api::ssr::ConsoleHandle;
-use axum::extract::{FromRef, Path, Request, State};
+use std::collections::HashMap;
+
+use axum::extract::{FromRef, Path, Query, Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -13,6 +15,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use runboard::runview::trials::{OutcomeFilter, TrialFilter, DEFAULT_PAGE};
 use serde_json::json;
 
 use crate::assets::StaticFiles;
@@ -64,6 +67,10 @@ pub fn app(state: AppState) -> Router {
         .route("/api/runs/{name}/version", get(run_version))
         .route("/api/runs/{name}/analysis", get(run_analysis))
         .route("/api/runs/{name}/calls/{call}", get(run_call))
+        .route("/api/runs/{name}/trials", get(run_trials))
+        .route("/api/runs/{name}/lineage/{trial}", get(run_lineage))
+        .route("/api/runs/{name}/trial-graphs", get(run_trial_graphs))
+        .route("/api/runs/{name}/reports", get(run_reports))
         .route("/api/{*rest}", get(api_not_found).post(api_not_found));
     Router::new()
         .merge(api)
@@ -147,6 +154,80 @@ async fn run_call(
         Ok(None) => Err(AppError::NotFound(format!("no run named {name}"))),
         Err(why) => Err(AppError::Unprocessable(why)),
     }
+}
+
+/// `?round=&stage=&outcome=&q=&intraday=&offset=&limit=`, every one optional; a
+/// value that does not parse is a 422 naming it.
+fn trial_query(q: &HashMap<String, String>) -> Result<(TrialFilter, usize, usize), AppError> {
+    fn num<T: std::str::FromStr>(q: &HashMap<String, String>, key: &str) -> Result<Option<T>, AppError> {
+        match q.get(key).map(String::as_str).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => v.parse().map(Some).map_err(|_| AppError::Unprocessable(format!("{key}={v:?} is not a number"))),
+        }
+    }
+    let outcome = match q.get("outcome").map(String::as_str).filter(|v| !v.is_empty()) {
+        None => None,
+        Some(o) => Some(OutcomeFilter::parse(o).ok_or_else(|| {
+            AppError::Unprocessable(format!("outcome={o:?} is not one of accepted, refused, unscored"))
+        })?),
+    };
+    let intraday = match q.get("intraday").map(String::as_str).filter(|v| !v.is_empty()) {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(v) => return Err(AppError::Unprocessable(format!("intraday={v:?} is not true or false"))),
+    };
+    let filter = TrialFilter {
+        round: num(q, "round")?,
+        stage: q.get("stage").filter(|s| !s.is_empty()).cloned(),
+        outcome,
+        text: q.get("q").filter(|s| !s.is_empty()).cloned(),
+        intraday,
+    };
+    Ok((filter, num(q, "offset")?.unwrap_or(0), num(q, "limit")?.unwrap_or(DEFAULT_PAGE)))
+}
+
+async fn run_trials(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<impl IntoResponse, AppError> {
+    use app::api::ssr::Console;
+    let (filter, offset, limit) = trial_query(&q)?;
+    let console = s.console.clone();
+    let n = name.clone();
+    let page = blocking("reading a run's trials", move || console.run_trials(&n, &filter, offset, limit)).await?;
+    page.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+}
+
+async fn run_lineage(
+    State(s): State<AppState>,
+    Path((name, trial)): Path<(String, String)>,
+) -> Result<impl IntoResponse, AppError> {
+    use app::api::ssr::Console;
+    let console = s.console.clone();
+    let (n, t) = (name.clone(), trial.clone());
+    match blocking("reading a trial's lineage", move || console.run_lineage(&n, &t)).await? {
+        None => Err(AppError::NotFound(format!("no run named {name}"))),
+        Some(None) => Err(AppError::NotFound(format!("no written round of {name} holds a trial named {trial}"))),
+        Some(Some(l)) => Ok(Json(l)),
+    }
+}
+
+async fn run_trial_graphs(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
+    use app::api::ssr::Console;
+    let console = s.console.clone();
+    let n = name.clone();
+    let graphs = blocking("reading trial graphs", move || console.run_trial_graphs(&n)).await?;
+    graphs.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+}
+
+async fn run_reports(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
+    use app::api::ssr::Console;
+    let console = s.console.clone();
+    let n = name.clone();
+    let reports = blocking("reading acceptance reports", move || console.run_reports(&n)).await?;
+    reports.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
 }
 
 async fn api_not_found(req: Request) -> AppError {

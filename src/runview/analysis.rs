@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::admission::RoundThreshold;
+use super::diagnosis::{diagnose, Finding};
 use super::view::TrialView;
 
 /// Unscored trials refused for the same reason at the same stage.
@@ -150,38 +152,8 @@ pub fn collisions(trials: &[&TrialView]) -> Vec<Collision> {
     out
 }
 
-/// The number after `word` in `text` (`"below threshold 2.50"` → 2.5).
-fn number_after(text: &str, word: &str) -> Option<f64> {
-    let at = text.find(word)? + word.len();
-    let rest = text[at..].trim_start();
-    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-')).unwrap_or(rest.len());
-    rest[..end].trim_end_matches('.').parse().ok()
-}
-
-/// Each written round's t threshold: the one its refusals quote, carried over
-/// from the round before when it quotes none; `None` while nothing gives one.
-pub fn t_thresholds(rounds: &[(u32, Vec<&TrialView>)]) -> Vec<(u32, Option<f64>)> {
-    let mut carried = None;
-    rounds
-        .iter()
-        .map(|(round, trials)| {
-            let quoted = trials.iter().filter_map(|t| t.reason.as_deref()).find_map(|r| number_after(r, "threshold"));
-            carried = quoted.or(carried);
-            (*round, carried)
-        })
-        .collect()
-}
-
-/// The correlation limit: the one the run was last opened with, else one a
-/// refusal quotes; `None` while nothing gives it.
-pub fn correlation_limit(opened_with: Option<&serde_json::Value>, trials: &[&TrialView]) -> Option<f64> {
-    opened_with
-        .and_then(|s| s.get("correlation_limit"))
-        .and_then(serde_json::Value::as_f64)
-        .or_else(|| trials.iter().filter_map(|t| t.reason.as_deref()).find_map(|r| number_after(r, "above limit")))
-}
-
-/// A scored trial on the admission map: its t against its largest absolute
+/// A scored trial on the admission map: its partial-IC t in its direction (the
+/// sign of its training IC, as admission reads it) against its largest absolute
 /// correlation with an existing factor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MapPoint {
@@ -199,12 +171,37 @@ pub fn admission_map(trials: &[&TrialView]) -> Vec<MapPoint> {
             Some(MapPoint {
                 round: t.round,
                 trial: t.trial.clone(),
-                t: t.t?,
+                t: t.directed_t()?,
                 max_abs_corr: t.max_abs_corr?.abs(),
                 accepted: t.accepted,
             })
         })
         .collect()
+}
+
+/// Everything this module reads from a run's written trials, for its page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunAnalysis {
+    pub refusals: Vec<RefusalGroup>,
+    pub collisions: Vec<Collision>,
+    /// Each written round's t threshold.
+    pub thresholds: Vec<RoundThreshold>,
+    pub correlation_limit: Option<f64>,
+    pub map: Vec<MapPoint>,
+    pub diagnosis: Vec<Finding>,
+}
+
+/// Reads the analysis of a run from its view.
+pub fn analyse(view: &super::view::RunView) -> RunAnalysis {
+    let all: Vec<&TrialView> = view.rounds.iter().flat_map(|r| r.trials.iter()).collect();
+    RunAnalysis {
+        refusals: refusal_groups(&all),
+        collisions: collisions(&all),
+        thresholds: view.thresholds.clone(),
+        correlation_limit: view.correlation_limit,
+        map: admission_map(&all),
+        diagnosis: diagnose(&view.rounds, &view.thresholds),
+    }
 }
 
 #[cfg(test)]
@@ -223,6 +220,7 @@ mod tests {
             stage: Some(stage.into()),
             accepted: reason.is_none(),
             reason: reason.map(str::to_owned),
+            ..TrialView::default()
         }
     }
 
@@ -282,56 +280,14 @@ mod tests {
     }
 
     #[test]
-    fn thresholds_carry_over_and_limits_come_from_settings_first() {
-        let r1 = [trial(1, 1, "admission", Some(1.0), Some("t 1.00 below threshold 2.50"))];
-        let r2 = [trial(2, 1, "admission", Some(3.0), None)];
-        let r3 = [trial(3, 1, "admission", Some(1.0), Some("t 1.00 below threshold 2.75"))];
-        let none = [trial(0, 1, "gate", None, Some("x"))];
-        let rounds = vec![
-            (0, none.iter().collect()),
-            (1, r1.iter().collect()),
-            (2, r2.iter().collect()),
-            (3, r3.iter().collect()),
-        ];
-        assert_eq!(t_thresholds(&rounds), [(0, None), (1, Some(2.5)), (2, Some(2.5)), (3, Some(2.75))]);
-        let quoted = trial(1, 1, "admission", Some(3.0), Some("correlation 0.9 above limit 0.65"));
-        assert_eq!(correlation_limit(None, &[&quoted]), Some(0.65));
-        let settings = serde_json::json!({"correlation_limit": 0.7});
-        assert_eq!(correlation_limit(Some(&settings), &[&quoted]), Some(0.7));
-        assert_eq!(correlation_limit(None, &[]), None);
-    }
-
-    #[test]
-    fn the_map_holds_scored_trials_only() {
+    fn the_map_places_scored_trials_by_t_in_their_direction_against_largest_abs_correlation() {
         let scored = trial(1, 1, "admission", Some(-2.0), None);
         let unscored = trial(1, 2, "gate", None, Some("x"));
-        let map = admission_map(&[&scored, &unscored]);
-        assert_eq!(map.len(), 1);
+        let mut reversed = trial(1, 3, "admission", Some(-2.5), None);
+        reversed.train_ic = Some(-0.04);
+        let map = admission_map(&[&scored, &unscored, &reversed]);
+        assert_eq!(map.len(), 2);
         assert_eq!((map[0].t, map[0].max_abs_corr, map[0].accepted), (-2.0, 0.3, true));
-    }
-}
-
-/// Everything this module reads from a run's written trials, for its page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunAnalysis {
-    pub refusals: Vec<RefusalGroup>,
-    pub collisions: Vec<Collision>,
-    /// Each written round's t threshold.
-    pub thresholds: Vec<(u32, Option<f64>)>,
-    pub correlation_limit: Option<f64>,
-    pub map: Vec<MapPoint>,
-}
-
-/// Reads the analysis of a run from its view.
-pub fn analyse(view: &super::view::RunView) -> RunAnalysis {
-    let all: Vec<&TrialView> = view.rounds.iter().flat_map(|r| r.trials.iter()).collect();
-    let rounds: Vec<(u32, Vec<&TrialView>)> =
-        view.rounds.iter().map(|r| (r.round, r.trials.iter().collect())).collect();
-    RunAnalysis {
-        refusals: refusal_groups(&all),
-        collisions: collisions(&all),
-        thresholds: t_thresholds(&rounds),
-        correlation_limit: correlation_limit(view.opened_with.as_ref(), &all),
-        map: admission_map(&all),
+        assert_eq!(map[1].t, 2.5, "t in its direction: the sign of its training IC");
     }
 }

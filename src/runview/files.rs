@@ -15,6 +15,13 @@ pub const CALLS_DIR: &str = "calls";
 /// The distiller's memory versions, `memory/round_NN.md`.
 pub const MEMORY_DIR: &str = "memory";
 
+/// Acceptance and hold-out reports, `acceptance/<segment>[_<digest>].json`.
+pub const ACCEPTANCE_DIR: &str = "acceptance";
+
+/// Each round's trial graph, `trial_graph/round_NN.json`.
+pub const TRIAL_GRAPH_DIR: &str = "trial_graph";
+
 /// The files whose size and modification time make up a run's version, in order
-/// (a folder's time changes when a file is added to it).
-pub const VERSIONED: [&str; 6] = [SNAPSHOT, STATE, LEDGER, EVENTS, CALLS_DIR, MEMORY_DIR];
+/// (a folder's time changes when a file is added to it or replaced in it).
+pub const VERSIONED: [&str; 8] =
+    [SNAPSHOT, STATE, LEDGER, EVENTS, CALLS_DIR, MEMORY_DIR, ACCEPTANCE_DIR, TRIAL_GRAPH_DIR];

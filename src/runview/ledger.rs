@@ -6,8 +6,9 @@ use serde::de::Deserializer;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::jsonl::complete_lines;
+use std::borrow::Cow;
 use std::sync::Arc;
+
 
 use super::view::{RoundView, TrialView};
 use crate::json::{describe_error, from_slice_lenient, replace_non_finite};
@@ -56,6 +57,41 @@ fn lenient_outcome<'de, D: Deserializer<'de>>(d: D) -> Result<Outcome, D::Error>
     })
 }
 
+/// A list of strings; anything else (or a non-string item) is left out.
+fn lenient_strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Array(items) => items.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// The operators the gate's graph for a trial uses: every `"op"` string in it,
+/// at any depth, sorted and without repeats. The graph's shape beyond that is
+/// the writer's; a graph that is not JSON objects and arrays yields none.
+pub fn graph_operators(graph: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                if let Some(Value::String(op)) = map.get("op") {
+                    out.push(op.clone());
+                }
+                map.values().for_each(|v| walk(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(graph, &mut out);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn lenient_graph<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(graph_operators(&Value::deserialize(d)?))
+}
+
 /// One ledger line, typed; every field optional and lenient.
 #[derive(Deserialize)]
 struct LedgerLine {
@@ -70,9 +106,25 @@ struct LedgerLine {
     #[serde(default, deserialize_with = "lenient_f64")]
     t: Option<f64>,
     #[serde(default, deserialize_with = "lenient_f64")]
+    train_ic: Option<f64>,
+    #[serde(default, deserialize_with = "lenient_f64")]
     max_abs_corr: Option<f64>,
+    #[serde(default, deserialize_with = "lenient_f64")]
+    coverage: Option<f64>,
+    #[serde(default, deserialize_with = "lenient_f64")]
+    monotonicity: Option<f64>,
+    #[serde(default, deserialize_with = "lenient_f64")]
+    t_threshold: Option<f64>,
     #[serde(default, deserialize_with = "lenient_u64")]
     tokens: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    factor: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    code: Option<String>,
+    #[serde(default, deserialize_with = "lenient_strings")]
+    parents: Vec<String>,
+    #[serde(default, deserialize_with = "lenient_graph")]
+    graph: Vec<String>,
     #[serde(default, deserialize_with = "lenient_outcome")]
     outcome: Outcome,
 }
@@ -85,11 +137,23 @@ struct StrictLine<'a> {
     round: Option<u32>,
     slot: Option<u32>,
     #[serde(borrow)]
-    trial: Option<std::borrow::Cow<'a, str>>,
+    trial: Option<Cow<'a, str>>,
     attempt: Option<u32>,
     t: Option<f64>,
+    train_ic: Option<f64>,
     max_abs_corr: Option<f64>,
+    coverage: Option<f64>,
+    monotonicity: Option<f64>,
+    t_threshold: Option<f64>,
     tokens: Option<u64>,
+    #[serde(borrow)]
+    factor: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    code: Option<Cow<'a, str>>,
+    #[serde(default)]
+    parents: Vec<String>,
+    #[serde(default)]
+    graph: Option<Value>,
     #[serde(borrow, default)]
     outcome: Option<StrictOutcome<'a>>,
 }
@@ -97,10 +161,14 @@ struct StrictLine<'a> {
 #[derive(Deserialize)]
 struct StrictOutcome<'a> {
     #[serde(borrow)]
-    stage: Option<std::borrow::Cow<'a, str>>,
+    stage: Option<Cow<'a, str>>,
     accepted: Option<bool>,
     #[serde(borrow)]
-    refused: Option<std::borrow::Cow<'a, str>>,
+    refused: Option<Cow<'a, str>>,
+}
+
+fn finite(x: Option<f64>) -> Option<f64> {
+    x.filter(|f| f.is_finite())
 }
 
 /// Parses one ledger line into a trial; `Err` names what is wrong.
@@ -108,22 +176,28 @@ pub fn parse_trial(line: &[u8]) -> Result<TrialView, String> {
     if let Ok(l) = serde_json::from_slice::<StrictLine<'_>>(line) {
         let round = l.round.ok_or("no round")?;
         let (stage, accepted, reason) = match l.outcome {
-            Some(o) => {
-                (o.stage.map(|s| s.into_owned()), o.accepted.unwrap_or(false), o.refused.map(|s| s.into_owned()))
-            }
+            Some(o) => (o.stage.map(Cow::into_owned), o.accepted.unwrap_or(false), o.refused.map(Cow::into_owned)),
             None => (None, false, None),
         };
         return Ok(TrialView {
             round,
             slot: l.slot,
-            trial: l.trial.map(|s| s.into_owned()),
+            trial: l.trial.map(Cow::into_owned),
             attempt: l.attempt,
-            t: l.t.filter(|f| f.is_finite()),
-            max_abs_corr: l.max_abs_corr.filter(|f| f.is_finite()),
+            t: finite(l.t),
+            train_ic: finite(l.train_ic),
+            max_abs_corr: finite(l.max_abs_corr),
+            coverage: finite(l.coverage),
+            monotonicity: finite(l.monotonicity),
+            t_threshold: finite(l.t_threshold),
             tokens: l.tokens,
             stage,
             accepted,
             reason,
+            factor: l.factor.map(Cow::into_owned),
+            code: l.code.map(Cow::into_owned),
+            parents: l.parents,
+            operators: l.graph.as_ref().map(graph_operators).unwrap_or_default(),
         });
     }
     let parsed: Result<LedgerLine, _> = serde_json::from_slice(line);
@@ -141,36 +215,48 @@ pub fn parse_trial(line: &[u8]) -> Result<TrialView, String> {
         trial: l.trial,
         attempt: l.attempt.and_then(|a| u32::try_from(a).ok()),
         t: l.t,
+        train_ic: l.train_ic,
         max_abs_corr: l.max_abs_corr,
+        coverage: l.coverage,
+        monotonicity: l.monotonicity,
+        t_threshold: l.t_threshold,
         tokens: l.tokens,
         stage: l.outcome.stage,
         accepted: l.outcome.accepted.unwrap_or(false),
         reason: l.outcome.refused,
+        factor: l.factor,
+        code: l.code,
+        parents: l.parents,
+        operators: l.graph,
     })
 }
 
 /// What a growing JSONL file has parsed into so far. A reader feeds it the bytes
 /// that follow what it consumed last time; it keeps complete lines only.
 pub trait Incremental: Default {
-    /// The count of complete (non-blank) lines consumed so far.
+    /// The count of complete lines consumed so far, blank ones included, so a
+    /// problem's line number is the file's own.
     fn lines_mut(&mut self) -> &mut usize;
 
-    /// Reads one complete line, the `n`th consumed (1-based).
+    /// Reads one complete, non-blank line, the `n`th of the file (1-based).
     fn read_line(&mut self, n: usize, line: &[u8]);
 
     /// Feeds bytes that continue the file from where the last feed's complete
     /// lines ended; returns how many bytes it consumed (complete lines only).
     fn feed(&mut self, bytes: &[u8]) -> usize {
-        let (lines, covered) = complete_lines(bytes);
-        for line in lines {
+        let Some(last_newline) = bytes.iter().rposition(|&b| b == b'\n') else { return 0 };
+        for line in bytes[..last_newline].split(|&b| b == b'\n') {
             let n = {
                 let count = self.lines_mut();
                 *count += 1;
                 *count
             };
-            self.read_line(n, line);
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                self.read_line(n, line);
+            }
         }
-        covered
+        last_newline + 1
     }
 
     fn from_bytes(bytes: &[u8]) -> Self {
@@ -189,7 +275,7 @@ pub struct LedgerState {
     pub rounds: Vec<Arc<RoundView>>,
     /// `(line number, reason)` of lines that could not be read.
     pub problems: Vec<(usize, String)>,
-    /// Complete lines consumed so far.
+    /// Complete lines consumed so far (blank ones included).
     pub lines: usize,
 }
 
@@ -268,17 +354,18 @@ mod tests {
 
     #[test]
     fn feeding_in_pieces_equals_reading_whole() {
-        let text = b"{\"round\":1,\"t\":1.5}\n{\"round\":1,\"t\":2}\nbad\n{\"round\":2,\"t\":3}\n";
+        let text = b"{\"round\":1,\"t\":1.5}\n{\"round\":1,\"t\":2}\n\nbad\n{\"round\":2,\"t\":3}\n";
         let whole = LedgerState::from_bytes(text);
         let mut pieces = LedgerState::default();
         let mut offset = 0;
-        for end in [7, 20, 25, text.len()] {
+        for end in [7, 20, 26, 27, text.len()] {
             offset += pieces.feed(&text[offset..end]);
         }
         assert_eq!(offset, text.len());
         assert_eq!(pieces, whole);
         assert_eq!(whole.trial_count(), 3);
         assert_eq!(whole.rounds.iter().map(|r| r.round).collect::<Vec<_>>(), [1, 2]);
-        assert_eq!(whole.problems, [(3, "line 1 column 1: expected value".to_owned())]);
+        // Line numbers are the file's own, blank lines included.
+        assert_eq!(whole.problems, [(4, "line 1 column 1: expected value".to_owned())]);
     }
 }

@@ -14,13 +14,21 @@
 //! - [`summary`] — what the run list shows of a run, and its status rules.
 //! - [`version`] — a cheap token that changes whenever a run writes.
 
+pub mod acceptance;
+pub mod admission;
 pub mod analysis;
+pub mod diagnosis;
 pub mod diff;
 pub mod files;
+pub mod intraday;
 pub mod jsonl;
 pub mod ledger;
+pub mod lineage;
+pub mod plans;
 pub mod records;
 pub mod summary;
+pub mod trialgraph;
+pub mod trials;
 pub mod version;
 pub mod view;
 

@@ -5,20 +5,26 @@
 //! Every part degrades on its own: a broken file or line becomes a [`Problem`]
 //! with the reason, and the rest of the view is still shown.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::admission::{
+    correlation_limit, round_thresholds, thresholds_from_events, AdmissionLimits, RoundThreshold, ThresholdSource,
+};
 use super::diff::{diff_lines, DiffLine};
+use super::intraday::{is_intraday, session_operators};
 use super::ledger::{EventsLog, LedgerState};
+use super::plans::{plans, PlanView};
 use super::records::{EventLine, StateFile};
 use super::summary::{summarise, EventsTail, ListInputs, ProcessCheck, RunRow};
 use crate::json::{describe_error, from_slice_lenient};
 use crate::Timestamp;
 
 /// One trial attempt from the ledger.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialView {
     pub round: u32,
     pub slot: Option<u32>,
@@ -26,13 +32,48 @@ pub struct TrialView {
     pub attempt: Option<u32>,
     /// Partial-IC t statistic; `None` when unscored or not finite.
     pub t: Option<f64>,
+    /// The training IC; its sign is the direction admission reads the factor in.
+    #[serde(default)]
+    pub train_ic: Option<f64>,
     pub max_abs_corr: Option<f64>,
+    /// Coverage and decile monotonicity the evaluator measured.
+    #[serde(default)]
+    pub coverage: Option<f64>,
+    #[serde(default)]
+    pub monotonicity: Option<f64>,
+    /// The t threshold admission judged it against, when the line says.
+    #[serde(default)]
+    pub t_threshold: Option<f64>,
     pub tokens: Option<u64>,
     /// The stage that decided it (gate, evaluator, admission).
     pub stage: Option<String>,
     pub accepted: bool,
     /// The refusal, in the stage's words.
     pub reason: Option<String>,
+    /// The accepted factor's name.
+    #[serde(default)]
+    pub factor: Option<String>,
+    /// The candidate's expression as proposed.
+    #[serde(default)]
+    pub code: Option<String>,
+    /// The trials it was derived from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<String>,
+    /// The operators of the graph the gate built for it (sorted, no repeats).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<String>,
+}
+
+impl TrialView {
+    /// The t in the factor's direction, as admission reads it: the sign of its
+    /// training IC (a trial without one is read as written).
+    pub fn directed_t(&self) -> Option<f64> {
+        let sign = match self.train_ic {
+            Some(ic) if ic < 0.0 => -1.0,
+            _ => 1.0,
+        };
+        self.t.map(|t| t * sign)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +136,37 @@ pub struct Problem {
     pub reason: String,
 }
 
+/// An accepted factor, from its trial's ledger line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AcceptedFactor {
+    /// Its name as admission gave it, else its trial's.
+    pub factor: String,
+    pub round: u32,
+    pub trial: Option<String>,
+    pub t: Option<f64>,
+    pub directed_t: Option<f64>,
+    pub max_abs_corr: Option<f64>,
+    /// The t threshold of its round, and where that was read.
+    pub t_threshold: Option<f64>,
+    pub threshold_source: Option<ThresholdSource>,
+    pub intraday: bool,
+    pub code: Option<String>,
+}
+
+/// What one written round holds, counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundCount {
+    pub round: u32,
+    pub attempts: usize,
+    pub scored: usize,
+    pub accepted: usize,
+    pub tokens: u64,
+}
+
+/// A read-only snapshot of one run: its summary, the trials of its written
+/// rounds, its accepted factors and its memory. The trials themselves are not
+/// serialized (a run can hold millions): a page asks for them a page at a time
+/// (`trials::trial_page`) and gets `round_counts` here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunView {
     pub row: RunRow,
@@ -105,7 +177,17 @@ pub struct RunView {
     pub calls_total: u32,
     pub tokens_total: u64,
     /// The written rounds (shared with the reader's cache, hence `Arc`).
-    pub rounds: Vec<std::sync::Arc<RoundView>>,
+    #[serde(skip)]
+    pub rounds: Vec<Arc<RoundView>>,
+    pub round_counts: Vec<RoundCount>,
+    pub accepted: Vec<AcceptedFactor>,
+    pub plans: Vec<PlanView>,
+    /// Each written round's t threshold.
+    pub thresholds: Vec<RoundThreshold>,
+    pub correlation_limit: Option<f64>,
+    pub admission_limits: AdmissionLimits,
+    /// The run's session-aggregation operators (empty: no intraday dataset).
+    pub session_operators: BTreeSet<String>,
     pub in_progress: Option<InProgress>,
     pub calls: Vec<CallEvent>,
     pub memory: Vec<MemoryVersion>,
@@ -235,7 +317,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
             .iter()
             .rev()
             .find(|v| v["event"] == "plan" && v["round"].as_u64() == Some(u64::from(round)))
-            .and_then(|v| v["slots"].as_array().map(|a| a.iter().filter_map(Value::as_u64).map(|s| s as u32).collect()))
+            .map(|v| super::plans::plan_slots(v).into_iter().map(|s| s.slot).collect())
             .unwrap_or_default();
         let phase = since
             .iter()
@@ -282,13 +364,54 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         problems.insert(0, problem("state.json", e.clone()));
     }
 
+    // What admission judged the trials by, and what it accepted.
+    let by_round: Vec<(u32, &[TrialView])> = rounds.iter().map(|r| (r.round, r.trials.as_slice())).collect();
+    let thresholds = round_thresholds(&thresholds_from_events(raw_events), &by_round);
+    let limit = correlation_limit(opened_with.as_ref(), rounds.iter().flat_map(|r| r.trials.iter()));
+    let session_ops = snapshot.as_ref().map(session_operators).unwrap_or_default();
+    let accepted = rounds
+        .iter()
+        .zip(&thresholds)
+        .flat_map(|(r, th)| r.trials.iter().filter(|t| t.accepted).map(move |t| (t, th)))
+        .map(|(t, th)| AcceptedFactor {
+            factor: t.factor.clone().or_else(|| t.trial.clone()).unwrap_or_else(|| format!("round {}", t.round)),
+            round: t.round,
+            trial: t.trial.clone(),
+            t: t.t,
+            directed_t: t.directed_t(),
+            max_abs_corr: t.max_abs_corr,
+            t_threshold: th.t,
+            threshold_source: th.source,
+            intraday: is_intraday(t, &session_ops),
+            code: t.code.clone(),
+        })
+        .collect();
+    let round_counts = rounds
+        .iter()
+        .map(|r| RoundCount {
+            round: r.round,
+            attempts: r.trials.len(),
+            scored: r.trials.iter().filter(|t| t.t.is_some()).count(),
+            accepted: r.trials.iter().filter(|t| t.accepted).count(),
+            tokens: r.trials.iter().filter_map(|t| t.tokens).sum(),
+        })
+        .collect();
+    let plans = plans(events_present.then_some(raw_events), rounds_written, &rounds);
+
     RunView {
         row,
         snapshot_settings: snapshot.as_ref().ok().and_then(|s| s.get("settings").cloned()).unwrap_or(Value::Null),
+        admission_limits: AdmissionLimits::from_opened_with(opened_with.as_ref()),
         opened_with,
         calls_total,
         tokens_total,
         rounds,
+        round_counts,
+        accepted,
+        plans,
+        thresholds,
+        correlation_limit: limit,
+        session_operators: session_ops,
         in_progress: if events_present { in_progress } else { None },
         calls,
         memory,
@@ -427,5 +550,29 @@ mod tests {
         assert_eq!(v.row.status.label(), "unreadable");
         assert!(v.problems[0].reason.starts_with("snapshot.json: line 1 column"), "{:?}", v.problems);
         assert_eq!(v.rounds.len(), 1, "the ledger still reads");
+    }
+
+    #[test]
+    fn accepted_factors_say_their_rounds_threshold_and_whether_they_are_intraday() {
+        let ledger = concat!(
+            r#"{"round":1,"slot":1,"trial":"r01s1","t":3.0,"factor":"f1","graph":{"op":"rank","args":[{"op":"session_vwap"}]},"outcome":{"stage":"admission","accepted":true}}"#,
+            "\n",
+            r#"{"round":1,"slot":2,"trial":"r01s2","t":1.0,"outcome":{"stage":"admission","refused":"t 1.00 below threshold 2.50"}}"#,
+            "\n",
+            r#"{"round":2,"slot":1,"trial":"r02s1","t":-3.1,"train_ic":-0.02,"graph":{"op":"ts_mean"},"outcome":{"stage":"admission","accepted":true}}"#,
+            "\n",
+        );
+        let mut i = inputs(r#"{"rounds_written":2}"#, ledger, None);
+        i.snapshot = Ok(br#"{"settings":{},"datasets":[{"name":"bars_5m","intraday":true}],
+            "operator_file":{"operators":[{"name":"session_vwap","class":"SessionAggregation"}]}}"#);
+        let v = read_view(i, &here);
+        let got: Vec<(&str, Option<f64>, bool, Option<f64>)> =
+            v.accepted.iter().map(|a| (a.factor.as_str(), a.t_threshold, a.intraday, a.directed_t)).collect();
+        assert_eq!(got, [("f1", Some(2.5), true, Some(3.0)), ("r02s1", Some(2.5), false, Some(3.1))]);
+        assert_eq!(v.accepted[1].threshold_source, Some(ThresholdSource::CarriedOver));
+        assert_eq!(v.round_counts.iter().map(|c| (c.attempts, c.accepted)).collect::<Vec<_>>(), [(2, 1), (1, 1)]);
+        // The trials are not serialized with the view; their counts are.
+        let json = serde_json::to_value(&v).unwrap();
+        assert!(json.get("rounds").is_none() && json["round_counts"].is_array());
     }
 }

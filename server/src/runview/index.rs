@@ -40,6 +40,10 @@ pub struct RunIndex {
     parses: AtomicU64,
     /// Reading positions of the runs whose views were read.
     readers: Mutex<HashMap<PathBuf, super::read::RunCursors>>,
+    /// Run directories already found by name: a run page polls its run's version
+    /// every second, and walking the whole root for each poll would cost a tree
+    /// walk per open page per second.
+    found: Mutex<HashMap<String, PathBuf>>,
 }
 
 impl RunIndex {
@@ -54,6 +58,7 @@ impl RunIndex {
             cache: Mutex::new(HashMap::new()),
             parses: AtomicU64::new(0),
             readers: Mutex::new(HashMap::new()),
+            found: Mutex::new(HashMap::new()),
         }
     }
 
@@ -104,10 +109,23 @@ impl RunIndex {
 
     /// The run directory the list names `name` (its folder name, or its path
     /// relative to the root); `None` when it names none so (seed: `find_run`).
+    ///
+    /// A name found before is looked up again only while its directory still
+    /// holds a snapshot; otherwise the root is walked.
     pub fn find(&self, name: &str) -> Option<PathBuf> {
+        let mut found = self.found.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(dir) = found.get(name) {
+            if dir.join(files::SNAPSHOT).symlink_metadata().is_ok() {
+                return Some(dir.clone());
+            }
+            found.remove(name);
+        }
+        drop(found);
         let (dirs, _) = find_run_dirs(&self.root);
         let by_path = dirs.iter().find(|d| self.relative(d) == name);
-        by_path.or_else(|| dirs.iter().find(|d| d.file_name().is_some_and(|n| n == name))).cloned()
+        let dir = by_path.or_else(|| dirs.iter().find(|d| d.file_name().is_some_and(|n| n == name))).cloned()?;
+        self.found.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), dir.clone());
+        Some(dir)
     }
 
     /// The whole view of the run `name` (seed: `RunView.read`).

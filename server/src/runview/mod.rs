@@ -11,4 +11,4 @@ mod read;
 
 pub use fsread::{stamp_of, ProcessProbe};
 pub use index::{find_run_dirs, RunIndex};
-pub use read::{read_call, read_run, refresh, RunCursors};
+pub use read::{read_call, read_reports, read_run, read_trial_graphs, refresh, RunCursors};

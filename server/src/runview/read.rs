@@ -3,7 +3,9 @@
 use std::fs;
 use std::path::Path;
 
+use runboard::runview::acceptance::{self, ReportEntry};
 use runboard::runview::files::{self, VERSIONED};
+use runboard::runview::trialgraph::{self, GraphEntry};
 use runboard::runview::ledger::{EventsLog, Incremental, LedgerState};
 use runboard::runview::view::{read_view, CallView, RunView, ViewInputs};
 use runboard::runview::RunVersion;
@@ -80,15 +82,10 @@ fn call_numbers(dir: &Path) -> Vec<u32> {
 
 /// `(NN, text)` of each `memory/round_NN.md`.
 fn memory_versions(dir: &Path) -> Vec<(u32, Result<String, String>)> {
-    let Ok(entries) = fs::read_dir(dir.join(files::MEMORY_DIR)) else { return Vec::new() };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let n: u32 = name.strip_prefix("round_")?.strip_suffix(".md")?.parse().ok()?;
-            let text = read_regular(&e.path()).map(|b| String::from_utf8_lossy(&b).into_owned());
-            Some((n, text))
-        })
+    let round = |name: &str| name.strip_prefix("round_")?.strip_suffix(".md")?.parse().ok();
+    read_folder(dir, files::MEMORY_DIR, round)
+        .into_iter()
+        .map(|(_, n, bytes)| (n, bytes.map(|b| String::from_utf8_lossy(&b).into_owned())))
         .collect()
 }
 
@@ -134,4 +131,44 @@ pub fn read_call(dir: &Path, n: u32, view: &RunView) -> Result<CallView, String>
     let record: Value = runboard::json::from_slice_lenient(&bytes)
         .map_err(|e| format!("calls/{n:04}.json: {}", runboard::json::describe_error(&e)))?;
     Ok(CallView { call: n, record, concerned: view.calls.iter().find(|c| c.call == n).cloned() })
+}
+
+/// The regular files in `dir/sub` whose names `keep` accepts, sorted by name, each
+/// read whole (or the reason it could not be).
+fn read_folder<T>(dir: &Path, sub: &str, keep: impl Fn(&str) -> Option<T>) -> Vec<(String, T, Result<Vec<u8>, String>)> {
+    let Ok(entries) = fs::read_dir(dir.join(sub)) else { return Vec::new() };
+    let mut out: Vec<(String, T, Result<Vec<u8>, String>)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let key = keep(&name)?;
+            let bytes = read_regular(&e.path());
+            Some((name, key, bytes))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The run's acceptance and hold-out reports (`acceptance/*.json`), each read or
+/// with the reason it cannot be.
+pub fn read_reports(dir: &Path) -> Vec<ReportEntry> {
+    read_folder(dir, files::ACCEPTANCE_DIR, |name| name.ends_with(".json").then_some(()))
+        .into_iter()
+        .map(|(name, (), bytes)| match bytes {
+            Ok(b) => acceptance::parse(&name, &b),
+            Err(reason) => ReportEntry::Unreadable { file: name, reason },
+        })
+        .collect()
+}
+
+/// The run's trial graphs (`trial_graph/round_NN.json`), in round order.
+pub fn read_trial_graphs(dir: &Path) -> Vec<GraphEntry> {
+    let mut graphs: Vec<GraphEntry> = read_folder(dir, files::TRIAL_GRAPH_DIR, trialgraph::round_of_file)
+        .into_iter()
+        .map(|(file, round, bytes)| GraphEntry::read(&file, round, bytes.as_deref().map_err(Clone::clone)))
+        .collect();
+    // By number: `round_100` sorts before `round_99` by name.
+    graphs.sort_by_key(GraphEntry::round);
+    graphs
 }

@@ -1,13 +1,21 @@
-//! A run's page, `/runs/<name>?tab=…`: summary, rounds and trials, the round in
-//! progress, calls (with each call's reasoning on demand), and memory versions
-//! with their line diffs. It follows a live run: the run's version is polled every
-//! second and the view re-read only when it changed.
+//! A run's page, `/runs/<name>?tab=…`: summary, rounds and trials (filtered, a
+//! page at a time), the round in progress, calls (with each call's reasoning on
+//! demand), accepted factors, the admission map, refusal groups, collisions, the
+//! diagnosis, a trial's lineage, trial graphs, memory versions with their line
+//! diffs, and acceptance reports. Every tab is a URL. It follows a live run: the
+//! run's version is polled every second and what the tab shows is re-read only
+//! when it changed.
+
+mod charts;
+mod evidence;
+mod rounds;
 
 use leptos::prelude::*;
 use leptos_router::hooks::{query_signal, use_params_map};
 use runboard::runview::analysis::{CollisionKind, RunAnalysis};
 use runboard::runview::diff::DiffLine;
 use runboard::runview::view::{CallEvent, RunView};
+
 
 #[cfg(feature = "hydrate")]
 use crate::api::get_run_version;
@@ -16,15 +24,20 @@ use crate::api::{get_analysis, get_call, get_run};
 #[cfg(feature = "hydrate")]
 const POLL_MS: u32 = 1_000;
 
-const TABS: [(&str, &str); 8] = [
+const TABS: [(&str, &str); 13] = [
     ("summary", "Summary"),
     ("rounds", "Rounds"),
     ("progress", "In progress"),
     ("calls", "Calls"),
+    ("accepted", "Accepted"),
     ("map", "Admission map"),
     ("refusals", "Refusals"),
     ("collisions", "Collisions"),
+    ("diagnosis", "Diagnosis"),
+    ("lineage", "Lineage"),
+    ("graph", "Trial graph"),
     ("memory", "Memory"),
+    ("reports", "Reports"),
 ];
 
 #[component]
@@ -64,11 +77,15 @@ pub fn RunPage() -> impl IntoView {
                         view! {
                             <div class="tab-body" data-version=v.row.version.clone()>
                                 {match t.as_str() {
-                                    "rounds" => rounds(&v).into_any(),
+                                    "rounds" => rounds::rounds(n, &v).into_any(),
                                     "progress" => progress(&v).into_any(),
                                     "calls" => calls(n, &v.calls).into_any(),
+                                    "accepted" => evidence::accepted(&v).into_any(),
                                     "memory" => memory(&v).into_any(),
-                                    "map" | "refusals" | "collisions" => view! { <Analysis name=n tab=t version=v.row.version.clone()/> }.into_any(),
+                                    "lineage" => view! { <evidence::LineageTab name=n version=v.row.version.clone()/> }.into_any(),
+                                    "graph" => view! { <charts::TrialGraphs name=n version=v.row.version.clone()/> }.into_any(),
+                                    "reports" => view! { <evidence::Reports name=n version=v.row.version.clone()/> }.into_any(),
+                                    "map" | "refusals" | "collisions" | "diagnosis" => view! { <Analysis name=n tab=t version=v.row.version.clone()/> }.into_any(),
                                     _ => summary(&v).into_any(),
                                 }}
                             </div>
@@ -80,7 +97,7 @@ pub fn RunPage() -> impl IntoView {
     }
 }
 
-fn pretty(v: &serde_json::Value) -> String {
+pub(super) fn pretty(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
@@ -110,40 +127,27 @@ fn summary(v: &RunView) -> impl IntoView {
                 <ul>{v.problems.iter().map(|p| view! { <li class="problem"><code>{p.part.clone()}</code>": "{p.reason.clone()}</li> }).collect_view()}</ul>
             </div>
         })}
+        <h3>"Admission"</h3>
+        <dl class="facts admission">
+            <dt>"Correlation limit"</dt><dd class="correlation-limit">{v.correlation_limit.map(|c| format!("{c:.2}")).unwrap_or_else(|| "not given by the run".into())}</dd>
+            <dt>"Least coverage"</dt><dd>{format!("{:.2}", v.admission_limits.min_coverage)}</dd>
+            <dt>"Least monotonicity"</dt><dd>{format!("{:.2}", v.admission_limits.min_monotonicity)}</dd>
+            <dt>"Limits from"</dt><dd class="limits-source">{match v.admission_limits.source {
+                runboard::runview::admission::LimitsSource::LastOpen => "the run's last open",
+                runboard::runview::admission::LimitsSource::Defaults => "the defaults (the run does not say)",
+            }}</dd>
+            <dt>"Intraday operators"</dt><dd class="session-operators">{if v.session_operators.is_empty() { "none (no intraday dataset)".to_owned() } else { v.session_operators.iter().cloned().collect::<Vec<_>>().join(", ") }}</dd>
+            <dt>"Accepted factors"</dt><dd class="accepted-count">{v.accepted.len()}</dd>
+        </dl>
         <h3>"Settings (snapshot)"</h3>
         <pre class="settings">{pretty(&v.snapshot_settings)}</pre>
         {v.opened_with.as_ref().map(|s| view! { <h3>"Opened with"</h3><pre class="opened-with">{pretty(s)}</pre> })}
     }
 }
 
-fn num(x: Option<f64>) -> String {
+/// A number as the tables show it: two decimals, or a dash for none.
+pub(super) fn num(x: Option<f64>) -> String {
     x.map(|f| format!("{f:.2}")).unwrap_or_else(|| "–".into())
-}
-
-fn rounds(v: &RunView) -> impl IntoView {
-    if v.rounds.is_empty() {
-        return view! { <p class="empty">"No round written yet."</p> }.into_any();
-    }
-    view! {
-        <table class="trials">
-            <thead><tr><th>"Round"</th><th>"Slot"</th><th>"Trial"</th><th>"t"</th><th>"max |corr|"</th><th>"Tokens"</th><th>"Stage"</th><th>"Outcome"</th></tr></thead>
-            <tbody>
-                {v.rounds.iter().flat_map(|r| r.trials.iter()).map(|t| view! {
-                    <tr class:accepted=t.accepted data-round=t.round>
-                        <td>{t.round}</td>
-                        <td>{t.slot.map(|s| s.to_string())}</td>
-                        <td>{t.trial.clone()}</td>
-                        <td>{num(t.t)}</td>
-                        <td>{num(t.max_abs_corr)}</td>
-                        <td>{t.tokens.map(|n| n.to_string())}</td>
-                        <td>{t.stage.clone()}</td>
-                        <td>{if t.accepted { "accepted".to_owned() } else { t.reason.clone().unwrap_or_else(|| "refused".into()) }}</td>
-                    </tr>
-                }).collect_view()}
-            </tbody>
-        </table>
-    }
-    .into_any()
 }
 
 fn progress(v: &RunView) -> impl IntoView {
@@ -260,7 +264,8 @@ fn Analysis(name: String, tab: String, version: String) -> impl IntoView {
                     Ok(a) => match tab.as_str() {
                         "refusals" => refusals(&a).into_any(),
                         "collisions" => collisions_table(&a).into_any(),
-                        _ => admission_map(&a).into_any(),
+                        "diagnosis" => evidence::diagnosis(&a).into_any(),
+                        _ => charts::admission_map(&a).into_any(),
                     },
                 })
             }
@@ -309,54 +314,6 @@ fn collisions_table(a: &RunAnalysis) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
-    }
-    .into_any()
-}
-
-/// t (vertical) against the largest absolute correlation (horizontal), one dot per
-/// scored trial, with the latest t threshold and the correlation limit as lines.
-fn admission_map(a: &RunAnalysis) -> impl IntoView {
-    const W: f64 = 560.0;
-    const H: f64 = 320.0;
-    const PAD: f64 = 40.0;
-    if a.map.is_empty() {
-        return view! { <p class="empty">"No scored trials yet."</p> }.into_any();
-    }
-    let threshold = a.thresholds.iter().rev().find_map(|(_, t)| *t);
-    let (t_min, t_max) = a
-        .map
-        .iter()
-        .fold((threshold.unwrap_or(0.0).min(0.0), threshold.unwrap_or(1.0)), |(lo, hi), p| (lo.min(p.t), hi.max(p.t)));
-    let span = (t_max - t_min).max(1e-9);
-    let x = move |c: f64| PAD + c.clamp(0.0, 1.0) * (W - 2.0 * PAD);
-    let y = move |t: f64| H - PAD - (t - t_min) / span * (H - 2.0 * PAD);
-    let limit = a.correlation_limit;
-    view! {
-        <svg class="admission-map" viewBox=format!("0 0 {W} {H}") width=W height=H role="img"
-             aria-label="admission map: t against largest absolute correlation">
-            <rect x=PAD y=PAD / 2.0 width=W - 2.0 * PAD height=H - 1.5 * PAD fill="none" stroke="#d8dbdf"/>
-            <text x=W / 2.0 y=H - 8.0 text-anchor="middle" font-size="12">"largest |correlation| with an existing factor"</text>
-            <text x=PAD y=H - PAD + 14.0 text-anchor="middle" font-size="11">"0"</text>
-            <text x=W - PAD y=H - PAD + 14.0 text-anchor="middle" font-size="11">"1"</text>
-            <text x=PAD - 4.0 y=y(t_max) + 4.0 text-anchor="end" font-size="11">{format!("{t_max:.1}")}</text>
-            <text x=PAD - 4.0 y=y(t_min) text-anchor="end" font-size="11">{format!("{t_min:.1}")}</text>
-            <text x=12 y=H / 2.0 font-size="12" transform=format!("rotate(-90 12 {})", H / 2.0) text-anchor="middle">"partial-IC t"</text>
-            {threshold.map(|t| view! {
-                <line class="threshold" x1=PAD x2=W - PAD y1=y(t) y2=y(t) stroke="#9a6700" stroke-dasharray="4 3"/>
-                <text x=W - PAD y=y(t) - 4.0 text-anchor="end" font-size="11">{format!("t threshold {t:.2}")}</text>
-            })}
-            {limit.map(|c| view! {
-                <line class="limit" x1=x(c) x2=x(c) y1=PAD / 2.0 y2=H - PAD stroke="#cf222e" stroke-dasharray="4 3"/>
-                <text x=x(c) + 4.0 y=PAD / 2.0 + 12.0 font-size="11">{format!("limit {c:.2}")}</text>
-            })}
-            {a.map.iter().map(|p| view! {
-                <circle class=if p.accepted { "point accepted" } else { "point refused" } cx=x(p.max_abs_corr) cy=y(p.t) r=4
-                        fill=if p.accepted { "#1a7f37" } else { "#57606a" } fill-opacity="0.75">
-                    <title>{format!("{} (round {}): t {:.2}, |corr| {:.2}, {}", p.trial.clone().unwrap_or_default(), p.round, p.t, p.max_abs_corr, if p.accepted { "accepted" } else { "refused" })}</title>
-                </circle>
-            }).collect_view()}
-        </svg>
-        <p class="legend">"Green: accepted. Grey: refused. Dashed: the latest t threshold and the correlation limit."</p>
     }
     .into_any()
 }

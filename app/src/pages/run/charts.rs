@@ -1,0 +1,152 @@
+//! The run page's charts, drawn as SVG on the server and the client alike: the
+//! admission map and a round's trial graph.
+
+use leptos::prelude::*;
+use leptos_router::hooks::query_signal;
+use runboard::runview::analysis::RunAnalysis;
+use runboard::runview::trialgraph::{GraphEntry, TrialGraph};
+
+use super::num;
+use crate::api::get_trial_graphs;
+
+/// Partial-IC t in the factor's direction (vertical) against the largest absolute
+/// correlation (horizontal), one dot per scored trial, with the latest t threshold
+/// and the correlation limit as lines.
+pub(super) fn admission_map(a: &RunAnalysis) -> impl IntoView {
+    const W: f64 = 560.0;
+    const H: f64 = 320.0;
+    const PAD: f64 = 40.0;
+    if a.map.is_empty() {
+        return view! { <p class="empty">"No scored trials yet."</p> }.into_any();
+    }
+    let threshold: Option<f64> = a.thresholds.iter().rev().find_map(|r| r.t);
+    let (t_min, t_max) = a
+        .map
+        .iter()
+        .fold((threshold.unwrap_or(0.0).min(0.0), threshold.unwrap_or(1.0)), |(lo, hi), p| (lo.min(p.t), hi.max(p.t)));
+    let span = (t_max - t_min).max(1e-9);
+    let x = move |c: f64| PAD + c.clamp(0.0, 1.0) * (W - 2.0 * PAD);
+    let y = move |t: f64| H - PAD - (t - t_min) / span * (H - 2.0 * PAD);
+    let limit = a.correlation_limit;
+    view! {
+        <svg class="admission-map" viewBox=format!("0 0 {W} {H}") width=W height=H role="img"
+             aria-label="admission map: t against largest absolute correlation">
+            <rect x=PAD y=PAD / 2.0 width=W - 2.0 * PAD height=H - 1.5 * PAD fill="none" stroke="#d8dbdf"/>
+            <text x=W / 2.0 y=H - 8.0 text-anchor="middle" font-size="12">"largest |correlation| with an existing factor"</text>
+            <text x=PAD y=H - PAD + 14.0 text-anchor="middle" font-size="11">"0"</text>
+            <text x=W - PAD y=H - PAD + 14.0 text-anchor="middle" font-size="11">"1"</text>
+            <text x=PAD - 4.0 y=y(t_max) + 4.0 text-anchor="end" font-size="11">{format!("{t_max:.1}")}</text>
+            <text x=PAD - 4.0 y=y(t_min) text-anchor="end" font-size="11">{format!("{t_min:.1}")}</text>
+            <text x=12 y=H / 2.0 font-size="12" transform=format!("rotate(-90 12 {})", H / 2.0) text-anchor="middle">"partial-IC t (in its direction)"</text>
+            {threshold.map(|t| view! {
+                <line class="threshold" x1=PAD x2=W - PAD y1=y(t) y2=y(t) stroke="#9a6700" stroke-dasharray="4 3"/>
+                <text x=W - PAD y=y(t) - 4.0 text-anchor="end" font-size="11">{format!("t threshold {t:.2}")}</text>
+            })}
+            {limit.map(|c| view! {
+                <line class="limit" x1=x(c) x2=x(c) y1=PAD / 2.0 y2=H - PAD stroke="#cf222e" stroke-dasharray="4 3"/>
+                <text x=x(c) + 4.0 y=PAD / 2.0 + 12.0 font-size="11">{format!("limit {c:.2}")}</text>
+            })}
+            {a.map.iter().map(|p| view! {
+                <circle class=if p.accepted { "point accepted" } else { "point refused" } cx=x(p.max_abs_corr) cy=y(p.t) r=4
+                        fill=if p.accepted { "#1a7f37" } else { "#57606a" } fill-opacity="0.75">
+                    <title>{format!("{} (round {}): t {:.2}, |corr| {:.2}, {}", p.trial.clone().unwrap_or_default(), p.round, p.t, p.max_abs_corr, if p.accepted { "accepted" } else { "refused" })}</title>
+                </circle>
+            }).collect_view()}
+        </svg>
+        <p class="legend">"Green: accepted. Grey: refused. Dashed: the latest t threshold and the correlation limit."</p>
+    }
+    .into_any()
+}
+
+/// The trial-graph tab: one round's graph at a time (`?round=N`, the latest by
+/// default), drawn and listed in pick order.
+#[component]
+pub(super) fn TrialGraphs(name: String, version: String) -> impl IntoView {
+    let (round, _) = query_signal::<u32>("round");
+    let graphs = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_trial_graphs(n));
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Reading the trial graphs…"</p> }>
+            {move || graphs.get().map(|res| match res {
+                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                Ok(list) if list.is_empty() => view! { <p class="empty">"No trial graphs: no round has a trial_graph file."</p> }.into_any(),
+                Ok(list) => {
+                    let chosen = round.get().filter(|r| list.iter().any(|g| g.round() == *r)).unwrap_or_else(|| list.last().map(GraphEntry::round).unwrap_or(0));
+                    view! {
+                        <nav class="graph-rounds">"Round: "
+                            {list.iter().map(|g| {
+                                let r = g.round();
+                                view! { <a href=format!("?tab=graph&round={r}") class:current=r == chosen data-round=r>{r}</a>" " }
+                            }).collect_view()}
+                        </nav>
+                        {list.into_iter().find(|g| g.round() == chosen).map(|g| match g {
+                            GraphEntry::Unreadable { file, reason, .. } => view! {
+                                <p class="problem">"trial_graph/"{file}": "{reason}</p>
+                            }.into_any(),
+                            GraphEntry::Graph(g) => trial_graph(&g).into_any(),
+                        })}
+                    }.into_any()
+                }
+            })}
+        </Transition>
+    }
+}
+
+/// Nodes in columns by the round that wrote them, edges from parents, the picked
+/// nodes labelled with their rank; then the same nodes as a table in pick order.
+fn trial_graph(g: &TrialGraph) -> impl IntoView {
+    const COL: f64 = 150.0;
+    const ROW: f64 = 34.0;
+    const PAD: f64 = 30.0;
+    let mut columns: Vec<Option<u32>> = g.nodes.iter().map(|n| n.round).collect();
+    columns.sort_unstable();
+    columns.dedup();
+    let mut place = std::collections::HashMap::new();
+    let mut filled = vec![0usize; columns.len()];
+    for n in &g.nodes {
+        let c = columns.iter().position(|r| *r == n.round).unwrap_or(0);
+        place.insert(n.trial.as_str(), (PAD + c as f64 * COL, PAD + filled[c] as f64 * ROW));
+        filled[c] += 1;
+    }
+    let w = PAD * 2.0 + (columns.len().max(1) - 1) as f64 * COL + 100.0;
+    let h = PAD * 2.0 + (filled.iter().copied().max().unwrap_or(1).max(1) - 1) as f64 * ROW + 10.0;
+    let edges: Vec<((f64, f64), (f64, f64))> = g
+        .nodes
+        .iter()
+        .flat_map(|n| n.parents.iter().filter_map(|p| Some((*place.get(p.as_str())?, *place.get(n.trial.as_str())?))))
+        .collect();
+    view! {
+        <svg class="trial-graph" viewBox=format!("0 0 {w} {h}") width=w height=h role="img"
+             aria-label=format!("trial graph of round {}", g.round)>
+            {edges.into_iter().map(|((x1, y1), (x2, y2))| view! {
+                <line class="edge" x1=x1 y1=y1 x2=x2 y2=y2 stroke="#8c959f" stroke-width="1"/>
+            }).collect_view()}
+            {g.nodes.iter().map(|n| {
+                let (x, y) = place[n.trial.as_str()];
+                let fill = match (n.rank, n.accepted) { (Some(_), _) => "#0969da", (None, Some(true)) => "#1a7f37", _ => "#afb8c1" };
+                view! {
+                    <g class=if n.rank.is_some() { "node picked" } else { "node" } data-trial=n.trial.clone()>
+                        <circle cx=x cy=y r=7 fill=fill/>
+                        <text x=x + 10.0 y=y + 4.0 font-size="11">{match n.rank { Some(r) => format!("#{r} {}", n.trial), None => n.trial.clone() }}</text>
+                        <title>{format!("{} (round {}), score {}", n.trial, n.round.map(|r| r.to_string()).unwrap_or_else(|| "?".into()), num(n.score))}</title>
+                    </g>
+                }
+            }).collect_view()}
+        </svg>
+        <p class="legend">"Blue: picked (numbered in pick order). Green: accepted. Lines join a trial to its parents."</p>
+        <table class="graph-nodes">
+            <thead><tr><th>"Rank"</th><th>"Trial"</th><th>"Round"</th><th>"Score"</th><th>"Parents"</th></tr></thead>
+            <tbody>
+                {g.nodes.iter().map(|n| view! {
+                    <tr class="graph-node" data-trial=n.trial.clone()>
+                        <td class="rank">{n.rank.map(|r| r.to_string()).unwrap_or_else(|| "not picked".into())}</td>
+                        <td>{n.trial.clone()}</td>
+                        <td>{n.round.map(|r| r.to_string())}</td>
+                        <td>{num(n.score)}</td>
+                        <td>{n.parents.join(", ")}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+        {(g.skipped_nodes > 0).then(|| view! { <p class="problem">{format!("{} nodes name no trial and are left out", g.skipped_nodes)}</p> })}
+    }
+}

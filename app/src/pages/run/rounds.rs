@@ -1,0 +1,167 @@
+//! The rounds tab: each written round counted (its t threshold and its plan),
+//! then its trials filtered and a page at a time. The filters live in the URL,
+//! so a filtered page is a link.
+
+use leptos::prelude::*;
+use leptos_router::hooks::query_signal;
+use runboard::runview::admission::ThresholdSource;
+use runboard::runview::trials::{TrialPage, DEFAULT_PAGE};
+use runboard::runview::view::RunView;
+
+use super::num;
+use crate::api::get_trials;
+
+fn source(s: Option<ThresholdSource>) -> &'static str {
+    match s {
+        Some(ThresholdSource::AdmissionEvent) => "admission event",
+        Some(ThresholdSource::AcceptedFactor) => "accepted factor",
+        Some(ThresholdSource::Refusal) => "quoted by a refusal",
+        Some(ThresholdSource::CarriedOver) => "carried over",
+        None => "not given",
+    }
+}
+
+pub(super) fn rounds(name: String, v: &RunView) -> impl IntoView {
+    if v.round_counts.is_empty() {
+        return view! { <p class="empty">"No round written yet."</p> }.into_any();
+    }
+    let counts: Vec<_> = v.round_counts.iter().rev().cloned().collect();
+    let thresholds = v.thresholds.clone();
+    let plans = v.plans.clone();
+    let version = v.row.version.clone();
+    view! {
+        <details class="round-counts" open>
+            <summary>{format!("{} written rounds", counts.len())}</summary>
+            <table class="rounds">
+                <thead><tr><th>"Round"</th><th>"Attempts"</th><th>"Scored"</th><th>"Accepted"</th><th>"Tokens"</th><th>"t threshold"</th><th>"Plan (picked parents)"</th></tr></thead>
+                <tbody>
+                    {counts.into_iter().map(|c| {
+                        let th = thresholds.iter().find(|t| t.round == c.round).copied();
+                        let plan = plans.iter().find(|p| p.round == c.round).map(|p| {
+                            p.slots.iter().map(|s| match &s.picked {
+                                Some(parents) if !parents.is_empty() => format!("{}: {}", s.slot, parents.join("+")),
+                                _ => s.slot.to_string(),
+                            }).collect::<Vec<_>>().join(" · ")
+                        });
+                        view! {
+                            <tr class="round-count" data-round=c.round>
+                                <td><a href=format!("?tab=rounds&round={}", c.round)>{c.round}</a></td>
+                                <td>{c.attempts}</td>
+                                <td>{c.scored}</td>
+                                <td>{c.accepted}</td>
+                                <td>{c.tokens}</td>
+                                <td class="threshold" title=source(th.and_then(|t| t.source))>{num(th.and_then(|t| t.t))}</td>
+                                <td class="plan">{plan.unwrap_or_else(|| "no plan recorded".into())}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </details>
+        <Trials name=name version=version/>
+    }
+    .into_any()
+}
+
+#[component]
+fn Trials(name: String, version: String) -> impl IntoView {
+    let (round, _) = query_signal::<u32>("round");
+    let (stage, _) = query_signal::<String>("stage");
+    let (outcome, _) = query_signal::<String>("outcome");
+    let (text, _) = query_signal::<String>("q");
+    let (page, _) = query_signal::<usize>("page");
+    let key = move || (round.get(), stage.get(), outcome.get(), text.get(), page.get().unwrap_or(0));
+    let run = name.clone();
+    let trials = Resource::new(
+        move || (key(), version.clone()),
+        move |((round, stage, outcome, text, page), _)| {
+            get_trials(run.clone(), round, stage, outcome, text, None, page * DEFAULT_PAGE, DEFAULT_PAGE)
+        },
+    );
+    view! {
+        <form class="trial-filters" method="get">
+            <input type="hidden" name="tab" value="rounds"/>
+            <label>"Round "<input type="number" name="round" min="0" prop:value=move || round.get().map(|r| r.to_string()).unwrap_or_default()/></label>
+            <label>"Stage "<input type="text" name="stage" list="stages" prop:value=move || stage.get().unwrap_or_default()/></label>
+            <label>"Outcome "
+                <select name="outcome" prop:value=move || outcome.get().unwrap_or_default()>
+                    <option value="">"any"</option>
+                    <option value="accepted">"accepted"</option>
+                    <option value="refused">"refused after scoring"</option>
+                    <option value="unscored">"never scored"</option>
+                </select>
+            </label>
+            <label>"Text "<input type="search" name="q" placeholder="trial, factor, reason, code" prop:value=move || text.get().unwrap_or_default()/></label>
+            <button type="submit">"Filter"</button>
+            <a href="?tab=rounds">"clear"</a>
+        </form>
+        <Transition fallback=|| view! { <p class="loading">"Reading the trials…"</p> }>
+            {move || trials.get().map(|res| match res {
+                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                Ok(p) => trial_table(p, page.get().unwrap_or(0), move |n| {
+                    let mut q = vec!["tab=rounds".to_owned()];
+                    if let Some(r) = round.get_untracked() { q.push(format!("round={r}")); }
+                    for (k, v) in [("stage", stage.get_untracked()), ("outcome", outcome.get_untracked()), ("q", text.get_untracked())] {
+                        if let Some(v) = v.filter(|v| !v.is_empty()) { q.push(format!("{k}={}", urlencode(&v))); }
+                    }
+                    q.push(format!("page={n}"));
+                    format!("?{}", q.join("&"))
+                }).into_any(),
+            })}
+        </Transition>
+    }
+}
+
+/// Percent-encodes a query value (letters, digits and `-_.~` stay).
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn trial_table(p: TrialPage, page: usize, link: impl Fn(usize) -> String) -> impl IntoView {
+    let pages = p.matching.div_ceil(DEFAULT_PAGE).max(1);
+    let shown = format!(
+        "{}–{} of {} matching ({} attempts in all)",
+        if p.trials.is_empty() { 0 } else { p.offset + 1 },
+        p.offset + p.trials.len(),
+        p.matching,
+        p.total
+    );
+    view! {
+        <datalist id="stages">{p.stages.iter().map(|s| view! { <option value=s.clone()/> }).collect_view()}</datalist>
+        <p class="trial-count">{shown}</p>
+        <nav class="pager">
+            {(page > 0).then(|| view! { <a class="newer" href=link(page - 1)>"← newer"</a> })}
+            <span>{format!(" page {} of {pages} ", page + 1)}</span>
+            {(page + 1 < pages).then(|| view! { <a class="older" href=link(page + 1)>"older →"</a> })}
+        </nav>
+        <table class="trials">
+            <thead><tr><th>"Round"</th><th>"Slot"</th><th>"Trial"</th><th>"Attempt"</th><th>"t (directed)"</th><th>"max |corr|"</th><th>"Tokens"</th><th>"Stage"</th><th>"Outcome"</th><th></th></tr></thead>
+            <tbody>
+                {p.trials.into_iter().map(|row| {
+                    let t = row.trial;
+                    let lineage = t.trial.clone().map(|n| format!("?tab=lineage&trial={}", urlencode(&n)));
+                    view! {
+                        <tr class="trial" class:accepted=t.accepted data-round=t.round>
+                            <td>{t.round}</td>
+                            <td>{t.slot.map(|s| s.to_string())}</td>
+                            <td class="trial-name">{t.trial.clone()}{t.factor.clone().map(|f| view! { <span class="factor">{format!(" → {f}")}</span> })}</td>
+                            <td>{t.attempt.map(|a| a.to_string())}</td>
+                            <td>{num(row.directed_t)}</td>
+                            <td>{num(t.max_abs_corr)}</td>
+                            <td>{t.tokens.map(|n| n.to_string())}</td>
+                            <td>{t.stage.clone()}</td>
+                            <td class="outcome">{if t.accepted { "accepted".to_owned() } else { t.reason.clone().unwrap_or_else(|| "refused".into()) }}</td>
+                            <td>{row.intraday.then(|| view! { <span class="badge intraday">"intraday"</span> })}
+                                {lineage.map(|href| view! { <a class="lineage-link" href=href>"lineage"</a> })}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}

@@ -1,0 +1,181 @@
+//! The rounds tab's trials, filtered and a page at a time: a run can hold
+//! millions of trial attempts, and a page shows a screenful.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::intraday::is_intraday;
+use super::view::{RunView, TrialView};
+
+/// The most trials one page holds.
+pub const MAX_PAGE: usize = 500;
+/// A page's size when the request names none.
+pub const DEFAULT_PAGE: usize = 50;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeFilter {
+    Accepted,
+    /// Refused after being scored (admission).
+    Refused,
+    /// Never scored: refused by the gate or the evaluator.
+    Unscored,
+}
+
+impl OutcomeFilter {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "accepted" => Some(Self::Accepted),
+            "refused" => Some(Self::Refused),
+            "unscored" => Some(Self::Unscored),
+            _ => None,
+        }
+    }
+    fn admits(self, t: &TrialView) -> bool {
+        match self {
+            Self::Accepted => t.accepted,
+            Self::Refused => !t.accepted && t.t.is_some(),
+            Self::Unscored => !t.accepted && t.t.is_none(),
+        }
+    }
+}
+
+/// Which trials to show. Every field narrows; none given shows all.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialFilter {
+    pub round: Option<u32>,
+    pub stage: Option<String>,
+    pub outcome: Option<OutcomeFilter>,
+    /// Case-insensitive text in the trial's name, factor, reason or code.
+    pub text: Option<String>,
+    pub intraday: Option<bool>,
+}
+
+/// A trial as the rounds tab shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialRow {
+    #[serde(flatten)]
+    pub trial: TrialView,
+    /// The t in its direction (see `TrialView::directed_t`).
+    pub directed_t: Option<f64>,
+    pub intraday: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialPage {
+    /// All attempts in the written rounds.
+    pub total: usize,
+    /// Those the filter keeps.
+    pub matching: usize,
+    pub offset: usize,
+    pub trials: Vec<TrialRow>,
+    /// The stages present, for the filter's choices.
+    pub stages: Vec<String>,
+}
+
+/// The page of trials at `offset` (at most `limit`, capped at [`MAX_PAGE`]), the
+/// latest round first and in ledger order within a round.
+pub fn trial_page(view: &RunView, filter: &TrialFilter, offset: usize, limit: usize) -> TrialPage {
+    let needle = filter.text.as_deref().map(str::to_lowercase).filter(|s| !s.is_empty());
+    let session_ops = &view.session_operators;
+    let keep = |t: &TrialView| {
+        filter.stage.as_deref().is_none_or(|s| t.stage.as_deref() == Some(s))
+            && filter.outcome.is_none_or(|o| o.admits(t))
+            && filter.intraday.is_none_or(|want| is_intraday(t, session_ops) == want)
+            && needle.as_deref().is_none_or(|n| {
+                [&t.trial, &t.factor, &t.reason, &t.code]
+                    .iter()
+                    .any(|f| f.as_deref().is_some_and(|s| s.to_lowercase().contains(n)))
+            })
+    };
+    let rounds = view.rounds.iter().rev().filter(|r| filter.round.is_none_or(|n| r.round == n));
+    let limit = limit.clamp(1, MAX_PAGE);
+    let mut matching = 0;
+    let mut trials = Vec::new();
+    for t in rounds.flat_map(|r| r.trials.iter()).filter(|t| keep(t)) {
+        if matching >= offset && trials.len() < limit {
+            trials.push(TrialRow {
+                directed_t: t.directed_t(),
+                intraday: is_intraday(t, session_ops),
+                trial: t.clone(),
+            });
+        }
+        matching += 1;
+    }
+    let stages: BTreeSet<String> =
+        view.rounds.iter().flat_map(|r| r.trials.iter()).filter_map(|t| t.stage.clone()).collect();
+    TrialPage {
+        total: view.rounds.iter().map(|r| r.trials.len()).sum(),
+        matching,
+        offset,
+        trials,
+        stages: stages.into_iter().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runview::ledger::{Incremental, LedgerState};
+    use crate::runview::view::{read_view, ViewInputs};
+    use crate::runview::ProcessCheck;
+
+    fn view() -> RunView {
+        let mut ledger = String::new();
+        for round in 1..=3 {
+            for slot in 1..=4 {
+                let outcome = match slot {
+                    1 => r#"{"stage":"admission","accepted":true}"#,
+                    2 => r#"{"stage":"admission","refused":"t 1.0 below threshold 2.5"}"#,
+                    _ => r#"{"stage":"gate","refused":"rewrite of factor f1"}"#,
+                };
+                let t = if slot <= 2 { "2.0" } else { "null" };
+                ledger += &format!(
+                    "{{\"round\":{round},\"slot\":{slot},\"trial\":\"r{round:02}s{slot}\",\"t\":{t},\"outcome\":{outcome}}}\n"
+                );
+            }
+        }
+        let ledger = Box::leak(Box::new(LedgerState::from_bytes(ledger.as_bytes())));
+        read_view(
+            ViewInputs {
+                name: "r".into(),
+                path: "r".into(),
+                snapshot: Ok(b"{}"),
+                state: Some(Ok(br#"{"rounds_written":3}"#)),
+                ledger: Some(Ok(ledger)),
+                events: None,
+                call_files: Vec::new(),
+                memory: Vec::new(),
+                state_written: None,
+                last_call_written: None,
+                last_written: None,
+                version: "v".into(),
+            },
+            &|_, _| ProcessCheck::NotRecorded,
+        )
+    }
+
+    fn names(p: &TrialPage) -> Vec<&str> {
+        p.trials.iter().filter_map(|t| t.trial.trial.as_deref()).collect()
+    }
+
+    #[test]
+    fn trials_filter_by_round_stage_outcome_and_text_a_page_at_a_time_latest_round_first() {
+        let v = view();
+        let all = trial_page(&v, &TrialFilter::default(), 0, 5);
+        assert_eq!((all.total, all.matching), (12, 12));
+        assert_eq!(names(&all), ["r03s1", "r03s2", "r03s3", "r03s4", "r02s1"]);
+        assert_eq!(names(&trial_page(&v, &TrialFilter::default(), 10, 5)), ["r01s3", "r01s4"]);
+        let gate = TrialFilter { stage: Some("gate".into()), round: Some(2), ..TrialFilter::default() };
+        assert_eq!(names(&trial_page(&v, &gate, 0, 50)), ["r02s3", "r02s4"]);
+        let refused = TrialFilter { outcome: Some(OutcomeFilter::Refused), ..TrialFilter::default() };
+        assert_eq!(trial_page(&v, &refused, 0, 50).matching, 3);
+        let unscored = TrialFilter { outcome: Some(OutcomeFilter::Unscored), ..TrialFilter::default() };
+        assert_eq!(trial_page(&v, &unscored, 0, 50).matching, 6);
+        let text = TrialFilter { text: Some("R01S2".into()), ..TrialFilter::default() };
+        assert_eq!(names(&trial_page(&v, &text, 0, 50)), ["r01s2"]);
+        assert_eq!(all.stages, ["admission", "gate"]);
+        assert_eq!(trial_page(&v, &TrialFilter::default(), 0, 100_000).trials.len(), 12, "capped, not refused");
+    }
+}
