@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks that what runboard writes matches the JSON Schemas in docs/schemas/:
-a simulated run (snapshot, state, ledger, events, calls) and a driven batch
+a simulated run (snapshot, state, ledger, events, calls, acceptance reports, trial graphs) and a driven batch
 (spec, cell records, batch outcome). A third party writing to those schemas
 writes what runboard reads."""
 import glob, json, os, subprocess, sys, tempfile
@@ -34,6 +34,12 @@ with tempfile.TemporaryDirectory() as tmp:
             check(schema, f"{name}:{i}", json.loads(line))
     for f in glob.glob(os.path.join(run, "calls", "*.json")):
         check("call.schema.json", f, json.load(open(f)))
+    for sub, schema in [("acceptance", "acceptance-report.schema.json"), ("trial_graph", "trial-graph.schema.json")]:
+        files = glob.glob(os.path.join(run, sub, "*.json"))
+        if not files:
+            bad.append(f"{sub}/: the simulated run wrote none")
+        for f in files:
+            check(schema, f, json.load(open(f)))
 
     camp = os.path.join(tmp, "campaign")
     os.makedirs(os.path.join(camp, "specs"))

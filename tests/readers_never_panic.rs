@@ -19,6 +19,13 @@ fn file_like() -> impl Strategy<Value = Vec<u8>> {
         "{\"event\":\"stop\",\"reason\":{\"nested\":true}}\n",
         "{\"rounds_written\":3,\"last_stop\":\"yes\"}",
         "{\"schema_version\":1,\"settings\":[1,2]}",
+        "{\"round\":2,\"trial\":\"a\",\"parents\":[\"a\",7],\"graph\":{\"op\":[1],\"args\":[{\"op\":\"session_vwap\"}]},\"train_ic\":-Infinity}\n",
+        "{\"round\":3,\"trial\":\"b\",\"parents\":\"a\",\"coverage\":\"x\",\"factor\":5,\"outcome\":{\"accepted\":true},\"t_threshold\":NaN}\n",
+        "{\"event\":\"plan\",\"round\":2,\"slots\":[{\"slot\":1,\"parents\":[\"b\",1]},{\"slot\":\"x\"}]}\n",
+        "{\"event\":\"resume\"}\n{\"event\":\"admission\",\"round\":3,\"t_threshold\":\"high\"}\n",
+        "{\"datasets\":[{\"intraday\":true}],\"operator_file\":{\"operators\":[{\"name\":\"session_vwap\",\"class\":\"SessionAggregation\"},{\"bases\":7}]}}",
+        "{\"nodes\":[{\"trial\":\"a\",\"parents\":[1]},{\"trial\":7}],\"pick_order\":[\"a\",\"a\",null]}",
+        "{\"factors\":[{\"factor\":\"f1\",\"selected\":\"yes\"}],\"contribution\":{},\"holdout_opens\":[1,{\"at\":2}]}",
         "-Infinity", "NaN", "null", "[]", "{", "}", "\"", "\\", "\n", "\u{0}", "\u{fffd}", "🙂",
     ]);
     (prop::collection::vec(fragments, 0..40), any::<u16>(), prop::collection::vec(any::<u8>(), 0..64)).prop_map(
@@ -66,6 +73,34 @@ proptest! {
         // A round beyond the state's count is never shown.
         let written = view.row.rounds_written.unwrap_or(0);
         prop_assert!(view.rounds.iter().all(|r| r.round <= written));
+        // What is read from the trials together is always read, too.
+        let analysis = runboard::runview::analysis::analyse(&view);
+        prop_assert!(serde_json::to_string(&analysis).is_ok());
+        for t in view.rounds.iter().flat_map(|r| &r.trials).filter_map(|t| t.trial.as_deref()) {
+            let lineage = runboard::runview::lineage::lineage(&view.rounds, t, view.admission_limits);
+            prop_assert!(lineage.is_some_and(|l| l.ancestors.len() <= view.rounds.iter().map(|r| r.trials.len()).sum::<usize>()));
+        }
+        let page = runboard::runview::trials::trial_page(&view, &Default::default(), 0, 10);
+        prop_assert!(page.trials.len() <= 10 && page.matching == page.total);
+    }
+
+    #[test]
+    fn reports_and_trial_graphs_are_read_or_refused_with_a_reason(bytes in file_like(), round in 0u32..200) {
+        use runboard::runview::acceptance::{parse, ReportEntry};
+        match parse("holdout_abcdef.json", &bytes) {
+            ReportEntry::Report(r) => {
+                prop_assert_eq!(r.holdout, !r.opens.is_empty());
+                prop_assert!(serde_json::to_string(&r).is_ok());
+            }
+            ReportEntry::Unreadable { reason, .. } => prop_assert!(!reason.is_empty()),
+        }
+        match runboard::runview::trialgraph::parse(round, &bytes) {
+            Ok(g) => {
+                let ranks: Vec<u32> = g.nodes.iter().filter_map(|n| n.rank).collect();
+                prop_assert_eq!(ranks, (1..).take(g.nodes.iter().filter(|n| n.rank.is_some()).count()).collect::<Vec<u32>>());
+            }
+            Err(reason) => prop_assert!(!reason.is_empty()),
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use runboard::runview::acceptance::ReportEntry;
 use runboard::runview::lineage::Lineage;
 use runboard::runview::trialgraph::GraphEntry;
-use runboard::runview::trials::{OutcomeFilter, TrialFilter, TrialPage};
+use runboard::runview::trials::TrialPage;
 use runboard::runview::view::{CallView, RunView};
 use runboard::runview::RunList;
 use serde::{Deserialize, Serialize};
@@ -111,28 +111,33 @@ pub async fn get_analysis(name: String) -> Result<runboard::runview::analysis::R
     ssr::with_console(move |c| c.run_analysis(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
 }
 
-/// A page of a run's trials. `outcome` is `accepted`, `refused` or `unscored`.
-#[allow(clippy::too_many_arguments)] // one per filter, as the URL carries them
+/// Which trials a page asks for: the rounds tab's filters as its URL carries them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialQuery {
+    pub round: Option<u32>,
+    pub stage: Option<String>,
+    /// `accepted`, `refused` or `unscored`.
+    pub outcome: Option<String>,
+    pub text: Option<String>,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+/// A page of a run's trials.
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_trials")]
-pub async fn get_trials(
-    name: String,
-    round: Option<u32>,
-    stage: Option<String>,
-    outcome: Option<String>,
-    text: Option<String>,
-    intraday: Option<bool>,
-    offset: usize,
-    limit: usize,
-) -> Result<TrialPage, ServerFnError> {
-    let outcome = match outcome.as_deref().filter(|o| !o.is_empty()) {
-        None => None,
-        Some(o) => Some(OutcomeFilter::parse(o).ok_or_else(|| {
-            ServerFnError::new(format!("outcome {o:?} is not one of accepted, refused, unscored"))
-        })?),
+pub async fn get_trials(name: String, query: TrialQuery) -> Result<TrialPage, ServerFnError> {
+    use runboard::runview::trials::{OutcomeFilter, TrialFilter};
+    let outcome = query.outcome.as_deref().filter(|o| !o.is_empty()).map(OutcomeFilter::parse).transpose();
+    let outcome = outcome.map_err(|e| ServerFnError::new(format!("outcome {e}")))?;
+    let filter = TrialFilter {
+        round: query.round,
+        stage: query.stage.filter(|s| !s.is_empty()),
+        outcome,
+        text: query.text.filter(|s| !s.is_empty()),
+        intraday: None,
     };
-    let filter = TrialFilter { round, stage: stage.filter(|s| !s.is_empty()), outcome, text, intraday };
     let missing = format!("no run named {name}");
-    ssr::with_console(move |c| c.run_trials(&name, &filter, offset, limit))
+    ssr::with_console(move |c| c.run_trials(&name, &filter, query.offset, query.limit))
         .await?
         .ok_or_else(|| ServerFnError::new(missing))
 }

@@ -1,29 +1,14 @@
 // A run's page in a real browser: follow a live run, open a call's reasoning and
 // a memory diff, and see an unreadable part with its reason.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, startBrowser, watchErrors } from './support.mjs';
+import { demoSession, watchErrors } from './support.mjs';
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await startBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
-
-async function open(page, path) {
-  await page.goto(`${server.url}${path}`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
-}
+const session = demoSession();
+const open = (page, path) => session.open(page, path);
 
 test('a live run page follows the writer without a reload', async () => {
-  const page = await browser.context.newPage();
+  const page = await session.browser.context.newPage();
   const errors = watchErrors(page);
   await open(page, '/runs/explore-qwen?tab=summary');
   await page.evaluate(() => { window.__sameDocument = true; });
@@ -35,8 +20,14 @@ test('a live run page follows the writer without a reload', async () => {
   assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload happened');
   assert.match(await page.textContent('.process'), /alive/);
 
+  // The rounds tab gains the next round as the writer writes it, without a reload.
   await page.click('a[data-tab="rounds"]');
-  await page.waitForSelector('table.trials tr[data-round="1"]');
+  await page.waitForSelector('table.rounds tr.round-count');
+  const latest = async () => Math.max(...await page.$$eval('tr.round-count', (rs) => rs.map((r) => Number(r.dataset.round))));
+  const shown = await latest();
+  await page.waitForSelector(`tr.round-count[data-round="${shown + 1}"]`, { timeout: 30_000 });
+  await page.waitForSelector(`table.trials tr[data-round="${shown + 1}"]`);
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, 'still no reload');
   await page.click('a[data-tab="progress"]');
   await page.waitForSelector('.in-progress .pending-slot');
   assert.deepEqual(errors, [], 'no console errors');
@@ -44,12 +35,15 @@ test('a live run page follows the writer without a reload', async () => {
 });
 
 test('a call\'s reasoning, a memory diff, and an unreadable part', async () => {
-  const page = await browser.context.newPage();
+  const page = await session.browser.context.newPage();
   const errors = watchErrors(page);
   await open(page, '/runs/momentum-qwen?tab=calls');
+  // The events say which slot call 2 concerned; the reasoning is the call file's own.
+  const slot = (await page.textContent('tr[data-call="2"] td:nth-child(3)')).trim();
+  assert.match(slot, /^\d+$/);
   await page.click('tr[data-call="2"] button.open-call');
   await page.waitForSelector('.call-detail[data-call="2"] .reasoning');
-  assert.match(await page.textContent('.call-detail .reasoning'), /^Round 1, slot 2:/);
+  assert.match(await page.textContent('.call-detail .reasoning'), new RegExp(`^Round 1, slot ${slot}:`));
 
   await page.click('a[data-tab="memory"]');
   await page.waitForSelector('details.memory-version');

@@ -1,28 +1,17 @@
 // The Runs page in a real browser: hydration, demo runs, an unreadable run with
 // its reason, a new run appearing without a reload, filters in the URL, no errors.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, startBrowser, watchErrors, workspace } from './support.mjs';
+import { demoSession, watchErrors, workspace } from './support.mjs';
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await startBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const session = demoSession();
 
 test('the runs page hydrates, lists the demo, and follows the disk', async () => {
-  const page = await browser.context.newPage();
+  const page = await session.browser.context.newPage();
   const errors = watchErrors(page);
-  await page.goto(`${server.url}/runs`);
+  await page.goto(`${session.server.url}/runs`);
   // Only the WASM app sets this marker; server rendering cannot.
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
 
@@ -37,7 +26,7 @@ test('the runs page hydrates, lists the demo, and follows the disk', async () =>
 
   // A run appears on disk: the page shows it without a reload.
   await page.evaluate(() => { window.__sameDocument = true; });
-  const campaign = await (await fetch(`${server.url}/api/campaign`)).json();
+  const campaign = await (await fetch(`${session.server.url}/api/campaign`)).json();
   const dir = join(campaign.root, 'runs', 'e2e', 'appeared-run');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'snapshot.json'), JSON.stringify({
@@ -51,13 +40,13 @@ test('the runs page hydrates, lists the demo, and follows the disk', async () =>
   await page.selectOption('select.status-filter', 'unreadable');
   await page.waitForFunction(() => document.querySelectorAll('tr.run').length === 1);
   assert.match(page.url(), /status=unreadable/);
-  await page.goto(`${server.url}/runs?q=reversal`);
+  await page.goto(`${session.server.url}/runs?q=reversal`);
   await page.waitForSelector('body[data-hydrated="true"]');
   const shown = await page.$$eval('tr.run', (rows) => rows.map((r) => r.dataset.run));
   assert.deepEqual(shown, ['reversal-llama']);
 
   if (process.env.RUNBOARD_SCREENSHOT) {
-    await page.goto(`${server.url}/runs`);
+    await page.goto(`${session.server.url}/runs`);
     await page.waitForSelector('body[data-hydrated="true"]');
     await page.screenshot({ path: join(workspace, process.env.RUNBOARD_SCREENSHOT) });
   }

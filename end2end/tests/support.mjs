@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
+import { before, after } from 'node:test';
 import { chromium } from 'playwright-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -66,4 +67,29 @@ export function watchErrors(page) {
   page.on('console', (msg) => { if (msg.type() === 'error') errors.push(msg.text()); });
   page.on('pageerror', (err) => errors.push(String(err)));
   return errors;
+}
+
+/**
+ * One demo server and one browser for a test file: started before its tests,
+ * stopped after them. Returns `{ server, browser, open }`, filled in once started;
+ * `open(page, path)` loads a page and waits until it has hydrated.
+ */
+export function demoSession() {
+  const session = {
+    server: null,
+    browser: null,
+    async open(page, path) {
+      await page.goto(`${session.server.url}${path}`);
+      await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+    },
+  };
+  before(async () => {
+    session.server = await startServer();
+    session.browser = await startBrowser();
+  });
+  after(async () => {
+    await session.browser?.close();
+    await session.server?.stop();
+  });
+  return session;
 }

@@ -92,6 +92,8 @@ pub async fn prepare(data_dir: &Path) -> anyhow::Result<(PathBuf, DemoWriter)> {
         ("runs/batch-a/momentum-qwen", "qwen3-32b", 5, 11),
         ("runs/batch-a/reversal-llama", "llama-3.3-70b", 4, 12),
         ("runs/batch-b/volume-gpt", "gpt-4.1-mini", 3, 13),
+        // Long enough that its trials span several pages.
+        ("runs/batch-a/long-search", "qwen3-32b", 40, 16),
     ];
     for (rel, model, rounds, seed) in finished {
         simulate(&root.join(rel), &["--rounds", &rounds.to_string(), "--model", model, "--seed", &seed.to_string()])

@@ -165,12 +165,8 @@ fn trial_query(q: &HashMap<String, String>) -> Result<(TrialFilter, usize, usize
             Some(v) => v.parse().map(Some).map_err(|_| AppError::Unprocessable(format!("{key}={v:?} is not a number"))),
         }
     }
-    let outcome = match q.get("outcome").map(String::as_str).filter(|v| !v.is_empty()) {
-        None => None,
-        Some(o) => Some(OutcomeFilter::parse(o).ok_or_else(|| {
-            AppError::Unprocessable(format!("outcome={o:?} is not one of accepted, refused, unscored"))
-        })?),
-    };
+    let outcome = q.get("outcome").map(String::as_str).filter(|v| !v.is_empty()).map(OutcomeFilter::parse);
+    let outcome = outcome.transpose().map_err(|e| AppError::Unprocessable(format!("outcome={e}")))?;
     let intraday = match q.get("intraday").map(String::as_str).filter(|v| !v.is_empty()) {
         None => None,
         Some("true") => Some(true),

@@ -80,12 +80,75 @@ struct Writer {
     calls: u32,
 }
 
+/// A trial the planner may pick as a parent (what the simulated agent remembers).
+#[derive(Clone)]
+struct PoolEntry {
+    trial: String,
+    round: u32,
+    t: Option<f64>,
+    accepted: bool,
+    factor: Option<String>,
+    parents: Vec<String>,
+}
+
+/// The simulated operator file: what the snapshot records of it. Two operators
+/// aggregate within a session, one of them through a subclass.
+const OPERATORS: [(&str, &str, &[&str]); 7] = [
+    ("ts_mean", "TimeSeries", &[]),
+    ("ts_rank", "TimeSeries", &[]),
+    ("delta", "TimeSeries", &[]),
+    ("rank", "CrossSection", &[]),
+    ("zscore", "CrossSection", &[]),
+    ("session_vwap", "SessionAggregation", &[]),
+    ("session_range", "SessionRange", &["SessionAggregation"]),
+];
+
+const FIELDS: [&str; 4] = ["close", "volume", "high", "low"];
+
+/// Writes a JSON line with `NaN` where the value holds the marker string, as a
+/// Python writer does for a correlation over an empty pool.
+fn with_raw_nan(value: &Value) -> serde_json::Result<Vec<u8>> {
+    let text = serde_json::to_string(value)?;
+    Ok(text.replace("\"__NaN__\"", "NaN").into_bytes())
+}
+
 impl Writer {
     fn append(&self, file: &str, value: &Value) -> std::io::Result<()> {
         let mut f = OpenOptions::new().create(true).append(true).open(self.dir.join(file))?;
-        let mut line = serde_json::to_vec(value)?;
+        let mut line = with_raw_nan(value)?;
         line.push(b'\n');
         f.write_all(&line)
+    }
+
+    /// A random candidate expression: its code and the graph the gate builds of it.
+    fn candidate(&mut self, intraday: bool) -> (String, Value) {
+        let field = FIELDS[self.rng.range(0, FIELDS.len() as u64 - 1) as usize];
+        let window = self.rng.range(3, 40);
+        let inner = OPERATORS[self.rng.range(0, 2) as usize].0;
+        let (code, graph) = if intraday {
+            let session = OPERATORS[self.rng.range(5, 6) as usize].0;
+            (
+                format!("rank({inner}({session}({field}), {window}))"),
+                json!({"op": "rank", "args": [{"op": inner, "args": [{"op": session, "args": [{"field": field}]}, window]}]}),
+            )
+        } else {
+            let outer = OPERATORS[self.rng.range(3, 4) as usize].0;
+            (
+                format!("{outer}({inner}({field}, {window}))"),
+                json!({"op": outer, "args": [{"op": inner, "args": [{"field": field}, window]}]}),
+            )
+        };
+        (code, graph)
+    }
+
+    fn write_json(&self, sub: &str, file: &str, value: &Value) -> std::io::Result<()> {
+        self.write_text(sub, file, &String::from_utf8_lossy(&serde_json::to_vec_pretty(value)?))
+    }
+
+    /// Writes `sub/file` whole (a reader sees the old file or the new, never half).
+    fn write_text(&self, sub: &str, file: &str, text: &str) -> std::io::Result<()> {
+        fs::create_dir_all(self.dir.join(sub))?;
+        write_atomic(&self.dir.join(sub).join(file), text.as_bytes())
     }
 
     fn event(&self, event: &str, mut fields: Value) -> std::io::Result<()> {
@@ -149,20 +212,49 @@ pub async fn simulate_run(
     let mut w =
         Writer { dir: dir.to_path_buf(), rng: Rng(opts.seed.max(1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1), calls: 0 };
     let mut start_round = 1;
+    // What the agent remembers of earlier rounds: read back from the ledger on a resume.
+    let mut pool: Vec<PoolEntry> = Vec::new();
+    let mut factors = 0u32;
     if opts.resume {
         let state: Value =
             fs::read(dir.join(files::STATE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
         start_round = state["rounds_written"].as_u64().unwrap_or(0) as u32 + 1;
         w.calls = fs::read_dir(dir.join(files::CALLS_DIR)).map(|d| d.count() as u32).unwrap_or(0);
+        let ledger = fs::read(dir.join(files::LEDGER)).unwrap_or_default();
+        for line in ledger.split(|b| *b == b'\n') {
+            let Ok(v) = runboard::json::from_slice_lenient::<Value>(line) else { continue };
+            let (Some(trial), Some(round)) = (v["trial"].as_str(), v["round"].as_u64()) else { continue };
+            if round as u32 >= start_round {
+                continue; // appended by the round the resume drops
+            }
+            let accepted = v["outcome"]["accepted"] == true;
+            factors += u32::from(accepted);
+            pool.retain(|p| p.trial != trial);
+            pool.push(PoolEntry {
+                trial: trial.to_owned(),
+                round: round as u32,
+                t: v["t"].as_f64(),
+                accepted,
+                factor: v["factor"].as_str().map(str::to_owned),
+                parents: v["parents"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect())
+                    .unwrap_or_default(),
+            });
+        }
     } else {
+        let operators: Vec<Value> = OPERATORS
+            .iter()
+            .map(|(name, class, bases)| json!({"name": name, "class": class, "bases": bases}))
+            .collect();
         let snapshot = json!({
             "schema_version": 1,
             "name": dir.file_name().map(|n| n.to_string_lossy().into_owned()),
             "created_at": now(),
             "settings": {"model": opts.model, "rounds": opts.rounds, "slots_per_round": opts.slots,
                           "correlation_limit": 0.7, "admission": {"min_coverage": 0.8, "min_monotonicity": 0.6}},
-            "operator_file": "operators.py",
-            "datasets": [{"name": "daily_bars", "intraday": false}],
+            "operator_file": {"path": "operators.py", "operators": operators},
+            "datasets": [{"name": "daily_bars", "intraday": false}, {"name": "bars_5m", "intraday": true}],
         });
         write_atomic(&dir.join(files::SNAPSHOT), &serde_json::to_vec_pretty(&snapshot)?)?;
     }
@@ -171,7 +263,9 @@ pub async fn simulate_run(
     let kind = if opts.resume { "resume" } else { "open" };
     w.event(
         kind,
-        json!({"host": host, "pid": std::process::id(), "settings": {"model": opts.model, "correlation_limit": 0.7}}),
+        json!({"host": host, "pid": std::process::id(), "settings": {
+            "model": opts.model, "correlation_limit": 0.7,
+            "admission": {"min_coverage": 0.8, "min_monotonicity": 0.6}}}),
     )?;
     if !opts.resume {
         w.state(0, &opened_at, None)?;
@@ -205,54 +299,117 @@ pub async fn simulate_run(
         };
     }
     for round in start_round..=opts.rounds {
+        // The t threshold rises with the number of trials judged so far.
+        let threshold = 2.5 + 0.05 * f64::from(round - 1);
         w.event("phase", json!({"phase": "plan", "round": round}))?;
-        let slots: Vec<u32> = (1..=opts.slots).collect();
-        w.event("plan", json!({"round": round, "slots": slots}))?;
+        // The planner ranks the scored pool by t and picks parents in that order.
+        let mut ranked: Vec<&PoolEntry> = pool.iter().filter(|p| p.t.is_some()).collect();
+        ranked.sort_by(|a, b| b.t.map(f64::abs).partial_cmp(&a.t.map(f64::abs)).unwrap_or(std::cmp::Ordering::Equal));
+        let picks: Vec<String> = ranked.iter().take(opts.slots as usize).map(|p| p.trial.clone()).collect();
+        let slot_parents: Vec<Vec<String>> = (0..opts.slots as usize)
+            .map(|i| if picks.is_empty() || i % 3 == 2 { Vec::new() } else { vec![picks[i % picks.len()].clone()] })
+            .collect();
+        if !pool.is_empty() {
+            // The graph lists nodes as they were added; the pick order ranks them.
+            let nodes: Vec<Value> = pool
+                .iter()
+                .map(|p| {
+                    json!({"trial": p.trial, "round": p.round, "parents": p.parents,
+                                 "score": p.t.map_or(json!("__NaN__"), |t| json!((t * 100.0).round() / 100.0)),
+                                 "accepted": p.accepted})
+                })
+                .collect();
+            let graph = json!({"schema_version": 1, "round": round, "nodes": nodes, "pick_order": picks});
+            fs::create_dir_all(dir.join(files::TRIAL_GRAPH_DIR))?;
+            let mut bytes = with_raw_nan(&graph)?;
+            bytes.push(b'\n');
+            write_atomic(&dir.join(files::TRIAL_GRAPH_DIR).join(format!("round_{round:02}.json")), &bytes)?;
+        }
+        let plan: Vec<Value> =
+            slot_parents.iter().enumerate().map(|(i, p)| json!({"slot": i + 1, "parents": p})).collect();
+        w.event("plan", json!({"round": round, "slots": plan}))?;
         pause!();
         w.event("phase", json!({"phase": "propose", "round": round}))?;
         let mut trials = Vec::new();
         for slot in 1..=opts.slots {
-            let tokens = w.call(round, slot, "propose", &opts.model)?;
-            pause!();
-            let t = (w.rng.unit() * 6.0) - 1.0;
-            let corr = if w.rng.unit() < 0.1 { f64::NAN } else { w.rng.unit() };
-            // The gate and the evaluator refuse before a trial is scored: no t, no correlation.
-            let (outcome, scored) = match w.rng.range(0, 9) {
-                0 => {
-                    let f = w.rng.range(1, 9);
-                    let text = match w.rng.range(0, 3) {
-                        0 => format!("rewrite of factor f{f}"),
-                        1 => format!("refinement of parameters only of f{f}"),
-                        2 => format!("shared subtree with f{f} and f{}", w.rng.range(1, 9)),
-                        _ => format!("duplicate of own earlier candidate r{:02}s1", round.saturating_sub(1).max(1)),
-                    };
-                    (json!({"stage": "gate", "refused": text}), false)
+            let name = format!("r{round:02}s{slot}");
+            let parents = slot_parents[slot as usize - 1].clone();
+            // One in five proposals does not parse at first and is asked again.
+            let attempts = if w.rng.unit() < 0.2 { 2 } else { 1 };
+            for attempt in 1..=attempts {
+                let tokens = w.call(round, slot, "propose", &opts.model)?;
+                pause!();
+                let intraday = w.rng.unit() < 0.25;
+                let (code, graph) = w.candidate(intraday);
+                let mut line = json!({"round": round, "slot": slot, "trial": name, "attempt": attempt,
+                                      "parents": parents, "code": code, "tokens": tokens});
+                if attempt < attempts {
+                    let bad = &code[..code.len() / 2];
+                    line["outcome"] = json!({"stage": "gate", "refused": format!("reply '{bad}' does not parse")});
+                    line["t"] = Value::Null;
+                    trials.push(line);
+                    continue;
                 }
-                1 => {
-                    let coverage = w.rng.unit() * 0.8;
-                    (json!({"stage": "evaluator", "refused": format!("coverage {coverage:.2} below 0.80")}), false)
-                }
-                // Admission: the correlation limit first, then the t threshold.
-                _ if !corr.is_nan() && corr > 0.7 => {
-                    let f = w.rng.range(1, 9);
-                    (
-                        json!({"stage": "admission", "refused": format!("correlation {corr:.2} with f{f} above limit 0.70")}),
+                line["graph"] = graph;
+                let t = (w.rng.unit() * 6.0) - 1.0;
+                let train_ic = (w.rng.unit() - 0.3) * 0.08;
+                // Admission reads the factor in the direction of its training IC.
+                let t = if train_ic < 0.0 { -t } else { t };
+                // With no factor admitted yet, the correlation is over an empty pool: NaN.
+                let corr = if factors == 0 { f64::NAN } else { w.rng.unit() };
+                let coverage = 0.5 + w.rng.unit() * 0.5;
+                let monotonicity = 0.3 + w.rng.unit() * 0.7;
+                // The gate and the evaluator refuse before a trial is scored: no t, no correlation.
+                let (outcome, scored) = match w.rng.range(0, 9) {
+                    0 => {
+                        let f = w.rng.range(1, 9);
+                        let text = match w.rng.range(0, 3) {
+                            0 => format!("rewrite of factor f{f}"),
+                            1 => format!("refinement of parameters only of f{f}"),
+                            2 => format!("shared subtree with f{f} and f{}", w.rng.range(1, 9)),
+                            _ if round > 1 => format!("duplicate of own earlier candidate r{:02}s1", round - 1),
+                            _ => format!("rewrite of factor f{f}"),
+                        };
+                        (json!({"stage": "gate", "refused": text}), false)
+                    }
+                    1 => (
+                        json!({"stage": "evaluator", "refused": format!("coverage {:.2} below 0.80", coverage * 0.8)}),
+                        false,
+                    ),
+                    // Admission: the correlation limit first, then the t threshold.
+                    _ if !corr.is_nan() && corr > 0.7 => {
+                        let f = w.rng.range(1, 9);
+                        (
+                            json!({"stage": "admission", "refused": format!("correlation {corr:.2} with f{f} above limit 0.70")}),
+                            true,
+                        )
+                    }
+                    _ if t.abs() > threshold => (json!({"stage": "admission", "accepted": true}), true),
+                    _ => (
+                        json!({"stage": "admission", "refused": format!("t {:.2} below threshold {threshold:.2}", t.abs())}),
                         true,
-                    )
+                    ),
+                };
+                if scored {
+                    line["t"] = json!(t);
+                    line["train_ic"] = json!(train_ic);
+                    line["max_abs_corr"] = if corr.is_nan() { json!("__NaN__") } else { json!(corr) };
+                    line["coverage"] = json!(coverage);
+                    line["monotonicity"] = json!(monotonicity);
+                    if outcome["accepted"] == true {
+                        factors += 1;
+                        line["factor"] = json!(format!("f{factors}"));
+                        line["t_threshold"] = json!(threshold);
+                    }
+                } else {
+                    line["t"] = Value::Null;
                 }
-                _ if t > 2.5 => (json!({"stage": "admission", "accepted": true}), true),
-                _ => (json!({"stage": "admission", "refused": format!("t {t:.2} below threshold 2.50")}), true),
-            };
-            let (t, corr) = if scored {
-                (json!(t), if corr.is_nan() { Value::Null } else { json!(corr) })
-            } else {
-                (Value::Null, Value::Null)
-            };
-            trials.push(json!({"round": round, "slot": slot, "trial": format!("r{round:02}s{slot}"), "attempt": 1,
-                                "t": t, "max_abs_corr": corr,
-                                "tokens": tokens, "outcome": outcome}));
+                line["outcome"] = outcome;
+                trials.push(line);
+            }
         }
         w.event("phase", json!({"phase": "admit", "round": round}))?;
+        w.event("admission", json!({"round": round, "t_threshold": threshold, "correlation_limit": 0.7}))?;
         if opts.crash_after == Some(round.saturating_sub(1)) && round > 1 {
             // A crash mid-append: half a line, no newline, no state, no stop.
             let mut f = OpenOptions::new().create(true).append(true).open(dir.join(files::LEDGER))?;
@@ -263,15 +420,75 @@ pub async fn simulate_run(
         for trial in &trials {
             w.append(files::LEDGER, trial)?;
         }
-        fs::create_dir_all(dir.join("memory"))?;
-        fs::write(dir.join("memory").join(format!("round_{:02}.md", round + 1)),
-                  format!("# Memory before round {}\n\n- mean reversion works on short windows\n- round {round} accepted {} factors\n",
-                          round + 1, trials.iter().filter(|t| t["outcome"]["accepted"] == true).count()))?;
+        let accepted: Vec<&Value> = trials.iter().filter(|t| t["outcome"]["accepted"] == true).collect();
+        for t in &trials {
+            let Some(name) = t["trial"].as_str() else { continue };
+            pool.retain(|p| p.trial != name);
+            pool.push(PoolEntry {
+                trial: name.to_owned(),
+                round,
+                t: t["t"].as_f64(),
+                accepted: t["outcome"]["accepted"] == true,
+                factor: t["factor"].as_str().map(str::to_owned),
+                parents: t["parents"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect())
+                    .unwrap_or_default(),
+            });
+        }
+        let mut notes = format!("# Memory before round {}\n\n- mean reversion works on short windows\n", round + 1);
+        if round >= 2 {
+            notes += "- volume-weighted signals collide with f1\n";
+        }
+        for a in &accepted {
+            notes +=
+                &format!("- {} accepted: {}\n", a["factor"].as_str().unwrap_or("?"), a["code"].as_str().unwrap_or("?"));
+        }
+        notes += &format!("- round {round} accepted {} factors\n", accepted.len());
+        w.write_text(files::MEMORY_DIR, &format!("round_{:02}.md", round + 1), &notes)?;
         rounds_written = round;
         // A resumed run keeps its previous stop in the state until it stops again.
         w.state(rounds_written, &opened_at, previous_stop.as_ref().map(|(a, r)| (a.as_str(), r.as_str())))?;
+        if round == 2.min(opts.rounds) {
+            // An early report, written before the contribution table and the selection flag existed.
+            let factors: Vec<Value> = pool
+                .iter()
+                .filter(|p| p.accepted)
+                .map(|p| json!({"factor": p.factor.as_deref().unwrap_or(&p.trial), "trial": p.trial, "ic": 0.021, "t": p.t}))
+                .collect();
+            w.write_json(
+                files::ACCEPTANCE_DIR,
+                "validation.json",
+                &json!({"segment": "validation", "written_at": now(), "factors": factors, "metrics": {"ic": 0.018}}),
+            )?;
+        }
         pause!();
     }
+    // The final reports: a validation report with the contribution table and the
+    // selection flag, and a hold-out report recording the hold-out lock's opens.
+    let accepted: Vec<&PoolEntry> = pool.iter().filter(|p| p.accepted).collect();
+    let share = 1.0 / accepted.len().max(1) as f64;
+    let report_factors: Vec<Value> = accepted
+        .iter()
+        .enumerate()
+        .map(|(i, p)| json!({"factor": p.factor.as_deref().unwrap_or(&p.trial), "trial": p.trial, "ic": 0.02 + 0.001 * i as f64, "t": p.t, "selected": i % 4 != 3}))
+        .collect();
+    let contribution: Vec<Value> =
+        accepted.iter().map(|p| json!({"factor": p.factor.as_deref().unwrap_or(&p.trial), "share": share})).collect();
+    let digest = format!("{:08x}", w.rng.next() as u32);
+    w.write_json(
+        files::ACCEPTANCE_DIR,
+        &format!("validation_{digest}.json"),
+        &json!({"schema_version": 2, "segment": "validation", "digest": digest, "written_at": now(),
+                "factors": report_factors, "contribution": contribution, "metrics": {"ic": 0.024, "sharpe": 1.1}}),
+    )?;
+    w.write_json(
+        files::ACCEPTANCE_DIR,
+        &format!("holdout_{digest}.json"),
+        &json!({"schema_version": 2, "segment": "holdout", "digest": digest, "written_at": now(),
+                "factors": report_factors, "contribution": contribution, "metrics": {"ic": 0.015},
+                "holdout_opens": [{"at": now(), "by": "runboard simulate-run", "reason": "final evaluation"}]}),
+    )?;
     let at = now();
     w.event("stop", json!({"reason": "finished all rounds"}))?;
     w.state(rounds_written, &opened_at, Some((&at, "finished all rounds")))?;

@@ -200,7 +200,8 @@ async fn a_run_its_version_and_its_calls_over_rest() {
     assert_eq!(status, StatusCode::OK);
     let view = json(body);
     assert_eq!(view["row"]["path"], "runs/b/deeper/second");
-    assert_eq!(view["rounds"].as_array().unwrap().len(), 3);
+    assert_eq!(view["round_counts"].as_array().unwrap().len(), 3);
+    assert!(view.get("rounds").is_none(), "trials come a page at a time, not with the view");
     assert_eq!(view["memory"].as_array().unwrap().len(), 3);
     assert!(view["memory"][1]["diff"].is_array(), "later memory versions carry a diff");
     let version = json(send(&st, get("/api/runs/second/version")).await.2)["version"].clone();
@@ -237,13 +238,116 @@ async fn a_runs_analysis_groups_refusals_and_maps_scored_trials() {
     let (status, _, body) = send(&st, get("/api/runs/long/analysis")).await;
     assert_eq!(status, StatusCode::OK);
     let a: Value = serde_json::from_slice(&body).unwrap();
-    let view: Value = serde_json::from_slice(&send(&st, get("/api/runs/long")).await.2).unwrap();
-    let trials: Vec<&Value> =
-        view["rounds"].as_array().unwrap().iter().flat_map(|r| r["trials"].as_array().unwrap()).collect();
+    let page: Value = serde_json::from_slice(&send(&st, get("/api/runs/long/trials?limit=500")).await.2).unwrap();
+    assert_eq!(page["matching"], page["total"]);
+    let trials: Vec<&Value> = page["trials"].as_array().unwrap().iter().collect();
+    assert_eq!(trials.len() as u64, page["total"].as_u64().unwrap());
     let scored = trials.iter().filter(|t| t["t"].is_number() && t["max_abs_corr"].is_number()).count();
     assert_eq!(a["map"].as_array().unwrap().len(), scored, "one point per scored trial");
     let grouped: u64 = a["refusals"].as_array().unwrap().iter().map(|g| g["trials"].as_u64().unwrap()).sum();
     assert_eq!(grouped as usize, trials.iter().filter(|t| t["t"].is_null() && t["accepted"] == false).count());
     assert_eq!(a["correlation_limit"], 0.7, "from the settings the run was opened with");
     assert_eq!(send(&st, get("/api/runs/nope/analysis")).await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trials_come_filtered_a_page_at_a_time_and_bad_filters_are_422s() {
+    let (tmp, root) = common::campaign().await;
+    common::write_run(&root.join("runs/long"), 12, 5).await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let page = |uri: String| {
+        let st = st.clone();
+        async move {
+            let (status, _, body) = send(&st, get(&uri)).await;
+            (status, serde_json::from_slice::<Value>(&body).unwrap())
+        }
+    };
+    let (status, first) = page("/api/runs/long/trials?limit=10".into()).await;
+    assert_eq!(status, StatusCode::OK);
+    let total = first["total"].as_u64().unwrap();
+    assert!(total >= 24, "12 rounds of 2 slots: {total}");
+    assert_eq!(first["trials"].as_array().unwrap().len(), 10);
+    assert_eq!(first["trials"][0]["round"], 12, "the latest round first");
+    let (_, second) = page("/api/runs/long/trials?limit=10&offset=10".into()).await;
+    assert_ne!(first["trials"][9], second["trials"][0], "pages do not overlap");
+
+    let (_, round3) = page("/api/runs/long/trials?round=3".into()).await;
+    assert!(round3["trials"].as_array().unwrap().iter().all(|t| t["round"] == 3));
+    let (_, accepted) = page("/api/runs/long/trials?outcome=accepted&limit=500".into()).await;
+    let view: Value = serde_json::from_slice(&send(&st, get("/api/runs/long")).await.2).unwrap();
+    assert_eq!(accepted["matching"].as_u64().unwrap() as usize, view["accepted"].as_array().unwrap().len());
+    let (_, gate) = page("/api/runs/long/trials?stage=gate&limit=500".into()).await;
+    assert!(gate["trials"].as_array().unwrap().iter().all(|t| t["stage"] == "gate"));
+    let (_, text) = page("/api/runs/long/trials?q=R05S1".into()).await;
+    assert!(text["matching"].as_u64().unwrap() >= 1);
+    assert!(text["trials"].as_array().unwrap().iter().all(|t| t["trial"] == "r05s1"));
+
+    for (uri, why) in [
+        ("/api/runs/long/trials?outcome=maybe", "outcome=\"maybe\" is not one of accepted, refused, unscored"),
+        ("/api/runs/long/trials?round=x", "round=\"x\" is not a number"),
+        ("/api/runs/long/trials?limit=-1", "limit=\"-1\" is not a number"),
+        ("/api/runs/long/trials?intraday=yes", "intraday=\"yes\" is not true or false"),
+    ] {
+        let (status, body) = page(uri.into()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{uri}");
+        assert_eq!(body["error"], why);
+    }
+    assert_eq!(page("/api/runs/nope/trials".into()).await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lineage_trial_graphs_and_reports_over_rest_and_as_pages() {
+    let (tmp, root) = common::campaign().await;
+    common::write_run(&root.join("runs/long"), 8, 3).await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let json = |b: Vec<u8>| serde_json::from_slice::<Value>(&b).unwrap();
+
+    // A trial with parents: its lineage names them, judged by the last open's limits.
+    let page = json(send(&st, get("/api/runs/long/trials?round=8")).await.2);
+    let child =
+        page["trials"].as_array().unwrap().iter().find(|t| t["parents"].is_array()).expect("a trial with parents");
+    let name = child["trial"].as_str().unwrap();
+    let (status, _, body) = send(&st, get(&format!("/api/runs/long/lineage/{name}"))).await;
+    assert_eq!(status, StatusCode::OK);
+    let l = json(body);
+    assert_eq!(l["ancestors"][0]["trial"], child["parents"][0]);
+    assert_eq!(l["limits"]["source"], "last_open");
+    let (status, _, body) = send(&st, get("/api/runs/long/lineage/r99s9")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(json(body)["error"], "no written round of long holds a trial named r99s9");
+
+    let graphs = json(send(&st, get("/api/runs/long/trial-graphs")).await.2);
+    let graphs = graphs.as_array().unwrap();
+    assert_eq!(graphs.len(), 7, "rounds 2..8 have a graph");
+    let g = &graphs[6];
+    assert_eq!((g["kind"].as_str(), g["round"].as_u64()), (Some("graph"), Some(8)));
+    assert_eq!(g["nodes"][0]["rank"], 1, "ranked by pick order");
+
+    let reports = json(send(&st, get("/api/runs/long/reports")).await.2);
+    let reports = reports.as_array().unwrap();
+    let by_file = |prefix: &str| reports.iter().find(|r| r["file"].as_str().unwrap().starts_with(prefix)).unwrap();
+    assert_eq!(by_file("holdout_")["holdout"], true);
+    assert_eq!(by_file("validation.json")["contribution"], Value::Null, "an older report lacks the table");
+    assert!(by_file("validation_")["contribution"].is_array());
+
+    // Each tab renders on the server with what it shows.
+    for (tab, marker) in [
+        ("accepted", "class=\"accepted-factor\""),
+        ("rounds", "class=\"round-count\""),
+        ("graph", "class=\"trial-graph\""),
+        ("reports", "hold-out"),
+        ("summary", "class=\"correlation-limit\""),
+    ] {
+        let (status, _, body) = send(&st, get(&format!("/runs/long?tab={tab}"))).await;
+        assert_eq!(status, StatusCode::OK);
+        let html = String::from_utf8(body).unwrap();
+        assert!(html.contains(marker), "{tab} tab lacks {marker}");
+    }
+    let findings = json(send(&st, get("/api/runs/long/analysis")).await.2)["diagnosis"].as_array().unwrap().len();
+    let (_, _, body) = send(&st, get("/runs/long?tab=diagnosis")).await;
+    let html = String::from_utf8(body).unwrap();
+    assert_eq!(html.matches("class=\"finding\"").count(), findings);
+    assert_eq!(html.contains("Nothing stands out"), findings == 0);
+    let (_, _, body) = send(&st, get(&format!("/runs/long?tab=lineage&trial={name}"))).await;
+    assert!(String::from_utf8(body).unwrap().contains("class=\"ancestor\""));
 }

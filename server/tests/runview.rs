@@ -216,3 +216,69 @@ async fn a_reread_reads_only_what_was_appended_and_starts_over_when_a_file_is_re
     let emptied = read_run(&dir, "first", "runs/a/first", &probe, &mut cursors);
     assert_eq!(trials(&emptied), 0);
 }
+
+#[tokio::test]
+async fn a_simulated_run_reads_back_plans_accepted_factors_intraday_graphs_and_reports() {
+    use runboard::runview::admission::ThresholdSource;
+    use runboard::runview::intraday::is_intraday;
+    use runboard::runview::plans::PlanSource;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    common::write_run(&dir, 8, 11).await;
+    let ledger = std::fs::read_to_string(dir.join("ledger.jsonl")).unwrap();
+    assert!(ledger.contains("NaN"), "the simulator writes raw NaN as a Python writer does");
+    let index = RunIndex::new(tmp.path());
+    let (_, v) = index.view("run").unwrap();
+    assert!(v.problems.is_empty(), "{:?}", v.problems);
+
+    // Thresholds come from the admission events, and rise round by round.
+    assert_eq!(v.thresholds.len(), 8);
+    assert!(v.thresholds.iter().all(|t| t.source == Some(ThresholdSource::AdmissionEvent)));
+    assert!(v.thresholds.windows(2).all(|w| w[0].t < w[1].t));
+    // Each accepted factor carries its round's threshold and cleared it in its direction.
+    assert!(!v.accepted.is_empty());
+    for a in &v.accepted {
+        let th = v.thresholds.iter().find(|t| t.round == a.round).unwrap().t;
+        assert_eq!(a.t_threshold, th);
+        assert!(a.directed_t.unwrap() > th.unwrap(), "{a:?}");
+    }
+    // Intraday: the snapshot has an intraday dataset and two session operators.
+    assert_eq!(v.session_operators.iter().map(String::as_str).collect::<Vec<_>>(), ["session_range", "session_vwap"]);
+    let trials: Vec<_> = v.rounds.iter().flat_map(|r| r.trials.iter()).collect();
+    let intraday = trials.iter().filter(|t| is_intraday(t, &v.session_operators)).count();
+    assert!(intraday > 0 && intraday < trials.len(), "{intraday} of {}", trials.len());
+    let uses_session_op = |t: &&&runboard::runview::view::TrialView| t.code.as_deref().unwrap().contains("session_");
+    assert!(trials.iter().filter(|t| is_intraday(t, &v.session_operators)).all(|t| uses_session_op(&t)));
+    // Plans from events, with the parents the planner picked from round 2 on.
+    assert_eq!(v.plans.len(), 8);
+    assert!(v.plans.iter().all(|p| p.source == PlanSource::Event));
+    assert!(v.plans[1].slots.iter().any(|s| s.picked.as_ref().is_some_and(|p| !p.is_empty())));
+    assert_eq!(v.admission_limits.source, runboard::runview::admission::LimitsSource::LastOpen);
+
+    let graphs = server::runview::read_trial_graphs(&dir);
+    assert_eq!(graphs.iter().map(|g| g.round()).collect::<Vec<_>>(), (2..=8).collect::<Vec<_>>());
+    let reports = server::runview::read_reports(&dir);
+    assert_eq!(reports.len(), 3);
+}
+
+#[tokio::test]
+async fn a_crashed_then_resumed_run_drops_the_torn_round_and_its_plan() {
+    use server::simulate::{simulate_run, SimEnd, SimOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let crash = SimOptions { rounds: 5, slots: 2, step: Duration::ZERO, crash_after: Some(2), ..SimOptions::default() };
+    assert_eq!(simulate_run(&dir, &crash, std::future::pending()).await.unwrap(), SimEnd::Crashed);
+    let index = RunIndex::new(tmp.path());
+    let (_, crashed) = index.view("run").unwrap();
+    assert_eq!(crashed.round_counts.len(), 2, "the torn round 3 is not shown");
+    assert_eq!(crashed.plans.iter().map(|p| p.round).collect::<Vec<_>>(), [1, 2, 3], "round 3 was planned");
+    assert!(crashed.problems.is_empty(), "a torn last line is not a problem: {:?}", crashed.problems);
+
+    // Resumed: round 3's old plan is dropped the moment the resume is written,
+    // and the round is planned again.
+    let resume = SimOptions { resume: true, crash_after: None, ..crash };
+    assert_eq!(simulate_run(&dir, &resume, std::future::pending()).await.unwrap(), SimEnd::Finished);
+    let (_, resumed) = index.view("run").unwrap();
+    assert_eq!(resumed.round_counts.len(), 5);
+    assert_eq!(resumed.plans.iter().map(|p| p.round).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
+}

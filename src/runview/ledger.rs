@@ -9,7 +9,6 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-
 use super::view::{RoundView, TrialView};
 use crate::json::{describe_error, from_slice_lenient, replace_non_finite};
 

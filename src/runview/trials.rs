@@ -24,12 +24,13 @@ pub enum OutcomeFilter {
 }
 
 impl OutcomeFilter {
-    pub fn parse(s: &str) -> Option<Self> {
+    /// Reads `accepted`, `refused` or `unscored`; the error says what was wrong.
+    pub fn parse(s: &str) -> Result<Self, String> {
         match s {
-            "accepted" => Some(Self::Accepted),
-            "refused" => Some(Self::Refused),
-            "unscored" => Some(Self::Unscored),
-            _ => None,
+            "accepted" => Ok(Self::Accepted),
+            "refused" => Ok(Self::Refused),
+            "unscored" => Ok(Self::Unscored),
+            _ => Err(format!("{s:?} is not one of accepted, refused, unscored")),
         }
     }
     fn admits(self, t: &TrialView) -> bool {

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use runboard::runview::acceptance::{self, ReportEntry};
 use runboard::runview::files::{self, VERSIONED};
-use runboard::runview::trialgraph::{self, GraphEntry};
 use runboard::runview::ledger::{EventsLog, Incremental, LedgerState};
+use runboard::runview::trialgraph::{self, GraphEntry};
 use runboard::runview::view::{read_view, CallView, RunView, ViewInputs};
 use runboard::runview::RunVersion;
 use serde_json::Value;
@@ -135,7 +135,11 @@ pub fn read_call(dir: &Path, n: u32, view: &RunView) -> Result<CallView, String>
 
 /// The regular files in `dir/sub` whose names `keep` accepts, sorted by name, each
 /// read whole (or the reason it could not be).
-fn read_folder<T>(dir: &Path, sub: &str, keep: impl Fn(&str) -> Option<T>) -> Vec<(String, T, Result<Vec<u8>, String>)> {
+fn read_folder<T>(
+    dir: &Path,
+    sub: &str,
+    keep: impl Fn(&str) -> Option<T>,
+) -> Vec<(String, T, Result<Vec<u8>, String>)> {
     let Ok(entries) = fs::read_dir(dir.join(sub)) else { return Vec::new() };
     let mut out: Vec<(String, T, Result<Vec<u8>, String>)> = entries
         .flatten()

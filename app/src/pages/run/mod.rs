@@ -16,7 +16,6 @@ use runboard::runview::analysis::{CollisionKind, RunAnalysis};
 use runboard::runview::diff::DiffLine;
 use runboard::runview::view::{CallEvent, RunView};
 
-
 #[cfg(feature = "hydrate")]
 use crate::api::get_run_version;
 use crate::api::{get_analysis, get_call, get_run};

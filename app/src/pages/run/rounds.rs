@@ -9,7 +9,7 @@ use runboard::runview::trials::{TrialPage, DEFAULT_PAGE};
 use runboard::runview::view::RunView;
 
 use super::num;
-use crate::api::get_trials;
+use crate::api::{get_trials, TrialQuery};
 
 fn source(s: Option<ThresholdSource>) -> &'static str {
     match s {
@@ -75,7 +75,8 @@ fn Trials(name: String, version: String) -> impl IntoView {
     let trials = Resource::new(
         move || (key(), version.clone()),
         move |((round, stage, outcome, text, page), _)| {
-            get_trials(run.clone(), round, stage, outcome, text, None, page * DEFAULT_PAGE, DEFAULT_PAGE)
+            let query = TrialQuery { round, stage, outcome, text, offset: page * DEFAULT_PAGE, limit: DEFAULT_PAGE };
+            get_trials(run.clone(), query)
         },
     );
     view! {
