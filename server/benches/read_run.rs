@@ -17,16 +17,27 @@ use std::time::Instant;
 
 use server::runview::{read_run, refresh, ProcessProbe, RunCursors};
 
+/// A trial line as a campaign writes it: parents, code, the gate's graph, the
+/// evaluator's measures and admission's outcome (one in thirty accepted).
 fn line(i: u64) -> String {
     let round = i / 3 + 1;
+    let slot = i % 3 + 1;
+    let t = (i % 997) as f64 / 331.0;
+    let window = 3 + i % 37;
+    let outcome = if i % 30 == 0 {
+        format!("\"factor\":\"f{i}\",\"t_threshold\":2.5,\"outcome\":{{\"stage\":\"admission\",\"accepted\":true}}")
+    } else {
+        format!("\"outcome\":{{\"stage\":\"admission\",\"refused\":\"t {t:.2} below threshold 2.50\"}}")
+    };
     format!(
-        "{{\"round\":{round},\"slot\":{},\"trial\":\"r{round:06}s{}\",\"attempt\":1,\"t\":{:.6},\"max_abs_corr\":{:.6},\"tokens\":{},\"outcome\":{{\"stage\":\"admission\",\"refused\":\"t {:.2} below threshold 2.50\"}}}}\n",
-        i % 3 + 1,
-        i % 3 + 1,
-        (i % 997) as f64 / 331.0,
+        "{{\"round\":{round},\"slot\":{slot},\"trial\":\"r{round:06}s{slot}\",\"attempt\":1,\"parents\":[\"r{:06}s{slot}\"],\
+         \"code\":\"rank(ts_mean(close, {window}))\",\
+         \"graph\":{{\"op\":\"rank\",\"args\":[{{\"op\":\"ts_mean\",\"args\":[{{\"field\":\"close\"}},{window}]}}]}},\
+         \"t\":{t:.6},\"train_ic\":{:.6},\"max_abs_corr\":{:.6},\"coverage\":0.9,\"monotonicity\":0.7,\"tokens\":{},{outcome}}}\n",
+        round.saturating_sub(1).max(1),
+        ((i % 13) as f64 - 4.0) / 100.0,
         (i % 89) as f64 / 97.0,
         900 + i % 1500,
-        (i % 997) as f64 / 331.0
     )
 }
 

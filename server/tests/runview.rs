@@ -282,3 +282,23 @@ async fn a_crashed_then_resumed_run_drops_the_torn_round_and_its_plan() {
     assert_eq!(resumed.round_counts.len(), 5);
     assert_eq!(resumed.plans.iter().map(|p| p.round).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
 }
+
+#[tokio::test]
+async fn the_seeds_reader_list_runs_find_run_run_version_and_run_view_read() {
+    use runboard::runview::view::RunView;
+    use server::runview::{find_run, list_runs, run_version, ReadRunView};
+    let (_tmp, root) = common::campaign().await;
+    let list = list_runs(&root);
+    assert_eq!(list.runs.len(), 3);
+    let dir = find_run(&root, "second").expect("found by folder name");
+    assert_eq!(find_run(&root, "runs/b/deeper/second"), Some(dir.clone()));
+    assert_eq!(find_run(&root, "nope"), None);
+    let version = run_version(&dir);
+    let view = RunView::read(&dir);
+    assert_eq!(view.row.version, version, "the view says which version it read");
+    assert_eq!(view.round_counts.len(), 3);
+    // Any write changes the version; reading does not.
+    assert_eq!(run_version(&dir), version);
+    std::fs::write(dir.join("memory/round_09.md"), "later\n").unwrap();
+    assert_ne!(run_version(&dir), version);
+}

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::view::TrialView;
+use std::sync::Arc;
+
+use super::view::{RoundView, TrialView};
 
 /// The least coverage and decile monotonicity admission required, as the run's
 /// last open recorded them (`AdmissionLimits` in the seed).
@@ -82,7 +84,7 @@ pub struct RoundThreshold {
 }
 
 /// The number after `word` in `text` (`"below threshold 2.50"` → 2.5).
-pub(crate) fn number_after(text: &str, word: &str) -> Option<f64> {
+pub fn number_after(text: &str, word: &str) -> Option<f64> {
     let at = text.find(word)? + word.len();
     let rest = text[at..].trim_start();
     let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-')).unwrap_or(rest.len());
@@ -105,27 +107,23 @@ pub fn thresholds_from_events(events: &[Value]) -> BTreeMap<u32, f64> {
 /// them the one an accepted factor of the round says, else the one its refusals
 /// quote, carried over from the round before when the round gives none; `None`
 /// while nothing gives one.
-pub fn round_thresholds(from_events: &BTreeMap<u32, f64>, rounds: &[(u32, &[TrialView])]) -> Vec<RoundThreshold> {
+pub fn round_thresholds(from_events: &BTreeMap<u32, f64>, rounds: &[Arc<RoundView>]) -> Vec<RoundThreshold> {
     let mut carried: Option<f64> = None;
     rounds
         .iter()
-        .map(|(round, trials)| {
-            let accepted = || trials.iter().filter(|t| t.accepted).find_map(|t| t.t_threshold);
-            let quoted =
-                || trials.iter().filter_map(|t| t.reason.as_deref()).find_map(|r| number_after(r, "threshold"));
+        .map(|r| {
+            let round = r.round;
             let found = from_events
-                .get(round)
+                .get(&round)
                 .map(|t| (*t, ThresholdSource::AdmissionEvent))
-                .or_else(|| accepted().map(|t| (t, ThresholdSource::AcceptedFactor)))
-                .or_else(|| quoted().map(|t| (t, ThresholdSource::Refusal)));
+                .or_else(|| r.tally().accepted_threshold.map(|t| (t, ThresholdSource::AcceptedFactor)))
+                .or_else(|| r.tally().quoted_threshold.map(|t| (t, ThresholdSource::Refusal)));
             match found {
                 Some((t, source)) => {
                     carried = Some(t);
-                    RoundThreshold { round: *round, t: Some(t), source: Some(source) }
+                    RoundThreshold { round, t: Some(t), source: Some(source) }
                 }
-                None => {
-                    RoundThreshold { round: *round, t: carried, source: carried.map(|_| ThresholdSource::CarriedOver) }
-                }
+                None => RoundThreshold { round, t: carried, source: carried.map(|_| ThresholdSource::CarriedOver) },
             }
         })
         .collect()
@@ -133,15 +131,12 @@ pub fn round_thresholds(from_events: &BTreeMap<u32, f64>, rounds: &[(u32, &[Tria
 
 /// The correlation limit: the one the run was last opened with, else (without
 /// events) one a refusal quotes; `None` while nothing gives it.
-pub fn correlation_limit<'a>(
-    opened_with: Option<&Value>,
-    trials: impl IntoIterator<Item = &'a TrialView>,
-) -> Option<f64> {
+pub fn correlation_limit(opened_with: Option<&Value>, rounds: &[Arc<RoundView>]) -> Option<f64> {
     opened_with
         .and_then(|s| s.get("correlation_limit"))
         .and_then(Value::as_f64)
         .filter(|f| f.is_finite())
-        .or_else(|| trials.into_iter().filter_map(|t| t.reason.as_deref()).find_map(|r| number_after(r, "above limit")))
+        .or_else(|| rounds.iter().find_map(|r| r.tally().quoted_limit))
 }
 
 #[cfg(test)]
@@ -160,7 +155,10 @@ mod tests {
         let r3 = [trial(3, true, None, Some(2.6)), trial(3, false, Some("t 1 below threshold 9.0"), None)];
         let r4 = [trial(4, false, Some("t 1.00 below threshold 2.75"), None)];
         let r0 = [trial(0, false, Some("x"), None)];
-        let rounds: Vec<(u32, &[TrialView])> = vec![(0, &r0), (1, &r1), (2, &r2), (3, &r3), (4, &r4)];
+        let rounds: Vec<Arc<RoundView>> = [(0, &r0[..]), (1, &r1), (2, &r2), (3, &r3), (4, &r4)]
+            .into_iter()
+            .map(|(n, ts)| Arc::new(RoundView::new(n, ts.to_vec())))
+            .collect();
         let got: Vec<(u32, Option<f64>, Option<ThresholdSource>)> =
             round_thresholds(&BTreeMap::new(), &rounds).into_iter().map(|r| (r.round, r.t, r.source)).collect();
         use ThresholdSource::*;
@@ -184,10 +182,11 @@ mod tests {
     #[test]
     fn the_correlation_limit_is_the_last_opens_else_a_quoted_one_else_none() {
         let quoted = trial(1, false, Some("correlation 0.9 with f2 above limit 0.65"), None);
-        assert_eq!(correlation_limit(None, [&quoted]), Some(0.65));
+        let rounds = [Arc::new(RoundView::new(1, vec![quoted]))];
+        assert_eq!(correlation_limit(None, &rounds), Some(0.65));
         let settings = json!({"correlation_limit": 0.7});
-        assert_eq!(correlation_limit(Some(&settings), [&quoted]), Some(0.7));
-        assert_eq!(correlation_limit(None, []), None);
+        assert_eq!(correlation_limit(Some(&settings), &rounds), Some(0.7));
+        assert_eq!(correlation_limit(None, &[]), None);
     }
 
     #[test]

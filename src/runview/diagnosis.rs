@@ -231,7 +231,7 @@ mod tests {
         for t in trials {
             by.entry(t.round).or_default().push(t);
         }
-        by.into_iter().map(|(round, trials)| Arc::new(RoundView { round, trials })).collect()
+        by.into_iter().map(|(round, trials)| Arc::new(RoundView::new(round, trials))).collect()
     }
 
     fn found<'a>(f: &'a [Finding], rule: &str) -> Option<&'a Finding> {

@@ -299,12 +299,12 @@ impl LedgerState {
             _ => match self.rounds.binary_search_by_key(&t.round, |r| r.round) {
                 Ok(i) => i,
                 Err(i) => {
-                    self.rounds.insert(i, Arc::new(RoundView { round: t.round, trials: Vec::new() }));
+                    self.rounds.insert(i, Arc::new(RoundView::new(t.round, Vec::new())));
                     i
                 }
             },
         };
-        Arc::make_mut(&mut self.rounds[at]).trials.push(t);
+        Arc::make_mut(&mut self.rounds[at]).push(t);
     }
 
     /// How many trials were read.

@@ -92,9 +92,9 @@ mod tests {
     #[test]
     fn a_trials_lineage_is_computed_from_the_ledger_with_the_admission_settings_of_the_last_open() {
         let rounds = vec![
-            Arc::new(RoundView { round: 1, trials: vec![t(1, "a", &[], 0.9), t(1, "b", &[], 0.6)] }),
-            Arc::new(RoundView { round: 2, trials: vec![t(2, "c", &["a", "b"], 0.9)] }),
-            Arc::new(RoundView { round: 3, trials: vec![t(3, "d", &["c", "ghost"], 0.9)] }),
+            Arc::new(RoundView::new(1, vec![t(1, "a", &[], 0.9), t(1, "b", &[], 0.6)])),
+            Arc::new(RoundView::new(2, vec![t(2, "c", &["a", "b"], 0.9)])),
+            Arc::new(RoundView::new(3, vec![t(3, "d", &["c", "ghost"], 0.9)])),
         ];
         let defaults = AdmissionLimits::from_opened_with(None);
         let l = lineage(&rounds, "d", defaults).unwrap();
@@ -110,8 +110,7 @@ mod tests {
 
     #[test]
     fn a_cycle_in_parents_ends() {
-        let rounds =
-            vec![Arc::new(RoundView { round: 1, trials: vec![t(1, "a", &["b"], 0.9), t(1, "b", &["a"], 0.9)] })];
+        let rounds = vec![Arc::new(RoundView::new(1, vec![t(1, "a", &["b"], 0.9), t(1, "b", &["a"], 0.9)]))];
         let l = lineage(&rounds, "a", AdmissionLimits::from_opened_with(None)).unwrap();
         assert_eq!(l.ancestors.len(), 1);
         assert!(!l.cut);

@@ -8,7 +8,7 @@
 //! which case it was written before the resume. A run without events reads a
 //! written round's slots from its ledger and has no picked parents.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -64,13 +64,10 @@ pub fn plans(events: Option<&[Value]>, rounds_written: u32, ledger_rounds: &[Arc
         return ledger_rounds
             .iter()
             .filter(|r| (1..=rounds_written).contains(&r.round))
-            .map(|r| {
-                let slots: BTreeSet<u32> = r.trials.iter().filter_map(|t| t.slot).collect();
-                PlanView {
-                    round: r.round,
-                    slots: slots.into_iter().map(|slot| PlanSlot { slot, picked: None }).collect(),
-                    source: PlanSource::Ledger,
-                }
+            .map(|r| PlanView {
+                round: r.round,
+                slots: r.tally().slots.iter().map(|&slot| PlanSlot { slot, picked: None }).collect(),
+                source: PlanSource::Ledger,
             })
             .collect();
     };
@@ -101,10 +98,10 @@ mod tests {
     use serde_json::json;
 
     fn round(n: u32, slots: &[u32]) -> Arc<RoundView> {
-        Arc::new(RoundView {
-            round: n,
-            trials: slots.iter().map(|s| TrialView { round: n, slot: Some(*s), ..TrialView::default() }).collect(),
-        })
+        Arc::new(RoundView::new(
+            n,
+            slots.iter().map(|s| TrialView { round: n, slot: Some(*s), ..TrialView::default() }).collect(),
+        ))
     }
 
     #[test]

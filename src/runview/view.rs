@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::admission::{
-    correlation_limit, round_thresholds, thresholds_from_events, AdmissionLimits, RoundThreshold, ThresholdSource,
+    correlation_limit, number_after, round_thresholds, thresholds_from_events, AdmissionLimits, RoundThreshold,
+    ThresholdSource,
 };
 use super::diff::{diff_lines, DiffLine};
 use super::intraday::{is_intraday, session_operators};
@@ -76,10 +77,71 @@ impl TrialView {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One round's trials from the ledger, with what the view needs of them tallied
+/// as they are added, so assembling a view costs O(rounds), not O(trials).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RoundView {
     pub round: u32,
     pub trials: Vec<TrialView>,
+    #[serde(skip)]
+    tally: RoundTally,
+}
+
+/// Kept in step with `RoundView::trials` by `RoundView::push`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RoundTally {
+    pub scored: usize,
+    pub tokens: u64,
+    /// Indices of the accepted attempts in `trials`.
+    pub accepted: Vec<usize>,
+    /// The slots the round's trials filled.
+    pub slots: BTreeSet<u32>,
+    /// The first `t_threshold` an accepted trial of the round carries.
+    pub accepted_threshold: Option<f64>,
+    /// The first t threshold a refusal of the round quotes.
+    pub quoted_threshold: Option<f64>,
+    /// The first correlation limit a refusal of the round quotes.
+    pub quoted_limit: Option<f64>,
+}
+
+impl RoundView {
+    pub fn new(round: u32, trials: Vec<TrialView>) -> Self {
+        let mut r = Self { round, trials: Vec::with_capacity(trials.len()), tally: RoundTally::default() };
+        trials.into_iter().for_each(|t| r.push(t));
+        r
+    }
+
+    /// Adds an attempt and tallies it.
+    pub fn push(&mut self, t: TrialView) {
+        let tally = &mut self.tally;
+        tally.scored += usize::from(t.t.is_some());
+        tally.tokens += t.tokens.unwrap_or(0);
+        if let Some(slot) = t.slot {
+            tally.slots.insert(slot);
+        }
+        if t.accepted {
+            tally.accepted.push(self.trials.len());
+            tally.accepted_threshold = tally.accepted_threshold.or(t.t_threshold);
+        }
+        if let Some(reason) = t.reason.as_deref() {
+            if tally.quoted_threshold.is_none() {
+                tally.quoted_threshold = number_after(reason, "threshold");
+            }
+            if tally.quoted_limit.is_none() {
+                tally.quoted_limit = number_after(reason, "above limit");
+            }
+        }
+        self.trials.push(t);
+    }
+
+    pub fn tally(&self) -> &RoundTally {
+        &self.tally
+    }
+
+    /// The accepted attempts of the round, in ledger order.
+    pub fn accepted(&self) -> impl Iterator<Item = &TrialView> {
+        self.tally.accepted.iter().map(|&i| &self.trials[i])
+    }
 }
 
 /// An LLM call as the events file tells it (what it concerned, its tokens).
@@ -364,15 +426,15 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         problems.insert(0, problem("state.json", e.clone()));
     }
 
-    // What admission judged the trials by, and what it accepted.
-    let by_round: Vec<(u32, &[TrialView])> = rounds.iter().map(|r| (r.round, r.trials.as_slice())).collect();
-    let thresholds = round_thresholds(&thresholds_from_events(raw_events), &by_round);
-    let limit = correlation_limit(opened_with.as_ref(), rounds.iter().flat_map(|r| r.trials.iter()));
+    // What admission judged the trials by, and what it accepted: from each round's
+    // tally, so this costs O(rounds + accepted), not O(trials).
+    let thresholds = round_thresholds(&thresholds_from_events(raw_events), &rounds);
+    let limit = correlation_limit(opened_with.as_ref(), &rounds);
     let session_ops = snapshot.as_ref().map(session_operators).unwrap_or_default();
     let accepted = rounds
         .iter()
         .zip(&thresholds)
-        .flat_map(|(r, th)| r.trials.iter().filter(|t| t.accepted).map(move |t| (t, th)))
+        .flat_map(|(r, th)| r.accepted().map(move |t| (t, th)))
         .map(|(t, th)| AcceptedFactor {
             factor: t.factor.clone().or_else(|| t.trial.clone()).unwrap_or_else(|| format!("round {}", t.round)),
             round: t.round,
@@ -391,9 +453,9 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         .map(|r| RoundCount {
             round: r.round,
             attempts: r.trials.len(),
-            scored: r.trials.iter().filter(|t| t.t.is_some()).count(),
-            accepted: r.trials.iter().filter(|t| t.accepted).count(),
-            tokens: r.trials.iter().filter_map(|t| t.tokens).sum(),
+            scored: r.tally().scored,
+            accepted: r.tally().accepted.len(),
+            tokens: r.tally().tokens,
         })
         .collect();
     let plans = plans(events_present.then_some(raw_events), rounds_written, &rounds);

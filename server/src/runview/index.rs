@@ -141,7 +141,7 @@ impl RunIndex {
 
     /// The version of one run (seed: `run_version`): `stat` only.
     pub fn run_version(&self, dir: &Path) -> String {
-        RunVersion::of_files(&stamps_of(dir)).0
+        version_of(dir)
     }
 
     fn relative(&self, dir: &Path) -> String {
@@ -209,6 +209,11 @@ impl RunIndex {
         }
         row
     }
+}
+
+/// The version of the run in `dir`, from `stat` alone.
+pub(super) fn version_of(dir: &Path) -> String {
+    RunVersion::of_files(&stamps_of(dir)).0
 }
 
 /// The stamps of a run's versioned files, in `files::VERSIONED` order.

@@ -12,3 +12,40 @@ mod read;
 pub use fsread::{stamp_of, ProcessProbe};
 pub use index::{find_run_dirs, RunIndex};
 pub use read::{read_call, read_reports, read_run, read_trial_graphs, refresh, RunCursors};
+
+use std::path::{Path, PathBuf};
+
+use runboard::runview::view::RunView;
+use runboard::runview::RunList;
+
+/// The runs under `root`, the latest written first (seed: `list_runs`). A
+/// one-off read; the console keeps a [`RunIndex`] so that re-listing parses only
+/// what changed.
+pub fn list_runs(root: &Path) -> RunList {
+    RunIndex::new(root).list()
+}
+
+/// The run directory the list of `root` names `name` (its folder name or its path
+/// relative to the root); `None` when it names none so (seed: `find_run`).
+pub fn find_run(root: &Path, name: &str) -> Option<PathBuf> {
+    RunIndex::new(root).find(name)
+}
+
+/// A text that changes whenever the run in `run_dir` writes, from `stat` alone:
+/// a page polls it before reading the run again (seed: `run_version`).
+pub fn run_version(run_dir: &Path) -> String {
+    index::version_of(run_dir)
+}
+
+/// `RunView::read(run_dir)` (seed 001): one run read whole, read-only. The core's
+/// `RunView` does no I/O, so reading it from disk is this adapter's extension.
+pub trait ReadRunView {
+    fn read(run_dir: &Path) -> RunView;
+}
+
+impl ReadRunView for RunView {
+    fn read(run_dir: &Path) -> RunView {
+        let name = run_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        read_run(run_dir, &name, &name, &ProcessProbe::this_host(), &mut RunCursors::default())
+    }
+}
