@@ -24,7 +24,7 @@ fn line(i: u64) -> String {
     let slot = i % 3 + 1;
     let t = (i % 997) as f64 / 331.0;
     let window = 3 + i % 37;
-    let outcome = if i % 30 == 0 {
+    let outcome = if i.is_multiple_of(30) {
         format!("\"factor\":\"f{i}\",\"t_threshold\":2.5,\"outcome\":{{\"stage\":\"admission\",\"accepted\":true}}")
     } else {
         format!("\"outcome\":{{\"stage\":\"admission\",\"refused\":\"t {t:.2} below threshold 2.50\"}}")

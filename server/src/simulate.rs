@@ -357,8 +357,10 @@ pub async fn simulate_run(
                 let t = if train_ic < 0.0 { -t } else { t };
                 // With no factor admitted yet, the correlation is over an empty pool: NaN.
                 let corr = if factors == 0 { f64::NAN } else { w.rng.unit() };
-                let coverage = 0.5 + w.rng.unit() * 0.5;
-                let monotonicity = 0.3 + w.rng.unit() * 0.7;
+                // Scored candidates cover enough (the evaluator refuses the others);
+                // admission still requires decile monotonicity.
+                let coverage = 0.8 + w.rng.unit() * 0.2;
+                let monotonicity = 0.4 + w.rng.unit() * 0.6;
                 // The gate and the evaluator refuse before a trial is scored: no t, no correlation.
                 let (outcome, scored) = match w.rng.range(0, 9) {
                     0 => {
@@ -373,7 +375,7 @@ pub async fn simulate_run(
                         (json!({"stage": "gate", "refused": text}), false)
                     }
                     1 => (
-                        json!({"stage": "evaluator", "refused": format!("coverage {:.2} below 0.80", coverage * 0.8)}),
+                        json!({"stage": "evaluator", "refused": format!("coverage {:.2} below 0.80", w.rng.unit() * 0.8)}),
                         false,
                     ),
                     // Admission: the correlation limit first, then the t threshold.
@@ -384,6 +386,10 @@ pub async fn simulate_run(
                             true,
                         )
                     }
+                    _ if monotonicity < 0.6 => (
+                        json!({"stage": "admission", "refused": format!("decile monotonicity {monotonicity:.2} below 0.60")}),
+                        true,
+                    ),
                     _ if t.abs() > threshold => (json!({"stage": "admission", "accepted": true}), true),
                     _ => (
                         json!({"stage": "admission", "refused": format!("t {:.2} below threshold {threshold:.2}", t.abs())}),

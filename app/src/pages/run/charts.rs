@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
 use runboard::runview::analysis::RunAnalysis;
-use runboard::runview::trialgraph::{GraphEntry, TrialGraph};
+use runboard::runview::trialgraph::{GraphEntry, GraphNode, TrialGraph};
 
 use super::num;
 use crate::api::get_trial_graphs;
@@ -97,20 +97,40 @@ fn trial_graph(g: &TrialGraph) -> impl IntoView {
     const COL: f64 = 150.0;
     const ROW: f64 = 34.0;
     const PAD: f64 = 30.0;
-    let mut columns: Vec<Option<u32>> = g.nodes.iter().map(|n| n.round).collect();
+    /// Rounds of unpicked nodes drawn (the latest); the table lists every node.
+    const RECENT_ROUNDS: u32 = 4;
+    // A long run's pool holds every earlier trial: draw the picked nodes, their
+    // parents, and the pool's latest rounds.
+    let latest = g.nodes.iter().filter_map(|n| n.round).max().unwrap_or(0);
+    let wanted: std::collections::HashSet<&str> = g
+        .nodes
+        .iter()
+        .filter(|n| n.rank.is_some())
+        .flat_map(|n| std::iter::once(n.trial.as_str()).chain(n.parents.iter().map(String::as_str)))
+        .collect();
+    let drawn: Vec<&GraphNode> = g
+        .nodes
+        .iter()
+        .filter(|n| wanted.contains(n.trial.as_str()) || n.round.is_some_and(|r| r + RECENT_ROUNDS > latest))
+        .collect();
+    let caption = format!(
+        "Blue: picked (numbered in pick order). Green: accepted. Lines join a trial to its parents. {} of {} nodes drawn: the picked, their parents and the latest {RECENT_ROUNDS} rounds.",
+        drawn.len(),
+        g.nodes.len()
+    );
+    let mut columns: Vec<Option<u32>> = drawn.iter().map(|n| n.round).collect();
     columns.sort_unstable();
     columns.dedup();
     let mut place = std::collections::HashMap::new();
     let mut filled = vec![0usize; columns.len()];
-    for n in &g.nodes {
+    for n in &drawn {
         let c = columns.iter().position(|r| *r == n.round).unwrap_or(0);
         place.insert(n.trial.as_str(), (PAD + c as f64 * COL, PAD + filled[c] as f64 * ROW));
         filled[c] += 1;
     }
     let w = PAD * 2.0 + (columns.len().max(1) - 1) as f64 * COL + 100.0;
     let h = PAD * 2.0 + (filled.iter().copied().max().unwrap_or(1).max(1) - 1) as f64 * ROW + 10.0;
-    let edges: Vec<((f64, f64), (f64, f64))> = g
-        .nodes
+    let edges: Vec<((f64, f64), (f64, f64))> = drawn
         .iter()
         .flat_map(|n| n.parents.iter().filter_map(|p| Some((*place.get(p.as_str())?, *place.get(n.trial.as_str())?))))
         .collect();
@@ -120,7 +140,7 @@ fn trial_graph(g: &TrialGraph) -> impl IntoView {
             {edges.into_iter().map(|((x1, y1), (x2, y2))| view! {
                 <line class="edge" x1=x1 y1=y1 x2=x2 y2=y2 stroke="#8c959f" stroke-width="1"/>
             }).collect_view()}
-            {g.nodes.iter().map(|n| {
+            {drawn.iter().map(|n| {
                 let (x, y) = place[n.trial.as_str()];
                 let fill = match (n.rank, n.accepted) { (Some(_), _) => "#0969da", (None, Some(true)) => "#1a7f37", _ => "#afb8c1" };
                 view! {
@@ -132,7 +152,7 @@ fn trial_graph(g: &TrialGraph) -> impl IntoView {
                 }
             }).collect_view()}
         </svg>
-        <p class="legend">"Blue: picked (numbered in pick order). Green: accepted. Lines join a trial to its parents."</p>
+        <p class="legend">{caption}</p>
         <table class="graph-nodes">
             <thead><tr><th>"Rank"</th><th>"Trial"</th><th>"Round"</th><th>"Score"</th><th>"Parents"</th></tr></thead>
             <tbody>
