@@ -59,6 +59,7 @@ proptest! {
             ledger: Some(Ok(&ledger)),
             events: Some(Ok(&events)),
             call_files: vec![1, 2],
+            call_files_after_state: Some(1),
             memory: memory.into_iter().enumerate().map(|(i, m)| (i as u32, Ok(m))).collect(),
             state_written: None,
             last_call_written: None,
@@ -116,4 +117,28 @@ proptest! {
             prop_assert!(e.to_string().starts_with("s.json: "));
         }
     }
+}
+
+/// Huge inputs: a 16 MiB line, nesting far past serde_json's depth limit, a
+/// 100,000-line ledger of one round. Each is read or reported, never a panic.
+#[test]
+fn huge_lines_deep_nesting_and_long_files_are_read_or_reported() {
+    let mut bytes = b"{\"round\":1,\"code\":\"".to_vec();
+    bytes.extend(std::iter::repeat_n(b'x', 16 << 20));
+    bytes.extend_from_slice(b"\"}\n");
+    bytes.extend(std::iter::repeat_n(b'[', 100_000));
+    bytes.extend_from_slice(b"\n{\"round\":1,\"graph\":");
+    bytes.extend(std::iter::repeat_n(b"{\"op\":\"a\",\"args\":[".as_slice(), 5_000).flatten());
+    bytes.extend_from_slice(b"\n");
+    for slot in 0..100_000 {
+        bytes.extend_from_slice(format!("{{\"round\":1,\"slot\":{slot},\"t\":NaN}}\n").as_bytes());
+    }
+    let ledger = LedgerState::from_bytes(&bytes);
+    assert_eq!(ledger.trial_count(), 100_001, "the huge line and every short one are read");
+    assert_eq!(ledger.problems.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [2, 3], "{:?}", ledger.problems);
+    assert!(ledger.problems[0].1.contains("recursion limit"), "{}", ledger.problems[0].1);
+    let _ = runboard::runview::acceptance::parse("a.json", &bytes);
+    assert!(runboard::runview::trialgraph::parse(1, &bytes).is_err());
+    let events = EventsLog::from_bytes(&bytes);
+    assert_eq!(events.events.len(), 100_001);
 }

@@ -302,3 +302,24 @@ async fn the_seeds_reader_list_runs_find_run_run_version_and_run_view_read() {
     std::fs::write(dir.join("memory/round_09.md"), "later\n").unwrap();
     assert_ne!(run_version(&dir), version);
 }
+
+#[tokio::test]
+async fn a_run_without_events_counts_the_calls_of_its_round_in_progress_from_call_files() {
+    use runboard::runview::view::RunView;
+    use server::runview::ReadRunView;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("old-style");
+    common::write_run(&dir, 2, 4).await;
+    std::fs::remove_file(dir.join("events.jsonl")).unwrap();
+    let before = RunView::read(&dir);
+    assert!(!before.has_events && before.in_progress.is_none());
+    assert_eq!(before.calls_in_progress, Some(0), "every call file predates the state's last write");
+    // Two calls of the next round end after the state was last written.
+    std::thread::sleep(Duration::from_millis(20));
+    for n in [901, 902] {
+        std::fs::write(dir.join(format!("calls/{n:04}.json")), "{\"call\": 1}").unwrap();
+    }
+    let during = RunView::read(&dir);
+    assert_eq!(during.calls_in_progress, Some(2));
+    assert_eq!(during.calls_total, before.calls_total + 2, "without events, calls are counted from their files");
+}

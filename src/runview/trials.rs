@@ -147,6 +147,7 @@ mod tests {
                 ledger: Some(Ok(ledger)),
                 events: None,
                 call_files: Vec::new(),
+                call_files_after_state: None,
                 memory: Vec::new(),
                 state_written: None,
                 last_call_written: None,

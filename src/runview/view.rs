@@ -234,9 +234,14 @@ pub struct RunView {
     pub row: RunRow,
     /// `snapshot.json` → `settings`, as written.
     pub snapshot_settings: Value,
+    /// Whether the run writes an events file (phase, calls and process come from it).
+    pub has_events: bool,
     /// The settings the run was last opened with (its latest open/resume event).
     pub opened_with: Option<Value>,
     pub calls_total: u32,
+    /// The calls of the round in progress: from the events, or for a run without
+    /// events counted from the call files written since the state file.
+    pub calls_in_progress: Option<u32>,
     pub tokens_total: u64,
     /// The written rounds (shared with the reader's cache, hence `Arc`).
     #[serde(skip)]
@@ -268,6 +273,9 @@ pub struct ViewInputs<'a> {
     pub events: Option<Result<&'a EventsLog, String>>,
     /// Numbers of the call files present.
     pub call_files: Vec<u32>,
+    /// For a run without events: how many call files were written after the state
+    /// file (the calls of the round in progress). `None` for a run with events.
+    pub call_files_after_state: Option<u32>,
     /// `(NN, text)` of each `memory/round_NN.md`.
     pub memory: Vec<(u32, Result<String, String>)>,
     pub state_written: Option<Timestamp>,
@@ -464,8 +472,14 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         row,
         snapshot_settings: snapshot.as_ref().ok().and_then(|s| s.get("settings").cloned()).unwrap_or(Value::Null),
         admission_limits: AdmissionLimits::from_opened_with(opened_with.as_ref()),
+        has_events: events_present,
         opened_with,
         calls_total,
+        calls_in_progress: if events_present {
+            in_progress.as_ref().map(|p| p.calls.len() as u32)
+        } else {
+            input.call_files_after_state
+        },
         tokens_total,
         rounds,
         round_counts,
@@ -499,6 +513,7 @@ mod tests {
             ledger: Some(Ok(ledger)),
             events: events.map(Ok),
             call_files: vec![1, 2, 3],
+            call_files_after_state: events.is_none().then_some(2),
             memory: Vec::new(),
             state_written: None,
             last_call_written: None,
@@ -579,6 +594,7 @@ mod tests {
         let v = read_view(inputs(r#"{"rounds_written":1}"#, LEDGER, None), &here);
         assert_eq!(v.in_progress, None);
         assert_eq!(v.calls_total, 3);
+        assert_eq!(v.calls_in_progress, Some(2), "the call files written since the state file");
         assert!(v.calls.is_empty());
         assert_eq!(v.row.phase, None);
     }

@@ -80,6 +80,19 @@ fn call_numbers(dir: &Path) -> Vec<u32> {
     n
 }
 
+/// How many call files were modified after the state file (all of them when
+/// there is none): for a run without events, the calls of its round in progress.
+/// A call file is written whole when its call ends, so its time is the call's end.
+fn calls_after(dir: &Path, state: Option<&runboard::runview::FileStamp>) -> u32 {
+    let Ok(entries) = fs::read_dir(dir.join(files::CALLS_DIR)) else { return 0 };
+    let after_ns = state.map_or(i128::MIN, |s| s.mtime_ns);
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".json")))
+        .filter(|e| stamp_of(&e.path()).is_some_and(|s| s.mtime_ns > after_ns))
+        .count() as u32
+}
+
 /// `(NN, text)` of each `memory/round_NN.md`.
 fn memory_versions(dir: &Path) -> Vec<(u32, Result<String, String>)> {
     let round = |name: &str| name.strip_prefix("round_")?.strip_suffix(".md")?.parse().ok();
@@ -107,6 +120,7 @@ pub fn read_run(dir: &Path, name: &str, rel: &str, probe: &ProcessProbe, cursors
     let state = read_opt(&dir.join(files::STATE));
     let ledger = advance(&mut cursors.ledger, &dir.join(files::LEDGER));
     let events = advance(&mut cursors.events, &dir.join(files::EVENTS));
+    let call_files_after_state = events.is_none().then(|| calls_after(dir, stamps[1].as_ref()));
     let inputs = ViewInputs {
         name: name.to_owned(),
         path: rel.to_owned(),
@@ -114,6 +128,7 @@ pub fn read_run(dir: &Path, name: &str, rel: &str, probe: &ProcessProbe, cursors
         state: state.as_ref().map(|r| r.as_deref().map_err(Clone::clone)),
         ledger,
         events,
+        call_files_after_state,
         call_files: call_numbers(dir),
         memory: memory_versions(dir),
         state_written: stamps[1].as_ref().map(stamp_time),

@@ -117,6 +117,7 @@ fn summary(v: &RunView) -> impl IntoView {
             <dt>"Model"</dt><dd>{r.model.clone().unwrap_or_else(|| "–".into())}</dd>
             <dt>"Rounds written"</dt><dd class="rounds-written">{r.rounds_written.map(|n| n.to_string()).unwrap_or_else(|| "0".into())}{r.rounds_planned.map(|p| format!(" of {p}"))}</dd>
             <dt>"Calls"</dt><dd class="calls-total">{v.calls_total}</dd>
+            <dt>"Calls this round"</dt><dd class="calls-in-progress">{v.calls_in_progress.map(|n| n.to_string()).unwrap_or_else(|| "–".into())}</dd>
             <dt>"Tokens"</dt><dd class="tokens-total">{v.tokens_total}</dd>
             <dt>"Path"</dt><dd><code>{r.path.clone()}</code></dd>
         </dl>
@@ -151,6 +152,15 @@ pub(super) fn num(x: Option<f64>) -> String {
 
 fn progress(v: &RunView) -> impl IntoView {
     match &v.in_progress {
+        // Without events there is no plan to replay, only the calls made since the
+        // last written round, counted from the call files.
+        None if !v.has_events => view! {
+            <p class="empty no-events">{format!(
+                "This run writes no events, so its round in progress cannot be replayed: {} calls since its last written round (counted from its call files).",
+                v.calls_in_progress.unwrap_or(0)
+            )}</p>
+        }
+        .into_any(),
         None => view! { <p class="empty">"No round in progress."</p> }.into_any(),
         Some(p) => view! {
             <div class="in-progress" data-round=p.round>
