@@ -1,7 +1,7 @@
 //! What a run's trials say when read together: refusals grouped by stage and
-//! reason, collisions read from refusal text, the round's t threshold, the
-//! correlation limit, and the admission map. Pure functions of the trials (and
-//! of the settings the run was opened with).
+//! reason, collisions read from refusal text, the admission map, and (from
+//! `diagnosis`) what is going wrong. Pure functions of the trials; the thresholds
+//! and the limit they are judged by come from `admission`, via the view.
 
 use std::collections::{BTreeMap, BTreeSet};
 

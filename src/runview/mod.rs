@@ -11,7 +11,15 @@
 //! - [`records`] — the records, parsed leniently (missing fields are `None`, never
 //!   made up).
 //! - [`jsonl`] — line-oriented files that a writer may be appending to.
+//! - [`ledger`] — the ledger and events parsed incrementally (appended bytes only).
 //! - [`summary`] — what the run list shows of a run, and its status rules.
+//! - [`view`] — `RunView`, one run read whole, each part degrading on its own.
+//! - [`admission`] — each round's t threshold, the correlation limit, the limits.
+//! - [`plans`], [`lineage`], [`trialgraph`], [`intraday`] — how trials relate.
+//! - [`acceptance`] — acceptance and hold-out reports.
+//! - [`analysis`], [`diagnosis`] — what the trials say read together.
+//! - [`trials`] — the rounds tab's filters and pages.
+//! - [`diff`] — memory versions compared line by line.
 //! - [`version`] — a cheap token that changes whenever a run writes.
 
 pub mod acceptance;
