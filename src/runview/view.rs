@@ -78,13 +78,30 @@ impl TrialView {
 }
 
 /// One round's trials from the ledger, with what the view needs of them tallied
-/// as they are added, so assembling a view costs O(rounds), not O(trials).
+/// as they are added, so assembling a view costs O(rounds), not O(trials). Add
+/// trials with [`RoundView::push`] (or build with [`RoundView::new`]), which keep
+/// the tally in step; read `trials` freely.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "RoundRecord")]
 pub struct RoundView {
     pub round: u32,
     pub trials: Vec<TrialView>,
     #[serde(skip)]
     tally: RoundTally,
+}
+
+/// A round as serialized; read back through `RoundView::new`, so the tally is
+/// rebuilt rather than left empty.
+#[derive(Deserialize)]
+struct RoundRecord {
+    round: u32,
+    trials: Vec<TrialView>,
+}
+
+impl From<RoundRecord> for RoundView {
+    fn from(r: RoundRecord) -> Self {
+        Self::new(r.round, r.trials)
+    }
 }
 
 /// Kept in step with `RoundView::trials` by `RoundView::push`.
