@@ -5,10 +5,12 @@
 //!   the server they reach the adapters through the [`api::ssr::Console`] trait,
 //!   which the `server` crate implements (so this crate never touches files).
 //! - [`pages`] — one module per view.
+//! - [`url`] — the links pages build.
 
 pub mod api;
 pub mod live;
 pub mod pages;
+pub mod url;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
@@ -69,7 +71,9 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=|| view! { <p class="empty">"No such page."</p> }>
                     <Route path=path!("/") view=|| view! { <Redirect path="/runs"/> }/>
                     <Route path=path!("/runs") view=pages::runs::RunsPage/>
-                    <Route path=path!("/runs/:name") view=pages::run::RunPage/>
+                    // A run is named by its path relative to the root (folder names
+                    // repeat across batches); a bare folder name also finds it.
+                    <Route path=path!("/runs/*name") view=pages::run::RunPage/>
                 </Routes>
             </main>
         </Router>

@@ -1,37 +1,32 @@
-//! Following files that change on disk: a page polls a cheap version token and
-//! re-reads its data only when the token differs from what it shows.
+//! Following files that change on disk, by push: the server sends a cheap
+//! version token (server-sent events) each time what a page shows is written,
+//! and the page re-reads its data only when the token differs from what it
+//! shows. The browser reconnects a dropped stream by itself.
 
-/// While the calling component is mounted, asks `current()` every `every_ms`
-/// and calls `changed()` when the answer differs from `shown()`. Stops when the
-/// component is cleaned up (its signals are gone then).
+/// While the calling component (or effect) lives, listens to the version stream
+/// at `url` and calls `changed()` when a pushed version differs from `shown()`,
+/// or when the stream says what it follows is `gone`. `shown()` returns `None`
+/// once the page's signals are gone. The stream is closed on cleanup.
 #[cfg(feature = "hydrate")]
-pub fn follow<F, Fut>(
-    every_ms: u32,
-    current: F,
-    shown: impl Fn() -> Option<Option<String>> + 'static,
-    changed: impl Fn() + 'static,
-) where
-    F: Fn() -> Option<Fut> + 'static,
-    Fut: std::future::Future<Output = Option<String>> + 'static,
-{
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-    let alive = Arc::new(AtomicBool::new(true));
-    let alive_loop = alive.clone();
-    leptos::prelude::on_cleanup(move || alive.store(false, Ordering::Relaxed));
-    leptos::task::spawn_local(async move {
-        loop {
-            gloo_timers::future::TimeoutFuture::new(every_ms).await;
-            if !alive_loop.load(Ordering::Relaxed) {
-                break;
-            }
-            // `None`: the page's signals are gone.
-            let (Some(shown), Some(ask)) = (shown(), current()) else { break };
-            if let Some(now) = ask.await {
-                if shown.as_deref() != Some(now.as_str()) && alive_loop.load(Ordering::Relaxed) {
+pub fn follow(url: &str, shown: impl Fn() -> Option<Option<String>> + 'static, changed: impl Fn() + 'static) {
+    use wasm_bindgen::closure::Closure;
+    use wasm_bindgen::JsCast;
+    let Ok(source) = web_sys::EventSource::new(url) else { return };
+    let changed = std::rc::Rc::new(changed);
+    let on_version = {
+        let changed = changed.clone();
+        Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
+            if let Some(shown) = shown() {
+                if shown != e.data().as_string() {
                     changed();
                 }
             }
-        }
-    });
+        })
+    };
+    let on_gone = Closure::<dyn Fn(web_sys::Event)>::new(move |_: web_sys::Event| changed());
+    let _ = source.add_event_listener_with_callback("version", on_version.as_ref().unchecked_ref());
+    let _ = source.add_event_listener_with_callback("gone", on_gone.as_ref().unchecked_ref());
+    // The browser-side handles are not `Send`; they live and die on this thread.
+    let held = send_wrapper::SendWrapper::new((source, on_version, on_gone));
+    leptos::prelude::on_cleanup(move || held.take().0.close());
 }

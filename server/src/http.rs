@@ -6,10 +6,13 @@ use std::sync::Arc;
 
 use app::api::ssr::ConsoleHandle;
 use std::collections::HashMap;
+use std::convert::Infallible;
+use std::time::Duration;
 
 use axum::extract::{FromRef, Path, Query, Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -65,6 +68,8 @@ pub fn app(state: AppState) -> Router {
         .route("/api/runs/version", get(runs_version))
         .route("/api/runs/{name}", get(run_view))
         .route("/api/runs/{name}/version", get(run_version))
+        .route("/api/runs/version/stream", get(runs_version_stream))
+        .route("/api/runs/{name}/version/stream", get(run_version_stream))
         .route("/api/runs/{name}/analysis", get(run_analysis))
         .route("/api/runs/{name}/calls/{call}", get(run_call))
         .route("/api/runs/{name}/trials", get(run_trials))
@@ -136,6 +141,71 @@ async fn run_version(State(s): State<AppState>, Path(name): Path<String>) -> Res
     let n = name.clone();
     let version = blocking("reading a run version", move || console.run_version(&n)).await?;
     version.map(|v| Json(json!({ "version": v }))).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+}
+
+/// How often a followed run's version is looked at (`stat` only).
+const RUN_FOLLOW_EVERY: Duration = Duration::from_millis(250);
+/// How often the list's version is looked at: it walks the whole root.
+const LIST_FOLLOW_EVERY: Duration = Duration::from_secs(2);
+
+/// Server-sent events carrying `version()` each time it changes (looked at every
+/// `every`; the first at once), so a page re-reads only after a write instead of
+/// polling. When `version()` finds nothing any more, one `gone` event ends the
+/// stream. An open stream counts as activity for the idle watchdog.
+fn version_events(
+    every: Duration,
+    last_request: Arc<AtomicI64>,
+    version: impl Fn() -> Option<String> + Clone + Send + Sync + 'static,
+) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
+    struct Follow<F> {
+        version: F,
+        sent: Option<String>,
+        first: bool,
+        done: bool,
+        last_request: Arc<AtomicI64>,
+    }
+    let start = Follow { version, sent: None, first: true, done: false, last_request };
+    let stream = futures_util::stream::unfold(start, move |mut f| async move {
+        if f.done {
+            return None;
+        }
+        loop {
+            if !f.first {
+                tokio::time::sleep(every).await;
+            }
+            f.first = false;
+            f.last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
+            let look = f.version.clone();
+            match tokio::task::spawn_blocking(look).await.ok().flatten() {
+                None => {
+                    f.done = true;
+                    return Some((Ok(Event::default().event("gone").data("")), f));
+                }
+                Some(v) if f.sent.as_deref() != Some(v.as_str()) => {
+                    f.sent = Some(v.clone());
+                    return Some((Ok(Event::default().event("version").data(v)), f));
+                }
+                Some(_) => {}
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+async fn run_version_stream(State(s): State<AppState>, Path(name): Path<String>) -> Result<Response, AppError> {
+    use app::api::ssr::Console;
+    let console = s.console.clone();
+    let n = name.clone();
+    if blocking("finding a run", move || console.run_version(&n)).await?.is_none() {
+        return Err(AppError::NotFound(format!("no run named {name}")));
+    }
+    let console = s.console.clone();
+    Ok(version_events(RUN_FOLLOW_EVERY, s.last_request.clone(), move || console.run_version(&name)).into_response())
+}
+
+async fn runs_version_stream(State(s): State<AppState>) -> impl IntoResponse {
+    let console = s.console.clone();
+    version_events(LIST_FOLLOW_EVERY, s.last_request.clone(), move || Some(console.runs().list_version()))
 }
 
 async fn run_call(

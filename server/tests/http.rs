@@ -351,3 +351,81 @@ async fn lineage_trial_graphs_and_reports_over_rest_and_as_pages() {
     let (_, _, body) = send(&st, get(&format!("/runs/long?tab=lineage&trial={name}"))).await;
     assert!(String::from_utf8(body).unwrap().contains("class=\"ancestor\""));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_whose_folder_names_repeat_are_told_apart_by_their_paths() {
+    let (tmp, root) = common::campaign().await;
+    common::write_run(&root.join("runs/a/same"), 1, 7).await;
+    common::write_run(&root.join("runs/b/same"), 2, 8).await;
+    common::write_run(&root.join("runs/c/my run"), 1, 9).await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let json = |b: Vec<u8>| serde_json::from_slice::<Value>(&b).unwrap();
+    for path in ["runs/a/same", "runs/b/same"] {
+        let (status, _, body) = send(&st, get(&format!("/api/runs/{}", path.replace('/', "%2F")))).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(json(body)["row"]["path"], path);
+    }
+    // The list links each run by its path; the page takes the path whole.
+    let (_, _, body) = send(&st, get("/runs")).await;
+    let list = String::from_utf8(body).unwrap();
+    assert!(list.contains("href=\"/runs/runs/b/same\"") && list.contains("href=\"/runs/runs/c/my%20run\""), "{list}");
+    for (url, path) in [("/runs/runs/b/same", "runs/b/same"), ("/runs/runs/c/my%20run", "runs/c/my run")] {
+        let (status, _, body) = send(&st, get(&format!("{url}?tab=summary"))).await;
+        assert_eq!(status, StatusCode::OK);
+        let html = String::from_utf8(body).unwrap();
+        assert!(html.contains(&format!("<code>{path}</code>")), "{url} shows {path}");
+    }
+}
+
+/// The next server-sent event of `body` as `(event, data)`, keep-alive comments skipped.
+async fn next_event(body: &mut Body, pending: &mut String) -> (String, String) {
+    loop {
+        if let Some(end) = pending.find("\n\n") {
+            let block: String = pending.drain(..end + 2).collect();
+            let field = |name: &str| {
+                block.lines().find_map(|l| l.strip_prefix(name).map(|v| v.trim_start().to_owned())).unwrap_or_default()
+            };
+            if block.lines().all(|l| l.starts_with(':') || l.is_empty()) {
+                continue;
+            }
+            return (field("event:"), field("data:"));
+        }
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(10), body.frame())
+            .await
+            .expect("an event within 10 s")
+            .expect("the stream is still open")
+            .unwrap();
+        if let Ok(bytes) = frame.into_data() {
+            pending.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_followed_run_pushes_its_version_when_it_writes_and_says_when_it_is_gone() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let _turn = ONE_APP_AT_A_TIME.lock().await;
+    let res = app(st.clone()).oneshot(get("/api/runs/second/version/stream")).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()[header::CONTENT_TYPE], "text/event-stream");
+    let mut body = res.into_body();
+    let mut pending = String::new();
+    let (event, first) = next_event(&mut body, &mut pending).await;
+    assert_eq!(event, "version");
+    let dir = root.join("runs/b/deeper/second");
+    assert_eq!(first, server::runview::run_version(&dir), "the first event is the version now");
+    // A write is pushed: the next event carries the new version.
+    let mut f = std::fs::OpenOptions::new().append(true).open(dir.join("events.jsonl")).unwrap();
+    std::io::Write::write_all(&mut f, b"{\"event\":\"phase\",\"phase\":\"plan\"}\n").unwrap();
+    let (event, second) = next_event(&mut body, &mut pending).await;
+    assert_eq!((event.as_str(), second.clone()), ("version", server::runview::run_version(&dir)));
+    assert_ne!(second, first);
+    // The run removed: one `gone`, then the stream ends.
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(next_event(&mut body, &mut pending).await.0, "gone");
+    let end = tokio::time::timeout(std::time::Duration::from_secs(10), body.frame()).await.expect("ends");
+    assert!(end.is_none(), "the stream ends after gone");
+    drop(_turn);
+    assert_eq!(send(&st, get("/api/runs/nope/version/stream")).await.0, StatusCode::NOT_FOUND);
+}

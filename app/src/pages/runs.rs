@@ -1,7 +1,8 @@
 //! The Runs view: every run directory under the campaign root, latest written
 //! first, with its status in words. Filters live in the URL (`?q=…&status=…`) so a
-//! filtered list can be linked. The list follows the disk: the page polls the
-//! cheap list version every 2 s and re-reads the list only when it changed.
+//! filtered list can be linked. The list follows the disk: the server pushes the
+//! cheap list version when it changes (looked at every 2 s) and the page re-reads
+//! the list only then.
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
@@ -9,12 +10,6 @@ use runboard::runview::{RunList, RunRow};
 use runboard::timefmt::ago;
 
 use crate::api::list_runs;
-#[cfg(feature = "hydrate")]
-use crate::api::runs_version;
-
-/// How often the page asks whether the list changed.
-#[cfg(feature = "hydrate")]
-const POLL_MS: u32 = 2_000;
 
 const STATUSES: [&str; 5] = ["starting", "running", "stopped", "interrupted", "unreadable"];
 
@@ -27,8 +22,7 @@ pub fn RunsPage() -> impl IntoView {
 
     #[cfg(feature = "hydrate")]
     crate::live::follow(
-        POLL_MS,
-        || Some(async { runs_version().await.ok() }),
+        "/api/runs/version/stream",
         move || runs.try_get_untracked().map(|r| r.and_then(Result::ok).map(|l| l.version)),
         move || {
             refresh.try_update(|n| *n += 1);
@@ -130,7 +124,7 @@ fn run_row(r: RunRow, now: runboard::Timestamp) -> impl IntoView {
     let title = written.as_ref().map(|w| w.1.clone());
     let shown = written.map(|w| w.0).unwrap_or_else(|| "never".to_owned());
     let name = r.name.clone();
-    let href = format!("/runs/{}", r.name);
+    let href = crate::url::run_href(&r.path);
     view! {
         <tr class=format!("run status-{label}") data-run=name data-status=label>
             <td class="name"><a href=href>{r.name}</a></td>

@@ -114,7 +114,7 @@ fn lineage_view(l: &Lineage) -> impl IntoView {
                             view! {
                                 <tr class="ancestor" data-generation=a.generation>
                                     <td>{a.generation}</td>
-                                    <td><a href=format!("?tab=lineage&trial={}", a.trial)>{a.trial.clone()}</a></td>
+                                    <td><a href=format!("?tab=lineage&trial={}", crate::url::encode(&a.trial))>{a.trial.clone()}</a></td>
                                     <td>{r.map(|r| r.round.to_string()).unwrap_or_else(|| "not in a written round".into())}</td>
                                     <td>{num(r.and_then(|r| r.directed_t()))}</td>
                                     <td>{num(r.and_then(|r| r.coverage))}</td>

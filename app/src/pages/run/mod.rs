@@ -3,8 +3,8 @@
 //! demand), accepted factors, the admission map, refusal groups, collisions, the
 //! diagnosis, a trial's lineage, trial graphs, memory versions with their line
 //! diffs, and acceptance reports. Every tab is a URL. It follows a live run: the
-//! run's version is polled every second and what the tab shows is re-read only
-//! when it changed.
+//! server pushes the run's version when the run writes (looked at every 250 ms,
+//! `stat` only) and what the tab shows is re-read only then.
 
 mod charts;
 mod evidence;
@@ -16,12 +16,7 @@ use runboard::runview::analysis::{CollisionKind, RunAnalysis};
 use runboard::runview::diff::DiffLine;
 use runboard::runview::view::{CallEvent, RunView};
 
-#[cfg(feature = "hydrate")]
-use crate::api::get_run_version;
 use crate::api::{get_analysis, get_call, get_run};
-
-#[cfg(feature = "hydrate")]
-const POLL_MS: u32 = 1_000;
 
 const TABS: [(&str, &str); 13] = [
     ("summary", "Summary"),
@@ -47,22 +42,25 @@ pub fn RunPage() -> impl IntoView {
     let view = Resource::new(move || (name.get(), refresh.get()), |(n, _)| get_run(n));
     let (tab, _) = query_signal::<String>("tab");
 
+    // Follows the run by push: re-subscribed when the page moves to another run.
     #[cfg(feature = "hydrate")]
-    crate::live::follow(
-        POLL_MS,
-        move || name.try_get_untracked().map(|n| async move { get_run_version(n).await.ok() }),
-        move || view.try_get_untracked().map(|r| r.and_then(Result::ok).map(|v| v.row.version)),
-        move || {
-            refresh.try_update(|x| *x += 1);
-        },
-    );
+    Effect::new(move |_| {
+        let url = format!("/api/runs/{}/version/stream", crate::url::encode(&name.get()));
+        crate::live::follow(
+            &url,
+            move || view.try_get_untracked().map(|r| r.and_then(Result::ok).map(|v| v.row.version)),
+            move || {
+                refresh.try_update(|x| *x += 1);
+            },
+        );
+    });
 
     view! {
         <section class="run">
             <p class="crumbs"><a href="/runs">"Runs"</a>" / "<strong>{move || name.get()}</strong></p>
             <nav class="tabs">
                 {TABS.map(|(key, label)| {
-                    let href = move || format!("/runs/{}?tab={key}", name.get());
+                    let href = move || format!("{}?tab={key}", crate::url::run_href(&name.get()));
                     let current = move || tab.get().unwrap_or_else(|| "summary".into()) == key;
                     view! { <a href=href class:current=current data-tab=key>{label}</a> }
                 })}

@@ -103,7 +103,7 @@ fn Trials(name: String, version: String) -> impl IntoView {
                     let mut q = vec!["tab=rounds".to_owned()];
                     if let Some(r) = round.get_untracked() { q.push(format!("round={r}")); }
                     for (k, v) in [("stage", stage.get_untracked()), ("outcome", outcome.get_untracked()), ("q", text.get_untracked())] {
-                        if let Some(v) = v.filter(|v| !v.is_empty()) { q.push(format!("{k}={}", urlencode(&v))); }
+                        if let Some(v) = v.filter(|v| !v.is_empty()) { q.push(format!("{k}={}", crate::url::encode(&v))); }
                     }
                     q.push(format!("page={n}"));
                     format!("?{}", q.join("&"))
@@ -111,16 +111,6 @@ fn Trials(name: String, version: String) -> impl IntoView {
             })}
         </Transition>
     }
-}
-
-/// Percent-encodes a query value (letters, digits and `-_.~` stay).
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn trial_table(p: TrialPage, page: usize, link: impl Fn(usize) -> String) -> impl IntoView {
@@ -145,7 +135,7 @@ fn trial_table(p: TrialPage, page: usize, link: impl Fn(usize) -> String) -> imp
             <tbody>
                 {p.trials.into_iter().map(|row| {
                     let t = row.trial;
-                    let lineage = t.trial.clone().map(|n| format!("?tab=lineage&trial={}", urlencode(&n)));
+                    let lineage = t.trial.clone().map(|n| format!("?tab=lineage&trial={}", crate::url::encode(&n)));
                     view! {
                         <tr class="trial" class:accepted=t.accepted data-round=t.round>
                             <td>{t.round}</td>

@@ -1,0 +1,33 @@
+//! Links the pages build: query values and run paths, percent-encoded.
+
+/// Percent-encodes a query value or a path segment (letters, digits and `-_.~`
+/// stay as they are).
+pub fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// The page of the run at `path` (relative to the root): each segment encoded,
+/// the slashes kept, so the link is unambiguous where folder names repeat.
+pub fn run_href(path: &str) -> String {
+    let segments: Vec<String> = path.split('/').map(encode).collect();
+    format!("/runs/{}", segments.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_links_keep_slashes_and_encode_the_rest() {
+        assert_eq!(run_href("runs/a/first"), "/runs/runs/a/first");
+        assert_eq!(run_href("batch 1/seed#2"), "/runs/batch%201/seed%232");
+        assert_eq!(encode("a&b=c"), "a%26b%3Dc");
+    }
+}
