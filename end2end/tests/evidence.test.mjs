@@ -58,6 +58,12 @@ test('a trial graph, accepted factors, the diagnosis and acceptance reports', as
   const older = await page.textContent('section.report[data-file="validation.json"] .no-contribution');
   assert.match(older, /predates it/);
   assert.match(await page.textContent('section.report[data-file="validation.json"] td.selected'), /not recorded/);
+
+  // A half-written report shows its reason; the others still read.
+  await open(page, '/runs/volume-gpt?tab=reports');
+  await page.waitForSelector('.report-problem');
+  assert.match(await page.textContent('.report-problem'), /^acceptance\/2024_h2\.json: line 2 column \d+: EOF while parsing/);
+  assert.ok((await page.$$('section.report')).length >= 2, 'the readable reports are shown');
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });

@@ -105,6 +105,12 @@ pub async fn prepare(data_dir: &Path) -> anyhow::Result<(PathBuf, DemoWriter)> {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new().append(true).open(root.join("runs/batch-b/volume-gpt/ledger.jsonl"))?;
         f.write_all(b"{\"round\": 1, \"slot\": oops}\n")?;
+        // And an acceptance report a broken writer left half-written: the reports
+        // tab shows its reason beside the reports that read.
+        std::fs::write(
+            root.join("runs/batch-b/volume-gpt/acceptance/2024_h2.json"),
+            "{\"segment\": \"2024_h2\",\n \"factors\": [{\"factor\": \"f1\", \"ic\": ",
+        )?;
     }
     // A campaign that crashed while appending its third round: a torn ledger line,
     // no stop, and a process that is gone.
