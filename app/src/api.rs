@@ -8,7 +8,7 @@ use runboard::runview::acceptance::ReportEntry;
 use runboard::runview::lineage::Lineage;
 use runboard::runview::trialgraph::GraphEntry;
 use runboard::runview::trials::TrialPage;
-use runboard::runview::view::{CallView, RunView};
+use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunView};
 use runboard::runview::RunList;
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +30,7 @@ pub mod ssr {
     use runboard::runview::lineage::Lineage;
     use runboard::runview::trialgraph::GraphEntry;
     use runboard::runview::trials::{TrialFilter, TrialPage};
-    use runboard::runview::view::{CallView, RunView};
+    use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunView};
     use runboard::runview::RunList;
     use std::sync::Arc;
 
@@ -51,6 +51,10 @@ pub mod ssr {
         /// `None`: no such run; `Some(None)`: no written round holds the trial.
         fn run_lineage(&self, name: &str, trial: &str) -> Option<Option<Lineage>>;
         fn run_trial_graphs(&self, name: &str) -> Option<Vec<GraphEntry>>;
+        /// Every call the events name, in call order.
+        fn run_calls(&self, name: &str) -> Option<Vec<CallEvent>>;
+        /// Every memory version, each with its diff from the one before.
+        fn run_memory(&self, name: &str) -> Option<Vec<MemoryVersion>>;
         fn run_reports(&self, name: &str) -> Option<Vec<ReportEntry>>;
     }
 
@@ -163,4 +167,16 @@ pub async fn get_trial_graphs(name: String) -> Result<Vec<GraphEntry>, ServerFnE
 pub async fn get_reports(name: String) -> Result<Vec<ReportEntry>, ServerFnError> {
     let missing = format!("no run named {name}");
     ssr::with_console(move |c| c.run_reports(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_calls")]
+pub async fn get_calls(name: String) -> Result<Vec<CallEvent>, ServerFnError> {
+    let missing = format!("no run named {name}");
+    ssr::with_console(move |c| c.run_calls(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_memory")]
+pub async fn get_memory(name: String) -> Result<Vec<MemoryVersion>, ServerFnError> {
+    let missing = format!("no run named {name}");
+    ssr::with_console(move |c| c.run_memory(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
 }

@@ -30,6 +30,13 @@ test('a live run page follows the writer without a reload', async () => {
   assert.equal(await page.evaluate(() => window.__sameDocument), true, 'still no reload');
   await page.click('a[data-tab="progress"]');
   await page.waitForSelector('.in-progress .pending-slot');
+
+  // A call opened on a live run stays open while the run writes on.
+  await open(page, '/runs/explore-qwen?tab=calls&call=1');
+  await page.waitForSelector('.call-detail[data-call="1"] .reasoning');
+  const before = await page.getAttribute('.tab-body', 'data-version');
+  await page.waitForFunction((v) => document.querySelector('.tab-body')?.dataset.version !== v, before, { timeout: 30_000 });
+  await page.waitForSelector('.call-detail[data-call="1"] .reasoning');
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
@@ -41,19 +48,22 @@ test('a call\'s reasoning, a memory diff, and an unreadable part', async () => {
   // The events say which slot call 2 concerned; the reasoning is the call file's own.
   const slot = (await page.textContent('tr[data-call="2"] td:nth-child(3)')).trim();
   assert.match(slot, /^\d+$/);
-  await page.click('tr[data-call="2"] button.open-call');
+  await page.click('tr[data-call="2"] a.open-call');
   await page.waitForSelector('.call-detail[data-call="2"] .reasoning');
   assert.match(await page.textContent('.call-detail .reasoning'), new RegExp(`^Round 1, slot ${slot}:`));
 
+  await page.waitForURL(/call=2/);
+
+  // Memory: the latest version, compared line by line with the one before.
   await page.click('a[data-tab="memory"]');
-  await page.waitForSelector('details.memory-version');
-  await page.click('details.memory-version >> nth=0 >> summary');
-  await page.waitForSelector('details[open] .diff .added');
-  // The newest version first: its heading changed from the version before.
-  const added = await page.$$eval('details[open] .diff .added', (els) => els.map((e) => e.textContent));
-  const removed = await page.$$eval('details[open] .diff .removed', (els) => els.map((e) => e.textContent));
+  await page.waitForSelector('.memory-version .diff .added');
+  assert.equal(await page.getAttribute('.memory-version', 'data-round'), '6');
+  const added = await page.$$eval('.memory-version .diff .added', (els) => els.map((e) => e.textContent));
+  const removed = await page.$$eval('.memory-version .diff .removed', (els) => els.map((e) => e.textContent));
   assert.ok(added.includes('+ # Memory before round 6\n'), JSON.stringify(added));
   assert.ok(removed.includes('- # Memory before round 5\n'), JSON.stringify(removed));
+  await page.click('nav.memory-versions a[data-round="3"]');
+  await page.waitForSelector('.memory-version[data-round="3"] .diff');
 
   await open(page, '/runs/momentum-qwen?tab=map');
   await page.waitForSelector('svg.admission-map circle.point');

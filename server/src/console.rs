@@ -9,7 +9,7 @@ use runboard::runview::acceptance::ReportEntry;
 use runboard::runview::lineage::{lineage, Lineage};
 use runboard::runview::trialgraph::GraphEntry;
 use runboard::runview::trials::{trial_page, TrialFilter, TrialPage};
-use runboard::runview::view::{CallView, RunView};
+use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunView};
 use runboard::runview::RunList;
 
 use crate::runview::RunIndex;
@@ -83,6 +83,14 @@ impl Console for LocalConsole {
 
     fn run_lineage(&self, name: &str, trial: &str) -> Option<Option<Lineage>> {
         self.runs.view(name).map(|(_, v)| lineage(&v.rounds, trial, v.admission_limits))
+    }
+
+    fn run_calls(&self, name: &str) -> Option<Vec<CallEvent>> {
+        self.runs.view(name).map(|(_, v)| v.calls)
+    }
+
+    fn run_memory(&self, name: &str) -> Option<Vec<MemoryVersion>> {
+        self.runs.view(name).map(|(_, v)| v.memory)
     }
 
     fn run_trial_graphs(&self, name: &str) -> Option<Vec<GraphEntry>> {

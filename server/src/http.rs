@@ -71,7 +71,9 @@ pub fn app(state: AppState) -> Router {
         .route("/api/runs/version/stream", get(runs_version_stream))
         .route("/api/runs/{name}/version/stream", get(run_version_stream))
         .route("/api/runs/{name}/analysis", get(run_analysis))
+        .route("/api/runs/{name}/calls", get(run_calls))
         .route("/api/runs/{name}/calls/{call}", get(run_call))
+        .route("/api/runs/{name}/memory", get(run_memory))
         .route("/api/runs/{name}/trials", get(run_trials))
         .route("/api/runs/{name}/lineage/{trial}", get(run_lineage))
         .route("/api/runs/{name}/trial-graphs", get(run_trial_graphs))
@@ -103,6 +105,20 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f).await.map_err(|e| AppError::Internal { doing, detail: e.to_string() })
 }
 
+/// Answers with what `read` finds of the run `name`, as JSON; 404 when no run has
+/// that name. `read` runs on the blocking pool (it reads files).
+async fn per_run<T: serde::Serialize + Send + 'static>(
+    s: &AppState,
+    name: String,
+    doing: &'static str,
+    read: impl FnOnce(&LocalConsole, &str) -> Option<T> + Send + 'static,
+) -> Result<Json<T>, AppError> {
+    let console = s.console.clone();
+    let n = name.clone();
+    let found = blocking(doing, move || read(&console, &n)).await?;
+    found.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+}
+
 async fn campaign(State(s): State<AppState>) -> impl IntoResponse {
     use app::api::ssr::Console;
     Json(s.console.campaign())
@@ -121,26 +137,17 @@ async fn runs_version(State(s): State<AppState>) -> Result<impl IntoResponse, Ap
 
 async fn run_view(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
     use app::api::ssr::Console;
-    let console = s.console.clone();
-    let n = name.clone();
-    let view = blocking("reading a run", move || console.run_view(&n)).await?;
-    view.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+    per_run(&s, name, "reading a run", |c, n| c.run_view(n)).await
 }
 
 async fn run_analysis(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
     use app::api::ssr::Console;
-    let console = s.console.clone();
-    let n = name.clone();
-    let analysis = blocking("analysing a run", move || console.run_analysis(&n)).await?;
-    analysis.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+    per_run(&s, name, "analysing a run", |c, n| c.run_analysis(n)).await
 }
 
 async fn run_version(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
     use app::api::ssr::Console;
-    let console = s.console.clone();
-    let n = name.clone();
-    let version = blocking("reading a run version", move || console.run_version(&n)).await?;
-    version.map(|v| Json(json!({ "version": v }))).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+    per_run(&s, name, "reading a run version", |c, n| c.run_version(n).map(|v| json!({ "version": v }))).await
 }
 
 /// How often a followed run's version is looked at (`stat` only).
@@ -260,10 +267,7 @@ async fn run_trials(
 ) -> Result<impl IntoResponse, AppError> {
     use app::api::ssr::Console;
     let (filter, offset, limit) = trial_query(&q)?;
-    let console = s.console.clone();
-    let n = name.clone();
-    let page = blocking("reading a run's trials", move || console.run_trials(&n, &filter, offset, limit)).await?;
-    page.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+    per_run(&s, name, "reading a run's trials", move |c, n| c.run_trials(n, &filter, offset, limit)).await
 }
 
 async fn run_lineage(
@@ -280,20 +284,24 @@ async fn run_lineage(
     }
 }
 
+async fn run_calls(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
+    use app::api::ssr::Console;
+    per_run(&s, name, "reading a run's calls", |c, n| c.run_calls(n)).await
+}
+
+async fn run_memory(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
+    use app::api::ssr::Console;
+    per_run(&s, name, "reading a run's memory", |c, n| c.run_memory(n)).await
+}
+
 async fn run_trial_graphs(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
     use app::api::ssr::Console;
-    let console = s.console.clone();
-    let n = name.clone();
-    let graphs = blocking("reading trial graphs", move || console.run_trial_graphs(&n)).await?;
-    graphs.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+    per_run(&s, name, "reading trial graphs", |c, n| c.run_trial_graphs(n)).await
 }
 
 async fn run_reports(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
     use app::api::ssr::Console;
-    let console = s.console.clone();
-    let n = name.clone();
-    let reports = blocking("reading acceptance reports", move || console.run_reports(&n)).await?;
-    reports.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+    per_run(&s, name, "reading acceptance reports", |c, n| c.run_reports(n)).await
 }
 
 async fn api_not_found(req: Request) -> AppError {

@@ -202,8 +202,13 @@ async fn a_run_its_version_and_its_calls_over_rest() {
     assert_eq!(view["row"]["path"], "runs/b/deeper/second");
     assert_eq!(view["round_counts"].as_array().unwrap().len(), 3);
     assert!(view.get("rounds").is_none(), "trials come a page at a time, not with the view");
-    assert_eq!(view["memory"].as_array().unwrap().len(), 3);
-    assert!(view["memory"][1]["diff"].is_array(), "later memory versions carry a diff");
+    assert_eq!(view["memory_versions"], 3);
+    let memory = json(send(&st, get("/api/runs/second/memory")).await.2);
+    assert_eq!(memory.as_array().unwrap().len(), 3);
+    assert!(memory[0]["diff"].is_null(), "the first memory version has nothing to compare with");
+    assert!(memory[1]["diff"].is_array(), "later memory versions carry a diff");
+    let calls = json(send(&st, get("/api/runs/second/calls")).await.2);
+    assert_eq!(calls.as_array().unwrap().len() as u64, view["calls_total"].as_u64().unwrap());
     let version = json(send(&st, get("/api/runs/second/version")).await.2)["version"].clone();
     assert_eq!(version, view["row"]["version"]);
 
@@ -224,10 +229,11 @@ async fn a_run_its_version_and_its_calls_over_rest() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(json(body)["error"], "no run named nope");
 
-    let (status, _, body) = send(&st, get("/runs/second?tab=calls")).await;
+    let (status, _, body) = send(&st, get("/runs/second?tab=calls&call=1")).await;
     assert_eq!(status, StatusCode::OK);
     let html = String::from_utf8(body).unwrap();
     assert!(html.contains("data-call=\"1\""), "the calls tab is rendered on the server");
+    assert!(html.contains("class=\"reasoning\""), "the call named in the URL is open");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -245,7 +245,8 @@ pub struct RoundCount {
 /// A read-only snapshot of one run: its summary, the trials of its written
 /// rounds, its accepted factors and its memory. The trials themselves are not
 /// serialized (a run can hold millions): a page asks for them a page at a time
-/// (`trials::trial_page`) and gets `round_counts` here.
+/// (`trials::trial_page`) and gets `round_counts` here; calls and memory versions
+/// likewise travel on their own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunView {
     pub row: RunRow,
@@ -273,8 +274,15 @@ pub struct RunView {
     /// The run's session-aggregation operators (empty: no intraday dataset).
     pub session_operators: BTreeSet<String>,
     pub in_progress: Option<InProgress>,
+    /// Every call, from the events. Like `rounds`, not serialized with the view
+    /// (a long run makes thousands): asked for on their own.
+    #[serde(skip)]
     pub calls: Vec<CallEvent>,
+    /// Every memory version with its diff; asked for on their own, too.
+    #[serde(skip)]
     pub memory: Vec<MemoryVersion>,
+    /// How many memory versions there are.
+    pub memory_versions: usize,
     pub problems: Vec<Problem>,
 }
 
@@ -507,6 +515,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         session_operators: session_ops,
         in_progress: if events_present { in_progress } else { None },
         calls,
+        memory_versions: memory.len(),
         memory,
         problems,
     }

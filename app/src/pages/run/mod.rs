@@ -8,15 +8,15 @@
 
 mod charts;
 mod evidence;
+mod record;
 mod rounds;
 
 use leptos::prelude::*;
 use leptos_router::hooks::{query_signal, use_params_map};
 use runboard::runview::analysis::{CollisionKind, RunAnalysis};
-use runboard::runview::diff::DiffLine;
-use runboard::runview::view::{CallEvent, RunView};
+use runboard::runview::view::RunView;
 
-use crate::api::{get_analysis, get_call, get_run};
+use crate::api::{get_analysis, get_run};
 
 const TABS: [(&str, &str); 13] = [
     ("summary", "Summary"),
@@ -76,9 +76,9 @@ pub fn RunPage() -> impl IntoView {
                                 {match t.as_str() {
                                     "rounds" => rounds::rounds(n, &v).into_any(),
                                     "progress" => progress(&v).into_any(),
-                                    "calls" => calls(n, &v.calls).into_any(),
+                                    "calls" => view! { <record::CallsTab name=n version=v.row.version.clone()/> }.into_any(),
                                     "accepted" => evidence::accepted(&v).into_any(),
-                                    "memory" => memory(&v).into_any(),
+                                    "memory" => view! { <record::MemoryTab name=n version=v.row.version.clone()/> }.into_any(),
                                     "lineage" => view! { <evidence::LineageTab name=n version=v.row.version.clone()/> }.into_any(),
                                     "graph" => view! { <charts::TrialGraphs name=n version=v.row.version.clone()/> }.into_any(),
                                     "reports" => view! { <evidence::Reports name=n version=v.row.version.clone()/> }.into_any(),
@@ -171,91 +171,6 @@ fn progress(v: &RunView) -> impl IntoView {
         }
         .into_any(),
     }
-}
-
-fn calls(run: String, calls: &[CallEvent]) -> impl IntoView {
-    if calls.is_empty() {
-        return view! { <p class="empty">"No calls recorded in the events."</p> }.into_any();
-    }
-    let open = RwSignal::new(None::<u32>);
-    let detail = Resource::new(
-        move || open.get(),
-        move |n| {
-            let run = run.clone();
-            async move {
-                match n {
-                    Some(n) => Some(get_call(run, n).await),
-                    None => None,
-                }
-            }
-        },
-    );
-    view! {
-        <table class="calls">
-            <thead><tr><th>"Call"</th><th>"Round"</th><th>"Slots"</th><th>"Purpose"</th><th>"Tokens"</th><th>"Truncated"</th><th></th></tr></thead>
-            <tbody>
-                {calls.iter().map(|c| {
-                    let n = c.call;
-                    view! {
-                        <tr data-call=n>
-                            <td>{n}</td>
-                            <td>{c.round.map(|r| r.to_string())}</td>
-                            <td>{c.slots.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")}</td>
-                            <td>{c.purpose.clone()}</td>
-                            <td>{c.tokens.map(|t| t.to_string())}</td>
-                            <td>{match c.truncated { Some(true) => "yes", Some(false) => "no", None => "–" }}</td>
-                            <td><button class="open-call" on:click=move |_| open.set(Some(n))>"reasoning"</button></td>
-                        </tr>
-                    }
-                }).collect_view()}
-            </tbody>
-        </table>
-        <Transition fallback=|| ()>
-            {move || detail.get().flatten().map(|res| match res {
-                Err(e) => view! { <p class="error call-error">{e.to_string()}</p> }.into_any(),
-                Ok(c) => view! {
-                    <div class="call-detail" data-call=c.call>
-                        <h3>{format!("Call {}", c.call)}</h3>
-                        <h4>"Reasoning"</h4>
-                        <pre class="reasoning">{c.record.get("reasoning").and_then(|r| r.as_str()).unwrap_or("(none recorded)").to_owned()}</pre>
-                        <h4>"Reply"</h4>
-                        <pre class="reply">{pretty(c.record.get("reply").unwrap_or(&serde_json::Value::Null))}</pre>
-                        <h4>"Tokens"</h4>
-                        <pre>{pretty(c.record.get("tokens").unwrap_or(&serde_json::Value::Null))}</pre>
-                    </div>
-                }.into_any(),
-            })}
-        </Transition>
-    }
-    .into_any()
-}
-
-fn memory(v: &RunView) -> impl IntoView {
-    if v.memory.is_empty() {
-        return view! { <p class="empty">"No memory versions."</p> }.into_any();
-    }
-    view! {
-        <div class="memory">
-            {v.memory.iter().rev().map(|m| view! {
-                <details class="memory-version" data-round=m.round>
-                    <summary>{format!("Before round {}", m.round)}</summary>
-                    {match &m.diff {
-                        Some(lines) => view! {
-                            <pre class="diff">
-                                {lines.iter().map(|l| match l {
-                                    DiffLine::Same(t) => view! { <span class="same">{format!("  {t}\n")}</span> }.into_any(),
-                                    DiffLine::Added(t) => view! { <span class="added">{format!("+ {t}\n")}</span> }.into_any(),
-                                    DiffLine::Removed(t) => view! { <span class="removed">{format!("- {t}\n")}</span> }.into_any(),
-                                }).collect_view()}
-                            </pre>
-                        }.into_any(),
-                        None => view! { <pre class="text">{m.text.clone()}</pre> }.into_any(),
-                    }}
-                </details>
-            }).collect_view()}
-        </div>
-    }
-    .into_any()
 }
 
 /// The tabs read from the trials together (refusal groups, collisions, map).

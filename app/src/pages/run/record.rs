@@ -1,0 +1,130 @@
+//! The tabs that show what the run recorded as it went: its LLM calls (each
+//! call's reasoning on demand) and its memory versions with their line diffs.
+//! Which call or version is open lives in the URL (`?tab=calls&call=N`,
+//! `?tab=memory&round=N`), so it stays open while a live run refreshes the page
+//! and can be linked.
+
+use leptos::prelude::*;
+use leptos_router::hooks::query_signal;
+use runboard::runview::diff::DiffLine;
+use runboard::runview::view::{CallEvent, MemoryVersion};
+
+use super::pretty;
+use crate::api::{get_call, get_calls, get_memory};
+
+#[component]
+pub(super) fn CallsTab(name: String, version: String) -> impl IntoView {
+    let (open, _) = query_signal::<u32>("call");
+    let run = name.clone();
+    let calls = Resource::new(move || (run.clone(), version.clone()), |(n, _)| get_calls(n));
+    // A call file is written once, whole: its detail does not follow the version.
+    let detail = Resource::new(
+        move || (name.clone(), open.get()),
+        |(run, n)| async move {
+            match n {
+                Some(n) => Some(get_call(run, n).await),
+                None => None,
+            }
+        },
+    );
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Reading the calls…"</p> }>
+            {move || calls.get().map(|res| match res {
+                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                Ok(list) => call_table(&list, open.get()).into_any(),
+            })}
+        </Transition>
+        <Transition fallback=|| ()>
+            {move || detail.get().flatten().map(|res| match res {
+                Err(e) => view! { <p class="error call-error">{e.to_string()}</p> }.into_any(),
+                Ok(c) => view! {
+                    <div class="call-detail" data-call=c.call>
+                        <h3>{format!("Call {}", c.call)}</h3>
+                        <h4>"Reasoning"</h4>
+                        <pre class="reasoning">{c.record.get("reasoning").and_then(|r| r.as_str()).unwrap_or("(none recorded)").to_owned()}</pre>
+                        <h4>"Reply"</h4>
+                        <pre class="reply">{pretty(c.record.get("reply").unwrap_or(&serde_json::Value::Null))}</pre>
+                        <h4>"Tokens"</h4>
+                        <pre>{pretty(c.record.get("tokens").unwrap_or(&serde_json::Value::Null))}</pre>
+                    </div>
+                }.into_any(),
+            })}
+        </Transition>
+    }
+}
+
+fn call_table(calls: &[CallEvent], open: Option<u32>) -> impl IntoView {
+    if calls.is_empty() {
+        return view! { <p class="empty">"No calls recorded in the events."</p> }.into_any();
+    }
+    view! {
+        <table class="calls">
+            <thead><tr><th>"Call"</th><th>"Round"</th><th>"Slots"</th><th>"Purpose"</th><th>"Tokens"</th><th>"Truncated"</th><th></th></tr></thead>
+            <tbody>
+                {calls.iter().map(|c| {
+                    let n = c.call;
+                    view! {
+                        <tr data-call=n class:open=open == Some(n)>
+                            <td>{n}</td>
+                            <td>{c.round.map(|r| r.to_string())}</td>
+                            <td>{c.slots.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")}</td>
+                            <td>{c.purpose.clone()}</td>
+                            <td>{c.tokens.map(|t| t.to_string())}</td>
+                            <td>{match c.truncated { Some(true) => "yes", Some(false) => "no", None => "–" }}</td>
+                            <td><a class="open-call" href=format!("?tab=calls&call={n}")>"reasoning"</a></td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+#[component]
+pub(super) fn MemoryTab(name: String, version: String) -> impl IntoView {
+    let (round, _) = query_signal::<u32>("round");
+    let memory = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_memory(n));
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Reading the memory…"</p> }>
+            {move || memory.get().map(|res| match res {
+                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                Ok(versions) => memory_view(&versions, round.get()).into_any(),
+            })}
+        </Transition>
+    }
+}
+
+/// The versions as links, and the chosen one (the latest by default) compared
+/// line by line with the one before.
+fn memory_view(versions: &[MemoryVersion], chosen: Option<u32>) -> impl IntoView {
+    let Some(latest) = versions.last() else {
+        return view! { <p class="empty">"No memory versions."</p> }.into_any();
+    };
+    let shown = chosen.and_then(|r| versions.iter().find(|m| m.round == r)).unwrap_or(latest);
+    view! {
+        <nav class="memory-versions">"Before round: "
+            {versions.iter().map(|m| {
+                let r = m.round;
+                view! { <a href=format!("?tab=memory&round={r}") class:current=r == shown.round data-round=r>{r}</a>" " }
+            }).collect_view()}
+        </nav>
+        <div class="memory-version" data-round=shown.round>
+            <h3>{format!("Memory before round {}", shown.round)}</h3>
+            {match &shown.diff {
+                Some(lines) => view! {
+                    <p class="legend">"Compared line by line with the version before."</p>
+                    <pre class="diff">
+                        {lines.iter().map(|l| match l {
+                            DiffLine::Same(t) => view! { <span class="same">{format!("  {t}\n")}</span> }.into_any(),
+                            DiffLine::Added(t) => view! { <span class="added">{format!("+ {t}\n")}</span> }.into_any(),
+                            DiffLine::Removed(t) => view! { <span class="removed">{format!("- {t}\n")}</span> }.into_any(),
+                        }).collect_view()}
+                    </pre>
+                }.into_any(),
+                None => view! { <pre class="text">{shown.text.clone()}</pre> }.into_any(),
+            }}
+        </div>
+    }
+    .into_any()
+}
