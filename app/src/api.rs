@@ -39,7 +39,6 @@ pub mod ssr {
     pub trait Console: Send + Sync + 'static {
         fn campaign(&self) -> CampaignInfo;
         fn list_runs(&self) -> RunList;
-        fn runs_version(&self) -> String;
         /// `None` when no run has this name.
         fn run_view(&self, name: &str) -> Option<RunView>;
         fn run_version(&self, name: &str) -> Option<String>;
@@ -82,21 +81,10 @@ pub async fn list_runs() -> Result<RunList, ServerFnError> {
     ssr::with_console(|c| c.list_runs()).await
 }
 
-#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "runs_version")]
-pub async fn runs_version() -> Result<String, ServerFnError> {
-    ssr::with_console(|c| c.runs_version()).await
-}
-
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run")]
 pub async fn get_run(name: String) -> Result<RunView, ServerFnError> {
     let missing = format!("no run named {name}");
     ssr::with_console(move |c| c.run_view(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
-}
-
-#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_version")]
-pub async fn get_run_version(name: String) -> Result<String, ServerFnError> {
-    let missing = format!("no run named {name}");
-    ssr::with_console(move |c| c.run_version(&name)).await?.ok_or_else(|| ServerFnError::new(missing))
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_call")]

@@ -56,10 +56,6 @@ impl Console for LocalConsole {
         self.runs.list()
     }
 
-    fn runs_version(&self) -> String {
-        self.runs.list_version()
-    }
-
     fn run_view(&self, name: &str) -> Option<RunView> {
         self.runs.view(name).map(|(_, v)| v)
     }
