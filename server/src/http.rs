@@ -20,6 +20,7 @@ use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use runboard::runview::trials::{OutcomeFilter, TrialFilter, DEFAULT_PAGE};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::assets::StaticFiles;
 use crate::auth::{self, Access};
@@ -35,6 +36,9 @@ pub struct AppState {
     pub access: Access,
     /// Milliseconds since the epoch of the latest request (the idle watchdog's input).
     pub last_request: Arc<AtomicI64>,
+    /// Cancelled when the server shuts down: long-lived responses (the version
+    /// streams) end then, so a graceful shutdown never waits on an open page.
+    pub shutdown: CancellationToken,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -52,6 +56,7 @@ impl AppState {
             assets,
             access,
             last_request: Arc::new(AtomicI64::new(crate::clock::now().millis())),
+            shutdown: CancellationToken::new(),
         }
     }
 }
@@ -158,10 +163,11 @@ const LIST_FOLLOW_EVERY: Duration = Duration::from_secs(2);
 /// Server-sent events carrying `version()` each time it changes (looked at every
 /// `every`; the first at once), so a page re-reads only after a write instead of
 /// polling. When `version()` finds nothing any more, one `gone` event ends the
-/// stream. An open stream counts as activity for the idle watchdog.
+/// stream. An open stream counts as activity for the idle watchdog, and ends
+/// when the server shuts down.
 fn version_events(
+    s: &AppState,
     every: Duration,
-    last_request: Arc<AtomicI64>,
     version: impl Fn() -> Option<String> + Clone + Send + Sync + 'static,
 ) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
     struct Follow<F> {
@@ -170,15 +176,26 @@ fn version_events(
         first: bool,
         done: bool,
         last_request: Arc<AtomicI64>,
+        shutdown: CancellationToken,
     }
-    let start = Follow { version, sent: None, first: true, done: false, last_request };
+    let start = Follow {
+        version,
+        sent: None,
+        first: true,
+        done: false,
+        last_request: s.last_request.clone(),
+        shutdown: s.shutdown.clone(),
+    };
     let stream = futures_util::stream::unfold(start, move |mut f| async move {
         if f.done {
             return None;
         }
         loop {
             if !f.first {
-                tokio::time::sleep(every).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(every) => {}
+                    _ = f.shutdown.cancelled() => return None,
+                }
             }
             f.first = false;
             f.last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
@@ -207,12 +224,12 @@ async fn run_version_stream(State(s): State<AppState>, Path(name): Path<String>)
         return Err(AppError::NotFound(format!("no run named {name}")));
     }
     let console = s.console.clone();
-    Ok(version_events(RUN_FOLLOW_EVERY, s.last_request.clone(), move || console.run_version(&name)).into_response())
+    Ok(version_events(&s, RUN_FOLLOW_EVERY, move || console.run_version(&name)).into_response())
 }
 
 async fn runs_version_stream(State(s): State<AppState>) -> impl IntoResponse {
     let console = s.console.clone();
-    version_events(LIST_FOLLOW_EVERY, s.last_request.clone(), move || Some(console.runs().list_version()))
+    version_events(&s, LIST_FOLLOW_EVERY, move || Some(console.runs().list_version()))
 }
 
 async fn run_call(

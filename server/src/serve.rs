@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio_util::sync::CancellationToken;
 
 use crate::auth::Access;
 use crate::console::LocalConsole;
@@ -78,7 +77,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     let local = listener.local_addr()?;
     let state = AppState::new(leptos, console, Access { token: token.clone() });
     let last_request = state.last_request.clone();
-    let shutdown = CancellationToken::new();
+    let shutdown = state.shutdown.clone();
     let ended = std::sync::Arc::new(std::sync::Mutex::new(Ended::Signal));
 
     // Signals: SIGINT (ctrl-c) and SIGTERM both shut down gracefully.

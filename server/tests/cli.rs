@@ -173,12 +173,25 @@ fn the_demo_serves_a_live_run_and_sigterm_stops_server_and_writer() {
     let (_, v2) = request(&s.addr, "GET /api/runs/version HTTP/1.1\r\n");
     assert_ne!(v1.lines().last(), v2.lines().last(), "the live run wrote");
 
+    // A page following the live run holds a version stream open: SIGTERM still
+    // ends the server promptly.
+    let mut follower = std::net::TcpStream::connect(&s.addr).unwrap();
+    std::io::Write::write_all(
+        &mut follower,
+        format!("GET /api/runs/explore-qwen/version/stream HTTP/1.1\r\nHost: {}\r\n\r\n", s.addr).as_bytes(),
+    )
+    .unwrap();
+    let mut first = [0u8; 512];
+    let n = std::io::Read::read(&mut follower, &mut first).unwrap();
+    assert!(String::from_utf8_lossy(&first[..n]).contains("text/event-stream"), "the stream is open");
+
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(s.child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     let status = wait_exit(&mut s.child, Duration::from_secs(10)).expect("server exits on SIGTERM");
     assert!(status.success(), "{status:?}");
     assert!(pids_mentioning(live.to_str().unwrap()).is_empty(), "the writer is gone too");
     let events = std::fs::read_to_string(live.join("events.jsonl")).unwrap();
     assert!(events.lines().last().unwrap().contains("\"event\":\"stop\""), "the writer recorded its stop");
+    drop(follower);
 }
 
 #[tokio::test]
