@@ -65,6 +65,12 @@ pub fn replace_non_finite(bytes: &[u8]) -> Option<Vec<u8>> {
 
 /// A short, single-line description of a parse error for a page: `line 3 column 5:
 /// expected `,` or `}``.
+/// The strings of a JSON array, in order; other items, and a value that is not an
+/// array, give none. Lists of names (parents, picks) read this way everywhere.
+pub fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+}
+
 pub fn describe_error(err: &serde_json::Error) -> String {
     let what = err.to_string();
     // serde_json appends " at line L column C"; put the place first for scanning eyes.

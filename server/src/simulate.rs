@@ -91,6 +91,22 @@ struct PoolEntry {
     parents: Vec<String>,
 }
 
+impl PoolEntry {
+    /// Adds the trial a ledger line records to the pool, in place of any earlier
+    /// attempt of the same trial.
+    fn remember(pool: &mut Vec<PoolEntry>, trial: &str, round: u32, line: &Value) {
+        pool.retain(|p| p.trial != trial);
+        pool.push(PoolEntry {
+            trial: trial.to_owned(),
+            round,
+            t: line["t"].as_f64(),
+            accepted: line["outcome"]["accepted"] == true,
+            factor: line["factor"].as_str().map(str::to_owned),
+            parents: runboard::json::strings(&line["parents"]),
+        });
+    }
+}
+
 /// The simulated operator file: what the snapshot records of it. Two operators
 /// aggregate within a session, one of them through a subclass.
 const OPERATORS: [(&str, &str, &[&str]); 7] = [
@@ -227,20 +243,8 @@ pub async fn simulate_run(
             if round as u32 >= start_round {
                 continue; // appended by the round the resume drops
             }
-            let accepted = v["outcome"]["accepted"] == true;
-            factors += u32::from(accepted);
-            pool.retain(|p| p.trial != trial);
-            pool.push(PoolEntry {
-                trial: trial.to_owned(),
-                round: round as u32,
-                t: v["t"].as_f64(),
-                accepted,
-                factor: v["factor"].as_str().map(str::to_owned),
-                parents: v["parents"]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect())
-                    .unwrap_or_default(),
-            });
+            factors += u32::from(v["outcome"]["accepted"] == true);
+            PoolEntry::remember(&mut pool, trial, round as u32, &v);
         }
     } else {
         let operators: Vec<Value> = OPERATORS
@@ -428,19 +432,9 @@ pub async fn simulate_run(
         }
         let accepted: Vec<&Value> = trials.iter().filter(|t| t["outcome"]["accepted"] == true).collect();
         for t in &trials {
-            let Some(name) = t["trial"].as_str() else { continue };
-            pool.retain(|p| p.trial != name);
-            pool.push(PoolEntry {
-                trial: name.to_owned(),
-                round,
-                t: t["t"].as_f64(),
-                accepted: t["outcome"]["accepted"] == true,
-                factor: t["factor"].as_str().map(str::to_owned),
-                parents: t["parents"]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect())
-                    .unwrap_or_default(),
-            });
+            if let Some(name) = t["trial"].as_str() {
+                PoolEntry::remember(&mut pool, name, round, t);
+            }
         }
         let mut notes = format!("# Memory before round {}\n\n- mean reversion works on short windows\n", round + 1);
         if round >= 2 {

@@ -58,10 +58,7 @@ fn lenient_outcome<'de, D: Deserializer<'de>>(d: D) -> Result<Outcome, D::Error>
 
 /// A list of strings; anything else (or a non-string item) is left out.
 fn lenient_strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Array(items) => items.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
-        _ => Vec::new(),
-    })
+    Ok(crate::json::strings(&Value::deserialize(d)?))
 }
 
 /// The operators the gate's graph for a trial uses: every `"op"` string in it,

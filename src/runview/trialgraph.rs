@@ -74,10 +74,7 @@ pub fn parse(round: u32, bytes: &[u8]) -> Result<TrialGraph, String> {
         nodes.push(GraphNode {
             trial: trial.to_owned(),
             round: n["round"].as_u64().and_then(|r| u32::try_from(r).ok()),
-            parents: n["parents"]
-                .as_array()
-                .map(|p| p.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
-                .unwrap_or_default(),
+            parents: crate::json::strings(&n["parents"]),
             score: n["score"].as_f64().filter(|f| f.is_finite()),
             accepted: n["accepted"].as_bool(),
             rank: None,
