@@ -54,8 +54,26 @@ pub struct SpecError {
     pub problem: String,
 }
 
+/// How much of a problem's text (and of a field path) an error keeps: a value
+/// echoed from a spec can be megabytes long (a 10 MB label), and an error is
+/// read on a terminal or a page.
+const MAX_ECHO: usize = 200;
+
 fn err(file: &str, field: impl Into<String>, problem: impl Into<String>) -> SpecError {
-    SpecError { file: file.to_owned(), field: field.into(), problem: problem.into() }
+    SpecError { file: file.to_owned(), field: shorten(&field.into()), problem: shorten(&problem.into()) }
+}
+
+/// `text` cut to at most [`MAX_ECHO`] bytes (at a character boundary), saying
+/// how much was left out.
+pub fn shorten(text: &str) -> String {
+    if text.len() <= MAX_ECHO {
+        return text.to_owned();
+    }
+    let mut end = MAX_ECHO;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
 }
 
 /// The stable id of a cell: `c-` and 12 hex digits of a hash over its factors in
@@ -91,7 +109,8 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<BatchSpec, SpecError> {
     let label = match obj.get("label") {
         Some(Value::String(s)) if valid_label(s) => s.clone(),
         Some(Value::String(s)) => {
-            return Err(err(file, "label", format!("{s:?} must be 1-80 letters, digits, '-', '_' or '.'")))
+            let shown = if s.len() > 40 { format!("a {}-byte label", s.len()) } else { format!("{s:?}") };
+            return Err(err(file, "label", format!("{shown} must be 1-80 letters, digits, '-', '_' or '.'")));
         }
         Some(other) => return Err(err(file, "label", format!("must be a string, not {other}"))),
         None => return Err(err(file, "label", "missing")),
@@ -189,6 +208,19 @@ mod tests {
 
     fn doc(v: Value) -> Vec<u8> {
         serde_json::to_vec(&v).unwrap()
+    }
+
+    #[test]
+    fn a_huge_value_is_not_echoed_whole() {
+        let label = "x ".repeat(5_000_000);
+        let e = parse("a.json", &doc(json!({"schema_version": 1, "label": label, "cells": []}))).unwrap_err();
+        let text = e.to_string();
+        assert!(text.len() < 400, "{} bytes", text.len());
+        assert!(text.contains("a 10000000-byte label must be"), "{text}");
+        let e = parse("a.json", &doc(json!({"schema_version": 1, "label": "ok", "cells": [], "artefacts": label})))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 400 && e.contains("bytes in all"), "{e}");
     }
 
     #[test]

@@ -61,6 +61,7 @@ proptest! {
             call_files: vec![1, 2],
             call_files_after_state: Some(1),
             memory: memory.into_iter().enumerate().map(|(i, m)| (i as u32, Ok(m))).collect(),
+            folder_problems: Vec::new(),
             state_written: None,
             last_call_written: None,
             last_written: None,

@@ -78,3 +78,24 @@ test('a call\'s reasoning, a memory diff, and an unreadable part', async () => {
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
+
+test('a followed run whose folder is deleted says it is gone', async () => {
+  const { cpSync, rmSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const root = join(session.server.data, 'demo');
+  const copy = join(root, 'runs', 'doomed', 'doomed-copy');
+  cpSync(join(root, 'runs', 'batch-a', 'reversal-llama'), copy, { recursive: true });
+  const page = await session.browser.context.newPage();
+  const errors = watchErrors(page);
+  await open(page, '/runs/doomed-copy?tab=summary');
+  await page.waitForSelector('.rounds-written');
+  assert.equal(await page.$('.gone'), null, 'not gone while its folder is there');
+  rmSync(copy, { recursive: true, force: true });
+  // The server looks at a followed run every 250 ms and pushes `gone` once.
+  await page.waitForSelector('p.gone', { timeout: 15_000 });
+  assert.match(await page.textContent('p.gone'), /no longer on disk/);
+  // The only errors allowed are the browser's notes on the 404s of the re-read.
+  const unexpected = errors.filter((e) => !/status of 404|Failed to load resource/.test(e));
+  assert.deepEqual(unexpected, [], 'no other console errors');
+  await page.close();
+});

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
-use server::runview::{read_run, refresh, ProcessProbe, RunCursors};
+use server::runview::{read_run, refresh, ProcessProbe, RunCursors, Within};
 
 /// A trial line as a campaign writes it: parents, code, the gate's graph, the
 /// evaluator's measures and admission's outcome (one in thirty accepted).
@@ -86,7 +86,7 @@ fn main() {
 
     let mut cursors = RunCursors::default();
     let t = Instant::now();
-    let view = read_run(&big, "big", "big", &probe, &mut cursors);
+    let view = read_run(&Within::new(tmp.path()), &big, "big", "big", &probe, &mut cursors);
     let cold = t.elapsed().as_secs_f64();
     let trials: usize = view.rounds.iter().map(|r| r.trials.len()).sum();
     assert_eq!(trials, n, "every line read");
@@ -95,19 +95,19 @@ fn main() {
     // Append 1 MiB and re-read with the same cursors.
     append(&big, next, 1 << 20);
     let t = Instant::now();
-    let read = refresh(&big, &mut cursors);
+    let read = refresh(&Within::new(tmp.path()), &big, &mut cursors);
     let reread = t.elapsed().as_secs_f64();
     assert!((1 << 20..2 << 20).contains(&read), "re-read {read} bytes");
     append(&big, next + 100_000, 1 << 20);
     let t = Instant::now();
-    let _ = read_run(&big, "big", "big", &probe, &mut cursors);
+    let _ = read_run(&Within::new(tmp.path()), &big, "big", "big", &probe, &mut cursors);
     let reread_view = t.elapsed().as_secs_f64();
 
     // Reading a run of just 1 MiB, cold.
     let small = run_dir(tmp.path(), "small");
     append(&small, 0, 1 << 20);
     let t = Instant::now();
-    let _ = read_run(&small, "small", "small", &probe, &mut RunCursors::default());
+    let _ = read_run(&Within::new(tmp.path()), &small, "small", "small", &probe, &mut RunCursors::default());
     let small_cold = t.elapsed().as_secs_f64();
 
     let mbs = |s: f64| size as f64 / s / 1e6;

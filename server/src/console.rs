@@ -70,7 +70,7 @@ impl Console for LocalConsole {
 
     fn run_call(&self, name: &str, call: u32) -> Result<Option<CallView>, String> {
         let Some((dir, view)) = self.runs.view(name) else { return Ok(None) };
-        crate::runview::read_call(&dir, call, &view).map(Some)
+        crate::runview::read_call(self.runs.within(), &dir, call, &view).map(Some)
     }
 
     fn run_trials(&self, name: &str, filter: &TrialFilter, offset: usize, limit: usize) -> Option<TrialPage> {
@@ -90,10 +90,10 @@ impl Console for LocalConsole {
     }
 
     fn run_trial_graphs(&self, name: &str) -> Option<Vec<GraphEntry>> {
-        self.runs.find(name).map(|dir| crate::runview::read_trial_graphs(&dir))
+        self.runs.find(name).map(|dir| crate::runview::read_trial_graphs(self.runs.within(), &dir))
     }
 
     fn run_reports(&self, name: &str) -> Option<Vec<ReportEntry>> {
-        self.runs.find(name).map(|dir| crate::runview::read_reports(&dir))
+        self.runs.find(name).map(|dir| crate::runview::read_reports(self.runs.within(), &dir))
     }
 }

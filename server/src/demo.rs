@@ -34,21 +34,45 @@ pub fn data_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(home).join(".local/share/runboard"))
 }
 
-/// The live writer of the demo campaign; stopped (by its PID) when the server ends.
+/// The live writer of the demo campaign, watched by a task that reaps it the
+/// moment it exits (a finished writer must not linger as a zombie under the
+/// server), and stopped by its PID when the server ends.
 pub struct DemoWriter {
-    child: Child,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    watcher: tokio::task::JoinHandle<()>,
 }
 
 impl DemoWriter {
-    /// Asks the writer to stop (SIGTERM, so it records its stop), then kills it if
-    /// it has not exited within two seconds.
+    /// Watches `child` from now on.
+    pub fn watch(mut child: Child) -> Self {
+        let (stop, asked) = tokio::sync::oneshot::channel::<()>();
+        let watcher = tokio::spawn(async move {
+            tokio::select! {
+                // Reaped as soon as it ends on its own.
+                _ = child.wait() => {}
+                _ = asked => {
+                    // SIGTERM, so it records its stop; SIGKILL after two seconds.
+                    if let Some(pid) = child.id() {
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::from_raw(pid as i32),
+                            nix::sys::signal::Signal::SIGTERM,
+                        );
+                    }
+                    if tokio::time::timeout(std::time::Duration::from_secs(2), child.wait()).await.is_err() {
+                        let _ = child.kill().await;
+                    }
+                }
+            }
+        });
+        Self { stop: Some(stop), watcher }
+    }
+
+    /// Stops the writer if it still runs, and waits until it is reaped.
     pub async fn stop(mut self) {
-        if let Some(pid) = self.child.id() {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
         }
-        if tokio::time::timeout(std::time::Duration::from_secs(2), self.child.wait()).await.is_err() {
-            let _ = self.child.kill().await;
-        }
+        let _ = self.watcher.await;
     }
 }
 
@@ -163,7 +187,7 @@ pub async fn prepare(data_dir: &Path) -> anyhow::Result<(PathBuf, DemoWriter)> {
     while !live.join("snapshot.json").exists() && std::time::Instant::now() < until {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    Ok((root, DemoWriter { child }))
+    Ok((root, DemoWriter::watch(child)))
 }
 
 async fn simulate(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
@@ -181,4 +205,36 @@ async fn simulate(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     // The crashed run exits non-zero on purpose (code 3, see `main`).
     anyhow::ensure!(status.success() || status.code() == Some(3), "demo writer for {} failed: {status}", dir.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The state letter of process `pid` in /proc (`Z` for a zombie), if it exists.
+    fn proc_state(pid: u32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(") ")?.1.chars().next()
+    }
+
+    #[tokio::test]
+    async fn a_writer_that_finishes_is_reaped_not_left_a_zombie() {
+        let child = Command::new("sh").args(["-c", "exit 0"]).spawn().unwrap();
+        let pid = child.id().unwrap();
+        let writer = DemoWriter::watch(child);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while proc_state(pid).is_some() && std::time::Instant::now() < until {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(proc_state(pid), None, "the finished writer {pid} is gone from the process table, not a zombie");
+        writer.stop().await;
+    }
+
+    #[tokio::test]
+    async fn stopping_a_running_writer_ends_and_reaps_it() {
+        let child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id().unwrap();
+        DemoWriter::watch(child).stop().await;
+        assert_eq!(proc_state(pid), None);
+    }
 }

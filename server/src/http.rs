@@ -203,7 +203,9 @@ fn version_events(
             match tokio::task::spawn_blocking(look).await.ok().flatten() {
                 None => {
                     f.done = true;
-                    return Some((Ok(Event::default().event("gone").data("")), f));
+                    // An event without a data line is never dispatched by a browser's
+                    // EventSource: say it in the data, too.
+                    return Some((Ok(Event::default().event("gone").data("gone")), f));
                 }
                 Some(v) if f.sent.as_deref() != Some(v.as_str()) => {
                     f.sent = Some(v.clone());

@@ -2,6 +2,7 @@
 //! command line, and the adapters between the pure core and the outside world.
 //!
 //! - [`serve`] — `runboard serve`: binding, access, shutdown, idle watchdog.
+//! - [`listen`] — accepting connections within bounds (head timeout, cap, shutdown grace).
 //! - [`http`] — the router: pages, server functions, JSON API, static files.
 //! - [`auth`] — token and origin checks.  [`assets`] — revalidated static files.
 //! - [`site`] — Leptos site options from the embedded `Leptos.toml`.
@@ -9,6 +10,7 @@
 //! - [`runview`] — reading run directories from disk, read-only, with a cache.
 //! - [`demo`] — the generated demo campaign.  [`simulate`] — the simulated agent.
 //! - [`drive`] — `runboard drive`: one batch's processes, from load to teardown.
+//! - [`fsread`] — read-only file primitives: never a FIFO, never outside the root.
 //! - [`atomic`] — atomic file replacement.  [`clock`] — the wall clock.
 //! - [`signals`] — SIGINT/SIGTERM, and finding a batch's processes by environment.
 
@@ -20,7 +22,9 @@ pub mod console;
 pub mod demo;
 pub mod drive;
 pub mod error;
+pub mod fsread;
 pub mod http;
+pub mod listen;
 pub mod runview;
 pub mod serve;
 pub mod signals;

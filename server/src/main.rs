@@ -32,6 +32,15 @@ enum Command {
         /// Required when --host is not a loopback address.
         #[arg(long, env = "RUNBOARD_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// A Host name to answer besides localhost, 127.0.0.1, ::1 and the bound address (repeatable).
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
+        /// Seconds a connection has to send a whole request head, from opening or its previous response.
+        #[arg(long, value_name = "SECONDS")]
+        header_timeout: Option<f64>,
+        /// Connections served at once (default 512, fewer under a low descriptor limit).
+        #[arg(long, value_name = "N")]
+        max_connections: Option<usize>,
         /// Where runboard keeps its own data, such as the demo campaign.
         #[arg(long, env = "RUNBOARD_DATA_DIR")]
         data_dir: Option<PathBuf>,
@@ -58,6 +67,16 @@ enum Command {
         /// Seconds a terminated process gets before SIGKILL (default: campaign.toml, else 35).
         #[arg(long)]
         grace: Option<f64>,
+    },
+    /// (Internal) A batch's sentinel: ends what the batch started if `runboard drive` is killed.
+    #[command(name = "__sentinel", hide = true)]
+    Sentinel {
+        #[arg(long)]
+        mark: String,
+        #[arg(long)]
+        grace: f64,
+        #[arg(long)]
+        runset: PathBuf,
     },
     /// Run directories under a campaign root.
     Runs {
@@ -115,7 +134,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(cli.command)) {
+    let result = rt.block_on(run(cli.command));
+    // Dropping a runtime waits for every blocking task without end; a read
+    // stuck on a slow disk must not keep a stopped server alive.
+    rt.shutdown_timeout(Duration::from_secs(2));
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("runboard: {e:#}");
@@ -126,8 +149,31 @@ fn main() -> ExitCode {
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve { root, host, port, idle_minutes, token, data_dir, site_root } => {
-            let ended = serve(ServeOptions { root, host, port, idle_minutes, token, data_dir, site_root }).await?;
+        Command::Serve {
+            root,
+            host,
+            port,
+            idle_minutes,
+            token,
+            allow_hosts,
+            header_timeout,
+            max_connections,
+            data_dir,
+            site_root,
+        } => {
+            let opts = ServeOptions {
+                root,
+                host,
+                port,
+                idle_minutes,
+                token,
+                allow_hosts,
+                header_timeout_s: header_timeout,
+                max_connections,
+                data_dir,
+                site_root,
+            };
+            let ended = serve(opts).await?;
             if ended == Ended::Idle {
                 println!("runboard: stopped after being idle");
             }
@@ -165,6 +211,12 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                     Ok(ExitCode::from(o.status.exit_code()))
                 }
             }
+        }
+        Command::Sentinel { mark, grace, runset } => {
+            let grace = Duration::from_secs_f64(grace.clamp(0.0, 3600.0));
+            let code =
+                tokio::task::spawn_blocking(move || server::drive::reaper::run_sentinel(&mark, grace, &runset)).await?;
+            Ok(ExitCode::from(code))
         }
         Command::Runs { command: RunsCommand::List { root, json } } => {
             anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());

@@ -19,6 +19,12 @@ pub struct ServeOptions {
     /// Exit after this many minutes without a request; zero or less: never.
     pub idle_minutes: f64,
     pub token: Option<String>,
+    /// Host names requests may name besides the loopback names and the bound address.
+    pub allow_hosts: Vec<String>,
+    /// Seconds a connection has to send a request head (default 10).
+    pub header_timeout_s: Option<f64>,
+    /// Connections served at once (default: see `listen::Limits::standard`).
+    pub max_connections: Option<usize>,
     pub data_dir: Option<PathBuf>,
     pub site_root: Option<PathBuf>,
 }
@@ -39,7 +45,18 @@ pub fn parse_host(host: &str) -> anyhow::Result<IpAddr> {
 
 pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     let ip = parse_host(&opts.host)?;
-    let token = opts.token.clone().filter(|t| !t.is_empty());
+    if let Some(t) = &opts.token {
+        if let Some(problem) = crate::auth::token_problem(t) {
+            anyhow::bail!("--token / RUNBOARD_TOKEN cannot be used: {problem}; give a non-empty token without surrounding whitespace");
+        }
+    }
+    for name in &opts.allow_hosts {
+        anyhow::ensure!(
+            !name.trim().is_empty() && !name.contains(['/', ' ', '@']),
+            "--allow-host {name:?} is not a host name"
+        );
+    }
+    let token = opts.token.clone();
     if !ip.is_loopback() && token.is_none() {
         anyhow::bail!(
             "binding {ip} makes the console reachable from other machines; give it a token with --token or RUNBOARD_TOKEN"
@@ -75,7 +92,8 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         Err(e) => return Err(e).with_context(|| format!("binding {addr}")),
     };
     let local = listener.local_addr()?;
-    let state = AppState::new(leptos, console, Access { token: token.clone() });
+    let hosts = crate::auth::AllowedHosts::new(ip, &opts.allow_hosts);
+    let state = AppState::new(leptos, console, Access { token: token.clone(), hosts });
     let last_request = state.last_request.clone();
     let shutdown = state.shutdown.clone();
     let ended = std::sync::Arc::new(std::sync::Mutex::new(Ended::Signal));
@@ -117,11 +135,19 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     if token.is_some() {
         println!("runboard: token required; open {url}?token=<token> once in your browser");
     }
-    let result = axum::serve(listener, app(state)).with_graceful_shutdown(shutdown.clone().cancelled_owned()).await;
+    let mut limits = crate::listen::Limits::standard();
+    if let Some(s) = opts.header_timeout_s {
+        anyhow::ensure!(s > 0.0 && s <= 3600.0, "--header-timeout {s} must be more than 0 and at most 3600 seconds");
+        limits.header_read = Duration::from_secs_f64(s);
+    }
+    if let Some(n) = opts.max_connections {
+        anyhow::ensure!(n >= 1, "--max-connections must be at least 1");
+        limits.max_connections = n;
+    }
+    crate::listen::serve(listener, app(state), limits, shutdown.clone()).await;
     if let Some(w) = writer {
         w.stop().await;
     }
-    result.context("serving HTTP")?;
     let why = *ended.lock().unwrap_or_else(|p| p.into_inner());
     Ok(why)
 }

@@ -349,7 +349,8 @@ pub async fn simulate_run(
                                       "parents": parents, "code": code, "tokens": tokens});
                 if attempt < attempts {
                     let bad = &code[..code.len() / 2];
-                    line["outcome"] = json!({"stage": "gate", "refused": format!("reply '{bad}' does not parse")});
+                    line["outcome"] =
+                        json!({"stage": "gate", "accepted": false, "refused": format!("reply '{bad}' does not parse")});
                     line["t"] = Value::Null;
                     trials.push(line);
                     continue;
@@ -376,27 +377,27 @@ pub async fn simulate_run(
                             _ if round > 1 => format!("duplicate of own earlier candidate r{:02}s1", round - 1),
                             _ => format!("rewrite of factor f{f}"),
                         };
-                        (json!({"stage": "gate", "refused": text}), false)
+                        (json!({"stage": "gate", "accepted": false, "refused": text}), false)
                     }
                     1 => (
-                        json!({"stage": "evaluator", "refused": format!("coverage {:.2} below 0.80", w.rng.unit() * 0.8)}),
+                        json!({"stage": "evaluator", "accepted": false, "refused": format!("coverage {:.2} below 0.80", w.rng.unit() * 0.8)}),
                         false,
                     ),
                     // Admission: the correlation limit first, then the t threshold.
                     _ if !corr.is_nan() && corr > 0.7 => {
                         let f = w.rng.range(1, 9);
                         (
-                            json!({"stage": "admission", "refused": format!("correlation {corr:.2} with f{f} above limit 0.70")}),
+                            json!({"stage": "admission", "accepted": false, "refused": format!("correlation {corr:.2} with f{f} above limit 0.70")}),
                             true,
                         )
                     }
                     _ if monotonicity < 0.6 => (
-                        json!({"stage": "admission", "refused": format!("decile monotonicity {monotonicity:.2} below 0.60")}),
+                        json!({"stage": "admission", "accepted": false, "refused": format!("decile monotonicity {monotonicity:.2} below 0.60")}),
                         true,
                     ),
                     _ if t.abs() > threshold => (json!({"stage": "admission", "accepted": true}), true),
                     _ => (
-                        json!({"stage": "admission", "refused": format!("t {:.2} below threshold {threshold:.2}", t.abs())}),
+                        json!({"stage": "admission", "accepted": false, "refused": format!("t {:.2} below threshold {threshold:.2}", t.abs())}),
                         true,
                     ),
                 };

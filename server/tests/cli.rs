@@ -206,3 +206,133 @@ async fn runs_list_prints_every_run() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
 }
+
+#[test]
+fn an_empty_or_padded_token_is_refused_at_start() {
+    for (token, why) in
+        [("", "the token is empty"), ("   ", "the token is empty"), (" s3cret\n", "spaces or line breaks")]
+    {
+        let out = Command::new(BIN)
+            .args(["serve", "--root", ".", "--port", "0", "--token", token])
+            .env_remove("RUNBOARD_TOKEN")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{token:?} is refused");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{token:?}: {err}");
+    }
+    // The same from the environment.
+    let out =
+        Command::new(BIN).args(["serve", "--root", ".", "--port", "0"]).env("RUNBOARD_TOKEN", " ").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn a_foreign_host_is_refused_over_http() {
+    let (tmp, root) = common::campaign().await;
+    let site = common::site(tmp.path());
+    let s = serve(&["--root", root.to_str().unwrap()], &site);
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(c, "GET /api/runs HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 421"), "{text}");
+    assert!(!text.contains(root.to_str().unwrap()), "no root path for a foreign Host");
+}
+
+/// Whether the server closed `c` (EOF or reset) within `within`.
+fn closed_within(c: &mut TcpStream, within: Duration) -> bool {
+    c.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match c.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue, // a response (408/400) before the close is fine
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+#[tokio::test]
+async fn idle_and_half_sent_connections_are_closed_after_the_header_timeout() {
+    let (tmp, root) = common::campaign().await;
+    let site = common::site(tmp.path());
+    let s = serve(&["--root", root.to_str().unwrap(), "--header-timeout", "1"], &site);
+    let started = Instant::now();
+    let mut idle = TcpStream::connect(&s.addr).unwrap();
+    let mut half = TcpStream::connect(&s.addr).unwrap();
+    write!(half, "GET /api/runs HTTP/1.1\r\nHost: {}\r\n", s.addr).unwrap();
+    // A kept-alive connection idle after its first response.
+    let mut kept = TcpStream::connect(&s.addr).unwrap();
+    write!(kept, "GET /api/runs/version HTTP/1.1\r\nHost: {}\r\n\r\n", s.addr).unwrap();
+    let mut first = [0u8; 1024];
+    assert!(kept.read(&mut first).unwrap() > 0, "first response on the kept connection");
+    for (name, c) in [("idle", &mut idle), ("half-sent", &mut half), ("kept-alive", &mut kept)] {
+        assert!(closed_within(c, Duration::from_secs(6)), "{name} connection still open");
+    }
+    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn three_hundred_idle_connections_do_not_starve_a_server_with_256_descriptors() {
+    let (tmp, root) = common::campaign().await;
+    let site = common::site(tmp.path());
+    // `ulimit -n 256` for the server only; `exec` keeps the PID ours.
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -n 256 && exec \"$0\" serve --port 0 --header-timeout 2 --root \"$1\" --site-root \"$2\""])
+        .arg(BIN)
+        .arg(&root)
+        .arg(&site)
+        .env_remove("RUNBOARD_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.split("at http://").nth(1).unwrap().trim().trim_end_matches('/').to_owned();
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let s = Served { child, addr };
+    let idle: Vec<TcpStream> = (0..300).filter_map(|_| TcpStream::connect(&s.addr).ok()).collect();
+    assert!(idle.len() >= 250, "only {} connections opened", idle.len());
+    // A real request still gets its answer, bounded by the header timeout's
+    // rounds through the idle ones (each round frees up to the connection cap).
+    let started = Instant::now();
+    let (code, _) = request(&s.addr, "GET /api/runs HTTP/1.1\r\n");
+    assert_eq!(code, 200);
+    assert!(started.elapsed() < Duration::from_secs(20), "answered after {:?}", started.elapsed());
+    drop(idle);
+    assert_eq!(request(&s.addr, "GET /api/runs/version HTTP/1.1\r\n").0, 200, "and it serves on");
+}
+
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_half_sent_request() {
+    let (tmp, root) = common::campaign().await;
+    let site = common::site(tmp.path());
+    for how in ["SIGTERM", "idle watchdog"] {
+        let args: Vec<&str> = match how {
+            "SIGTERM" => vec!["--root", root.to_str().unwrap()],
+            _ => vec!["--root", root.to_str().unwrap(), "--idle-minutes", "0.02"],
+        };
+        let mut s = serve(&args, &site);
+        let mut half = TcpStream::connect(&s.addr).unwrap();
+        write!(half, "POST /sfn/runs HTTP/1.1\r\nHost: {}\r\nContent-Length: 100\r\n\r\nonly a part", s.addr).unwrap();
+        let mut idle = TcpStream::connect(&s.addr).unwrap();
+        write!(idle, "GET /api/r").unwrap();
+        let started = Instant::now();
+        if how == "SIGTERM" {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(s.child.id() as i32), nix::sys::signal::Signal::SIGTERM)
+                .unwrap();
+        }
+        let status = wait_exit(&mut s.child, Duration::from_secs(20)).unwrap_or_else(|| panic!("{how}: still running"));
+        assert!(status.success(), "{how}: {status:?}");
+        let bound = if how == "SIGTERM" { 8 } else { 15 };
+        assert!(started.elapsed() < Duration::from_secs(bound), "{how}: took {:?}", started.elapsed());
+        drop((half, idle));
+    }
+}

@@ -350,3 +350,158 @@ fn a_failed_submission_terminates_the_cluster() {
     assert!(st.iter().all(|(_, s, _)| s == "STOPPED"), "{st:?}");
     assert!(marked(&c.marker).is_empty());
 }
+
+#[test]
+fn a_manager_exiting_0_without_finishing_its_cells_fails_the_batch() {
+    let port = free_port();
+    let c = campaign(&cluster_toml(port, 20.0, ""), &["t1", "t2"]);
+    let e = run(&c, &[], &[("MANAGER_SKIP_CELLS", "1")]);
+    assert_eq!(e.code, Some(1), "{}\n{}", e.stdout, e.stderr);
+    let o = outcome(&runset(&c));
+    assert_eq!(o["status"], "failed");
+    assert_eq!((o["completed"].as_u64(), o["attempted"].as_u64()), (Some(0), Some(2)));
+    let reason = o["reason"].as_str().unwrap();
+    assert!(reason.contains("but 2 of 2 cells are not finished"), "{reason}");
+    assert!(marked(&c.marker).is_empty());
+}
+
+#[test]
+fn a_manager_answering_chunked_is_understood() {
+    let port = free_port();
+    let c = campaign(&cluster_toml(port, 20.0, ""), &["t1"]);
+    let e = run(&c, &[], &[("MANAGER_CHUNKED", "1")]);
+    assert_eq!(e.code, Some(0), "{}\n{}", e.stdout, e.stderr);
+    assert_eq!(outcome(&runset(&c))["status"], "completed");
+}
+
+/// A player that leaves its process group with `setsid` and double-forks: only
+/// the batch's environment mark can find its grandchild.
+const ESCAPING_PLAYER: &str = r#"[[cluster.players]]
+name = "escaper"
+command = ["sh", "-c", "setsid sh -c 'sleep 600 & exit 0' & exec sleep 600"]
+start_delay_s = 0.1
+"#;
+
+#[test]
+fn a_descendant_escaping_with_setsid_is_torn_down_with_the_rest() {
+    let port = free_port();
+    let c = campaign(&cluster_toml(port, 20.0, ESCAPING_PLAYER), &["t1"]);
+    let e = run(&c, &["--grace", "1"], &[("MANAGER_WORK_S", "1.5")]);
+    assert_eq!(e.code, Some(0), "{}\n{}", e.stdout, e.stderr);
+    assert!(marked(&c.marker).is_empty(), "the escaped grandchild survived: {:?}", marked(&c.marker));
+}
+
+#[test]
+fn sigkill_to_the_driver_leaves_nothing_behind() {
+    let port = free_port();
+    let c = campaign(&cluster_toml(port, 20.0, ESCAPING_PLAYER), &["t1"]);
+    let child = drive(&c, &["--grace", "1"], &[("MANAGER_STAY", "1"), ("MANAGER_WORK_S", "60")]);
+    let until = Instant::now() + Duration::from_secs(20);
+    // Wait until every process is up: manager, two rooms, the player and its grandchild.
+    while marked(&c.marker).len() < 6 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(marked(&c.marker).len() >= 6, "cluster up: {:?}", marked(&c.marker));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let e = finish(child, Instant::now());
+    assert_eq!(e.code, None, "killed by a signal");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !marked(&c.marker).is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(marked(&c.marker).is_empty(), "survivors of a killed driver: {:?}", marked(&c.marker));
+    // The sentinel notes its sweep once it is over.
+    let log = || std::fs::read_to_string(runset(&c).join("execution_log.md")).unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while !log().contains("the driver died") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(log().contains("the driver died without tearing down; its sentinel ended"), "{}", log());
+    let o = outcome(&runset(&c));
+    assert_eq!(o["status"], "running", "the stale outcome a reader recognises by its driver");
+    assert!(o["driver"]["pid"].as_u64().is_some());
+}
+
+#[test]
+fn fifos_are_refused_by_name_never_opened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = campaign(&exec_toml(&tmp.path().join("flag")), &["a"]);
+    let fifo = |p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    // A FIFO given as the spec.
+    fifo(&c.root.join("pipe.json"));
+    let started = Instant::now();
+    let out = Command::new(BIN).arg("drive").arg(c.root.join("pipe.json")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a regular file (a FIFO)") && !err.contains("does not exist"), "{err}");
+    // A FIFO inside a spec folder.
+    fifo(&c.root.join("specs/zz.json"));
+    let e = run(&c, &[], &[]);
+    assert_eq!(e.code, Some(2));
+    assert!(e.stderr.contains("zz.json: not a regular file (a FIFO)"), "{}", e.stderr);
+    std::fs::remove_file(c.root.join("specs/zz.json")).unwrap();
+    // A campaign.toml that is a FIFO.
+    std::fs::remove_file(c.root.join("campaign.toml")).unwrap();
+    fifo(&c.root.join("campaign.toml"));
+    let e = run(&c, &["--root", c.root.to_str().unwrap()], &[]);
+    assert_eq!(e.code, Some(2));
+    assert!(e.stderr.contains("campaign.toml: not a regular file (a FIFO)"), "{}", e.stderr);
+    assert!(started.elapsed() < Duration::from_secs(20), "no hang: {:?}", started.elapsed());
+}
+
+#[test]
+fn a_stopped_cell_records_128_plus_the_signal_and_attempted_counts_started_cells() {
+    let c = campaign("[runner]\ncommand = [\"sleep\", \"600\"]\nparallel = 1\ngrace_s = 5\n", &["a", "b", "c"]);
+    let started = Instant::now();
+    let child = drive(&c, &[], &[]);
+    let until = Instant::now() + Duration::from_secs(20);
+    // The driver carries the mark too: wait for a second process, the first cell.
+    while marked(&c.marker).len() < 2 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let e = finish(child, started);
+    assert_eq!(e.code, Some(143), "{}", e.stderr);
+    let set = runset(&c);
+    let o = outcome(&set);
+    assert_eq!((o["status"].as_str(), o["attempted"].as_u64()), (Some("stopped"), Some(1)));
+    let recs: Vec<Value> = std::fs::read_dir(set.join("cells"))
+        .unwrap()
+        .flatten()
+        .map(|e| serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap())
+        .collect();
+    let stopped: Vec<&Value> = recs.iter().filter(|r| r["status"] == "stopped").collect();
+    assert_eq!(stopped.len(), 1, "{recs:?}");
+    assert_eq!(stopped[0]["exit_code"], 143, "SIGTERM: 128 + 15");
+    assert_eq!(recs.iter().filter(|r| r["status"] == "pending").count(), 2);
+    assert!(marked(&c.marker).is_empty());
+}
+
+#[test]
+fn a_record_that_cannot_be_written_still_tears_down_the_running_cells() {
+    // Cell a, when it runs, turns every other cell's record into a folder, so
+    // writing the next cell's record fails right after that cell has started.
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("cell.sh");
+    std::fs::write(
+        &script,
+        r#"if [ "$1" = a ]; then
+  for f in "$RUNBOARD_RUNSET"/cells/*.json; do
+    [ "$f" = "$RUNBOARD_RUNSET/cells/$RUNBOARD_CELL.json" ] || { rm -f "$f"; mkdir "$f"; }
+  done
+else
+  exec sleep 600
+fi
+"#,
+    )
+    .unwrap();
+    let toml = format!(
+        "[runner]\ncommand = [\"sh\", {:?}, \"{{task}}\"]\nparallel = 1\ngrace_s = 1\n",
+        script.display().to_string()
+    );
+    let c = campaign(&toml, &["a", "b"]);
+    let e = run(&c, &[], &[]);
+    assert_ne!(e.code, Some(0), "{}\n{}", e.stdout, e.stderr);
+    assert!(e.took < Duration::from_secs(20), "{:?}", e.took);
+    assert!(marked(&c.marker).is_empty(), "cell b was left running: {:?}", marked(&c.marker));
+}

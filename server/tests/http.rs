@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
-use server::auth::Access;
+use server::auth::{Access, AllowedHosts};
 use server::console::LocalConsole;
 use server::http::{app, AppState};
 use tower::ServiceExt;
@@ -14,7 +14,7 @@ use tower::ServiceExt;
 fn state(root: &std::path::Path, site: &std::path::Path, token: Option<&str>) -> AppState {
     let leptos = server::site::options(Some(site)).unwrap();
     let console = LocalConsole::open(root, false).unwrap();
-    AppState::new(leptos, console, Access { token: token.map(str::to_owned) })
+    AppState::new(leptos, console, Access { token: token.map(str::to_owned), hosts: AllowedHosts::default() })
 }
 
 /// One Leptos app serves requests at a time in this test process. Several apps
@@ -24,7 +24,11 @@ fn state(root: &std::path::Path, site: &std::path::Path, token: Option<&str>) ->
 /// release binary all answered), so the tests take turns.
 static ONE_APP_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-async fn send(state: &AppState, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+async fn send(state: &AppState, mut req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    // What a browser on this machine sends, unless the test names another Host.
+    if !req.headers().contains_key(header::HOST) {
+        req.headers_mut().insert(header::HOST, header::HeaderValue::from_static("127.0.0.1:8850"));
+    }
     let _turn = ONE_APP_AT_A_TIME.lock().await;
     // A bound, so a stuck render fails the test with a message instead of hanging CI.
     let res = tokio::time::timeout(std::time::Duration::from_secs(30), app(state.clone()).oneshot(req))
@@ -251,7 +255,7 @@ async fn a_runs_analysis_groups_refusals_and_maps_scored_trials() {
     let scored = trials.iter().filter(|t| t["t"].is_number() && t["max_abs_corr"].is_number()).count();
     assert_eq!(a["map"].as_array().unwrap().len(), scored, "one point per scored trial");
     let grouped: u64 = a["refusals"].as_array().unwrap().iter().map(|g| g["trials"].as_u64().unwrap()).sum();
-    assert_eq!(grouped as usize, trials.iter().filter(|t| t["t"].is_null() && t["accepted"] == false).count());
+    assert_eq!(grouped as usize, trials.iter().filter(|t| t["t"].is_null() && t["accepted"] != true).count());
     assert_eq!(a["correlation_limit"], 0.7, "from the settings the run was opened with");
     assert_eq!(send(&st, get("/api/runs/nope/analysis")).await.0, StatusCode::NOT_FOUND);
 }
@@ -434,4 +438,100 @@ async fn a_followed_run_pushes_its_version_when_it_writes_and_says_when_it_is_go
     assert!(end.is_none(), "the stream ends after gone");
     drop(_turn);
     assert_eq!(send(&st, get("/api/runs/nope/version/stream")).await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_servers_own_host_names_are_answered() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let with_host = |uri: &str, host: &str| Request::get(uri).header(header::HOST, host).body(Body::empty()).unwrap();
+    for uri in ["/api/runs", "/api/campaign", "/runs", "/pkg/runboard.js"] {
+        let (status, _, body) = send(&st, with_host(uri, "evil.example:8850")).await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{uri}");
+        let text = String::from_utf8_lossy(&body);
+        assert!(text.contains("not to Host \"evil.example:8850\"") && text.contains("--allow-host"), "{text}");
+        assert!(!text.contains(root.to_str().unwrap()), "the root path does not leak");
+    }
+    for host in ["localhost:8850", "127.0.0.1", "[::1]:8850"] {
+        assert_eq!(send(&st, with_host("/api/runs", host)).await.0, StatusCode::OK, "{host}");
+    }
+    // A name the operator allows.
+    let leptos = server::site::options(Some(&common::site(tmp.path()))).unwrap();
+    let hosts = AllowedHosts::new("127.0.0.1".parse().unwrap(), &["box.lab".to_owned()]);
+    let allowed = AppState::new(leptos, LocalConsole::open(&root, false).unwrap(), Access { token: None, hosts });
+    assert_eq!(send(&allowed, with_host("/api/runs", "Box.Lab:8850")).await.0, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_symlinked_from_outside_the_root_are_never_served() {
+    let (tmp, root) = common::campaign().await;
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(outside.join("mem")).unwrap();
+    const SECRET: &str = "root:x:0:0:TOP-SECRET";
+    for f in ["secret", "mem/round_01.md"] {
+        std::fs::write(outside.join(f), SECRET).unwrap();
+    }
+    std::fs::write(outside.join("snapshot.json"), format!("{{\"schema_version\":1,\"name\":\"{SECRET}\"}}")).unwrap();
+    let link = |target: &std::path::Path, at: std::path::PathBuf| {
+        let _ = std::fs::remove_file(&at);
+        let _ = std::fs::remove_dir_all(&at);
+        std::os::unix::fs::symlink(target, at).unwrap();
+    };
+    let run = root.join("runs/a/first");
+    link(&outside.join("secret"), run.join("memory/round_10.md"));
+    link(&outside.join("secret"), run.join("calls/0001.json"));
+    link(&outside.join("secret"), run.join("acceptance/holdout_abcdef12.json"));
+    link(&outside.join("secret"), run.join("trial_graph/round_02.json"));
+    let second = root.join("runs/b/deeper/second");
+    link(&outside.join("mem"), second.join("memory"));
+    link(&outside.join("snapshot.json"), root.join("runs/broken/snapshot.json"));
+
+    let st = state(&root, &common::site(tmp.path()), None);
+    let mut everything = String::new();
+    for uri in [
+        "/api/runs",
+        "/api/runs/first",
+        "/api/runs/first/memory",
+        "/api/runs/first/calls/1",
+        "/api/runs/first/reports",
+        "/api/runs/first/trial-graphs",
+        "/api/runs/second",
+        "/api/runs/second/memory",
+        "/api/runs/broken",
+    ] {
+        let (status, _, body) = send(&st, get(uri)).await;
+        let text = String::from_utf8_lossy(&body).into_owned();
+        assert!(!text.contains("TOP-SECRET"), "{uri} served a file from outside the root: {text}");
+        assert!(status == StatusCode::OK || status == StatusCode::UNPROCESSABLE_ENTITY, "{uri}: {status}");
+        everything.push_str(&text);
+    }
+    let json = |uri: &'static str| {
+        let st = st.clone();
+        async move { serde_json::from_slice::<Value>(&send(&st, get(uri)).await.2).unwrap() }
+    };
+    let outside_reason = "leads outside the campaign root (a symlink); not read";
+    let first = json("/api/runs/first").await;
+    let problems = first["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|p| p["part"] == "memory/round_10.md" && p["reason"] == outside_reason),
+        "{problems:?}"
+    );
+    let call = send(&st, get("/api/runs/first/calls/1")).await;
+    assert_eq!(call.0, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(String::from_utf8_lossy(&call.2).contains(outside_reason));
+    let reports = json("/api/runs/first/reports").await;
+    assert!(reports.as_array().unwrap().iter().any(|r| r["kind"] == "unreadable" && r["reason"] == outside_reason));
+    let graphs = json("/api/runs/first/trial-graphs").await;
+    assert!(graphs.as_array().unwrap().iter().any(|g| g["kind"] == "unreadable" && g["reason"] == outside_reason));
+    let second = json("/api/runs/second").await;
+    assert!(second["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["part"] == "memory/" && p["reason"] == outside_reason));
+    assert_eq!(second["memory_versions"], 0);
+    let list = json("/api/runs").await;
+    let broken = list["runs"].as_array().unwrap().iter().find(|r| r["name"] == "broken").unwrap();
+    assert_eq!(broken["status"]["kind"], "unreadable");
+    assert!(broken["status"]["reason"].as_str().unwrap().contains(outside_reason), "{broken}");
 }

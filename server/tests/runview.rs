@@ -75,8 +75,11 @@ async fn files_that_are_not_regular_degrade_only_their_run() {
     std::fs::create_dir(root.join("runs/dir-state/state.json")).unwrap();
     let list = RunIndex::new(&root).list();
     let status = |name: &str| list.runs.iter().find(|r| r.name == name).unwrap().status.clone();
-    assert_eq!(status("fifo"), RunStatus::Unreadable { reason: "snapshot.json: not a regular file".into() });
-    assert_eq!(status("dir-state"), RunStatus::Unreadable { reason: "state.json: not a regular file".into() });
+    assert_eq!(status("fifo"), RunStatus::Unreadable { reason: "snapshot.json: not a regular file (a FIFO)".into() });
+    assert_eq!(
+        status("dir-state"),
+        RunStatus::Unreadable { reason: "state.json: not a regular file (a folder)".into() }
+    );
     assert_eq!(status("first"), RunStatus::Stopped { reason: Some("finished all rounds".into()) });
 }
 
@@ -184,36 +187,37 @@ async fn reading_while_a_writer_writes_changes_no_byte_and_no_mtime() {
 
 #[tokio::test]
 async fn a_reread_reads_only_what_was_appended_and_starts_over_when_a_file_is_replaced_or_shrinks() {
-    use server::runview::{read_run, refresh, ProcessProbe, RunCursors};
+    use server::runview::{read_run, refresh, ProcessProbe, RunCursors, Within};
     let (_tmp, root) = common::campaign().await;
     let dir = root.join("runs/a/first");
+    let within = Within::new(&root);
     let probe = ProcessProbe::this_host();
     let mut cursors = RunCursors::default();
-    let first = read_run(&dir, "first", "runs/a/first", &probe, &mut cursors);
+    let first = read_run(&within, &dir, "first", "runs/a/first", &probe, &mut cursors);
     let trials = |v: &runboard::runview::view::RunView| v.rounds.iter().map(|r| r.trials.len()).sum::<usize>();
-    assert_eq!(refresh(&dir, &mut cursors), 0, "nothing appended, nothing read");
+    assert_eq!(refresh(&within, &dir, &mut cursors), 0, "nothing appended, nothing read");
 
     let line = "{\"round\":1,\"slot\":9,\"t\":1.0,\"outcome\":{\"stage\":\"gate\",\"refused\":\"x\"}}\n";
     let mut f = std::fs::OpenOptions::new().append(true).open(dir.join("ledger.jsonl")).unwrap();
     std::io::Write::write_all(&mut f, line.as_bytes()).unwrap();
-    assert_eq!(refresh(&dir, &mut cursors), line.len() as u64, "only the appended line is read");
-    let grown = read_run(&dir, "first", "runs/a/first", &probe, &mut cursors);
+    assert_eq!(refresh(&within, &dir, &mut cursors), line.len() as u64, "only the appended line is read");
+    let grown = read_run(&within, &dir, "first", "runs/a/first", &probe, &mut cursors);
     assert_eq!(trials(&grown), trials(&first) + 1);
 
     // A torn append is not consumed until its newline arrives.
     std::io::Write::write_all(&mut f, b"{\"round\":1,\"slot\":10,").unwrap();
-    assert_eq!(refresh(&dir, &mut cursors), 0);
+    assert_eq!(refresh(&within, &dir, &mut cursors), 0);
     std::io::Write::write_all(&mut f, b"\"t\":2.0}\n").unwrap();
-    assert!(refresh(&dir, &mut cursors) > 0);
+    assert!(refresh(&within, &dir, &mut cursors) > 0);
 
     // Replaced by a shorter file: read again from the start.
     std::fs::write(dir.join("ledger.jsonl.new"), line).unwrap();
     std::fs::rename(dir.join("ledger.jsonl.new"), dir.join("ledger.jsonl")).unwrap();
-    let replaced = read_run(&dir, "first", "runs/a/first", &probe, &mut cursors);
+    let replaced = read_run(&within, &dir, "first", "runs/a/first", &probe, &mut cursors);
     assert_eq!(trials(&replaced), 1);
     // Shrunk in place: also read again.
     std::fs::write(dir.join("ledger.jsonl"), "").unwrap();
-    let emptied = read_run(&dir, "first", "runs/a/first", &probe, &mut cursors);
+    let emptied = read_run(&within, &dir, "first", "runs/a/first", &probe, &mut cursors);
     assert_eq!(trials(&emptied), 0);
 }
 
@@ -255,9 +259,9 @@ async fn a_simulated_run_reads_back_plans_accepted_factors_intraday_graphs_and_r
     assert!(v.plans[1].slots.iter().any(|s| s.picked.as_ref().is_some_and(|p| !p.is_empty())));
     assert_eq!(v.admission_limits.source, runboard::runview::admission::LimitsSource::LastOpen);
 
-    let graphs = server::runview::read_trial_graphs(&dir);
+    let graphs = server::runview::read_trial_graphs(index.within(), &dir);
     assert_eq!(graphs.iter().map(|g| g.round()).collect::<Vec<_>>(), (2..=8).collect::<Vec<_>>());
-    let reports = server::runview::read_reports(&dir);
+    let reports = server::runview::read_reports(index.within(), &dir);
     assert_eq!(reports.len(), 3);
 }
 

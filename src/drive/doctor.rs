@@ -101,6 +101,17 @@ pub fn diagnose(
                 if cmd.is_empty() {
                     block(format!("{what}.command is empty"));
                 }
+                // What a cluster command may name: the batch's folders, and the
+                // process's index for rooms and players. Anything else would start
+                // the process with a literal `{placeholder}`.
+                let mut vars: BTreeMap<String, String> =
+                    ["out", "runset", "logs"].iter().map(|k| ((*k).to_owned(), String::new())).collect();
+                if what != "cluster.manager" {
+                    vars.insert("index".into(), String::new());
+                }
+                if let Err(e) = fill(cmd, &vars) {
+                    block(format!("{what}.command: {e}"));
+                }
             }
         }
         (None, Some(r)) => {
@@ -215,6 +226,25 @@ mod tests {
         let remote = diagnose(&spec(), Some(&cluster("http://10.1.2.3:9100/health")), None, None, &Facts::default());
         assert_eq!(messages(&remote), ["cluster.manager.health_url \"http://10.1.2.3:9100/health\" is not a loopback address; the driver only talks to local managers"]);
         assert!(remote.iter().all(|f| f.severity == Severity::Blocking));
+    }
+
+    #[test]
+    fn cluster_templates_may_name_only_what_the_driver_fills() {
+        let c: ClusterConfig = toml::from_str(concat!(
+            "[manager]\ncommand = [\"mgr\", \"--out\", \"{out}\", \"--port\", \"{port}\"]\n",
+            "health_url = \"http://127.0.0.1:9/h\"\nsubmit_url = \"http://127.0.0.1:9/c\"\n",
+            "[rooms]\nname = \"room\"\ncommand = [\"room\", \"{index}\", \"{runset}\"]\ncount = 2\n",
+            "[[players]]\nname = \"player\"\ncommand = [\"player\", \"{model}\"]\n",
+        ))
+        .unwrap();
+        let got = messages(&diagnose(&spec(), Some(&c), None, None, &Facts::default()));
+        assert_eq!(
+            got,
+            [
+                "cluster.manager.command: {port} in \"{port}\" has no value",
+                "cluster.players.command: {model} in \"{model}\" has no value",
+            ]
+        );
     }
 
     #[test]

@@ -123,6 +123,20 @@ pub struct BatchOutcome {
     pub started_at: String,
     #[serde(default)]
     pub ended_at: Option<String>,
+    /// The `runboard drive` process writing this run set: while `status` is
+    /// `running`, a reader on the same host whose process is gone knows the
+    /// driver was killed (the outcome is stale), not that the batch still runs.
+    #[serde(default)]
+    pub driver: Option<DriverProcess>,
+}
+
+/// Which process drives a batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverProcess {
+    /// The host name as the driver's machine reports it (compare short names,
+    /// case-insensitively).
+    pub host: String,
+    pub pid: u32,
 }
 
 impl BatchStatus {

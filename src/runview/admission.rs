@@ -145,7 +145,13 @@ mod tests {
     use serde_json::json;
 
     fn trial(round: u32, accepted: bool, reason: Option<&str>, t_threshold: Option<f64>) -> TrialView {
-        TrialView { round, accepted, reason: reason.map(str::to_owned), t_threshold, ..TrialView::default() }
+        TrialView {
+            round,
+            accepted: Some(accepted),
+            reason: reason.map(str::to_owned),
+            t_threshold,
+            ..TrialView::default()
+        }
     }
 
     #[test]

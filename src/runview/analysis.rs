@@ -67,7 +67,7 @@ fn trial_key(t: &TrialView) -> TrialKey {
 /// refused them and their folded reason; the largest groups first.
 pub fn refusal_groups(trials: &[&TrialView]) -> Vec<RefusalGroup> {
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
-    for t in trials.iter().filter(|t| t.t.is_none() && !t.accepted) {
+    for t in trials.iter().filter(|t| t.t.is_none() && !t.is_accepted()) {
         let stage = t.stage.clone().unwrap_or_else(|| "unknown".into());
         let raw = t.reason.clone().unwrap_or_else(|| "(no reason given)".into());
         let g = groups.entry((stage, fold_reason(&raw))).or_default();
@@ -173,7 +173,7 @@ pub fn admission_map(trials: &[&TrialView]) -> Vec<MapPoint> {
                 trial: t.trial.clone(),
                 t: t.directed_t()?,
                 max_abs_corr: t.max_abs_corr?.abs(),
-                accepted: t.accepted,
+                accepted: t.is_accepted(),
             })
         })
         .collect()
@@ -218,7 +218,7 @@ mod tests {
             max_abs_corr: t.map(|_| 0.3),
             tokens: None,
             stage: Some(stage.into()),
-            accepted: reason.is_none(),
+            accepted: Some(reason.is_none()),
             reason: reason.map(str::to_owned),
             ..TrialView::default()
         }

@@ -126,7 +126,7 @@ pub fn diagnose(rounds: &[Arc<RoundView>], thresholds: &[RoundThreshold]) -> Vec
             "The gate refuses many proposals before they are scored.",
             "Read the gate's refusal groups: proposals that do not parse or rewrite existing factors waste calls.",
         ),
-        |t| t.any(|a| a.stage.as_deref() == Some("gate") && !a.accepted),
+        |t| t.any(|a| a.stage.as_deref() == Some("gate") && !a.is_accepted()),
     );
     rule(
         &mut out,
@@ -191,7 +191,7 @@ pub fn diagnose(rounds: &[Arc<RoundView>], thresholds: &[RoundThreshold]) -> Vec
 
     // Stalled: the latest written rounds accepted nothing.
     let latest: Vec<&Arc<RoundView>> = rounds.iter().rev().take(STALLED_ROUNDS).collect();
-    if rounds.len() >= STALLED_ROUNDS && latest.iter().all(|r| r.trials.iter().all(|t| !t.accepted)) {
+    if rounds.len() >= STALLED_ROUNDS && latest.iter().all(|r| r.trials.iter().all(|t| !t.is_accepted())) {
         let mut names: Vec<String> =
             latest.iter().rev().flat_map(|r| r.trials.iter().filter_map(|t| t.trial.clone())).collect();
         names.dedup();
@@ -220,7 +220,7 @@ mod tests {
             attempt: Some(n),
             t,
             stage: Some(stage.into()),
-            accepted: reason.is_none(),
+            accepted: Some(reason.is_none()),
             reason: reason.map(str::to_owned),
             ..TrialView::default()
         }

@@ -2,7 +2,6 @@
 //! lines appended since its last read and keeps what it parsed, so re-reading a
 //! growing run costs what was appended, not the whole file.
 
-use serde::de::Deserializer;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -10,56 +9,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::view::{RoundView, TrialView};
-use crate::json::{describe_error, from_slice_lenient, replace_non_finite};
-
-/// A number, or `None` for anything else (a string, null, NaN read as null):
-/// one wrong-typed field degrades that field only.
-fn lenient_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Number(n) => n.as_f64().filter(|f| f.is_finite()),
-        _ => None,
-    })
-}
-
-fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Number(n) => n.as_u64(),
-        _ => None,
-    })
-}
-
-fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => Some(s),
-        _ => None,
-    })
-}
-
-fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    Ok(Value::deserialize(d)?.as_bool())
-}
-
-#[derive(Deserialize, Default)]
-struct Outcome {
-    #[serde(default, deserialize_with = "lenient_string")]
-    stage: Option<String>,
-    #[serde(default, deserialize_with = "lenient_bool")]
-    accepted: Option<bool>,
-    #[serde(default, deserialize_with = "lenient_string")]
-    refused: Option<String>,
-}
-
-fn lenient_outcome<'de, D: Deserializer<'de>>(d: D) -> Result<Outcome, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        v @ Value::Object(_) => serde_json::from_value(v).unwrap_or_default(),
-        _ => Outcome::default(),
-    })
-}
-
-/// A list of strings; anything else (or a non-string item) is left out.
-fn lenient_strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    Ok(crate::json::strings(&Value::deserialize(d)?))
-}
+use crate::json::{describe_error, from_slice_lenient};
 
 /// The operators the gate's graph for a trial uses: every `"op"` string in it,
 /// at any depth, sorted and without repeats. The graph's shape beyond that is
@@ -82,47 +32,6 @@ pub fn graph_operators(graph: &Value) -> Vec<String> {
     out.sort_unstable();
     out.dedup();
     out
-}
-
-fn lenient_graph<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    Ok(graph_operators(&Value::deserialize(d)?))
-}
-
-/// One ledger line, typed; every field optional and lenient.
-#[derive(Deserialize)]
-struct LedgerLine {
-    #[serde(default, deserialize_with = "lenient_u64")]
-    round: Option<u64>,
-    #[serde(default, deserialize_with = "lenient_u64")]
-    slot: Option<u64>,
-    #[serde(default, deserialize_with = "lenient_string")]
-    trial: Option<String>,
-    #[serde(default, deserialize_with = "lenient_u64")]
-    attempt: Option<u64>,
-    #[serde(default, deserialize_with = "lenient_f64")]
-    t: Option<f64>,
-    #[serde(default, deserialize_with = "lenient_f64")]
-    train_ic: Option<f64>,
-    #[serde(default, deserialize_with = "lenient_f64")]
-    max_abs_corr: Option<f64>,
-    #[serde(default, deserialize_with = "lenient_f64")]
-    coverage: Option<f64>,
-    #[serde(default, deserialize_with = "lenient_f64")]
-    monotonicity: Option<f64>,
-    #[serde(default, deserialize_with = "lenient_f64")]
-    t_threshold: Option<f64>,
-    #[serde(default, deserialize_with = "lenient_u64")]
-    tokens: Option<u64>,
-    #[serde(default, deserialize_with = "lenient_string")]
-    factor: Option<String>,
-    #[serde(default, deserialize_with = "lenient_string")]
-    code: Option<String>,
-    #[serde(default, deserialize_with = "lenient_strings")]
-    parents: Vec<String>,
-    #[serde(default, deserialize_with = "lenient_graph")]
-    graph: Vec<String>,
-    #[serde(default, deserialize_with = "lenient_outcome")]
-    outcome: Outcome,
 }
 
 /// The same line read strictly: typed fields, no intermediate values. Most lines
@@ -167,15 +76,112 @@ fn finite(x: Option<f64>) -> Option<f64> {
     x.filter(|f| f.is_finite())
 }
 
-/// Parses one ledger line into a trial; `Err` names what is wrong.
-pub fn parse_trial(line: &[u8]) -> Result<TrialView, String> {
+/// A field of a line that held a value of the wrong type: it reads as `null`
+/// (nothing is made up) and is reported among the run's problems.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrongType {
+    /// The field's path in the line, e.g. `slot` or `outcome.accepted`.
+    pub field: &'static str,
+    /// What the format expects there.
+    pub expected: &'static str,
+    /// What the line held instead.
+    pub found: &'static str,
+}
+
+impl std::fmt::Display for WrongType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` is {}, not {}; read as null", self.field, self.found, self.expected)
+    }
+}
+
+/// The JSON type of `v`, in words.
+pub fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_u64() || n.is_i64() => "an integer",
+        Value::Number(_) => "a fractional number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Typed reads of one JSON object's fields that note every wrong-typed field.
+/// Absent and `null` fields (`NaN` reads as `null`) are simply `None`.
+pub struct Fields<'a> {
+    obj: &'a serde_json::Map<String, Value>,
+    prefix: &'static str,
+    pub wrong: Vec<WrongType>,
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(obj: &'a serde_json::Map<String, Value>) -> Self {
+        Self { obj, prefix: "", wrong: Vec::new() }
+    }
+
+    fn get(
+        &mut self,
+        key: &'static str,
+        expected: &'static str,
+        ok: impl FnOnce(&'a Value) -> bool,
+    ) -> Option<&'a Value> {
+        match self.obj.get(key) {
+            None | Some(Value::Null) => None,
+            Some(v) if ok(v) => Some(v),
+            Some(v) => {
+                let field = if self.prefix.is_empty() { key } else { self.prefix };
+                self.wrong.push(WrongType { field, expected, found: kind_of(v) });
+                None
+            }
+        }
+    }
+
+    /// A whole number that fits `u32`.
+    pub fn u32(&mut self, key: &'static str) -> Option<u32> {
+        let v = self.get(key, "a whole number", |v| v.as_u64().is_some_and(|n| u32::try_from(n).is_ok()))?;
+        v.as_u64().and_then(|n| u32::try_from(n).ok())
+    }
+
+    pub fn u64(&mut self, key: &'static str) -> Option<u64> {
+        self.get(key, "a whole number", |v| v.as_u64().is_some())?.as_u64()
+    }
+
+    pub fn f64(&mut self, key: &'static str) -> Option<f64> {
+        self.get(key, "a number", Value::is_number)?.as_f64().filter(|f| f.is_finite())
+    }
+
+    pub fn string(&mut self, key: &'static str) -> Option<String> {
+        self.get(key, "a string", Value::is_string)?.as_str().map(str::to_owned)
+    }
+
+    pub fn bool(&mut self, key: &'static str) -> Option<bool> {
+        self.get(key, "a boolean", Value::is_boolean)?.as_bool()
+    }
+
+    /// A list of strings; an item that is not a string is left out and reported.
+    pub fn strings(&mut self, key: &'static str) -> Vec<String> {
+        let Some(items) = self.get(key, "an array of strings", Value::is_array).and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        if let Some(bad) = items.iter().find(|i| !i.is_string()) {
+            self.wrong.push(WrongType { field: key, expected: "an array of strings", found: kind_of(bad) });
+        }
+        items.iter().filter_map(Value::as_str).map(str::to_owned).collect()
+    }
+}
+
+/// Parses one ledger line into a trial; `Err` names what is wrong with the line
+/// as a whole. A wrong-typed field reads as `None` and is listed in the second
+/// value, so the reader can report it.
+pub fn parse_trial_checked(line: &[u8]) -> Result<(TrialView, Vec<WrongType>), String> {
     if let Ok(l) = serde_json::from_slice::<StrictLine<'_>>(line) {
         let round = l.round.ok_or("no round")?;
         let (stage, accepted, reason) = match l.outcome {
-            Some(o) => (o.stage.map(Cow::into_owned), o.accepted.unwrap_or(false), o.refused.map(Cow::into_owned)),
-            None => (None, false, None),
+            Some(o) => (o.stage.map(Cow::into_owned), o.accepted, o.refused.map(Cow::into_owned)),
+            None => (None, None, None),
         };
-        return Ok(TrialView {
+        let trial = TrialView {
             round,
             slot: l.slot,
             trial: l.trial.map(Cow::into_owned),
@@ -194,37 +200,69 @@ pub fn parse_trial(line: &[u8]) -> Result<TrialView, String> {
             code: l.code.map(Cow::into_owned),
             parents: l.parents,
             operators: l.graph.as_ref().map(graph_operators).unwrap_or_default(),
-        });
+        };
+        return Ok((trial, Vec::new()));
     }
-    let parsed: Result<LedgerLine, _> = serde_json::from_slice(line);
-    let l = match parsed {
-        Ok(l) => l,
-        Err(first) => match replace_non_finite(line) {
-            Some(fixed) => serde_json::from_slice(&fixed).map_err(|e| describe_error(&e))?,
-            None => return Err(describe_error(&first)),
-        },
+    // The slow path: a wrong-typed field, a NaN, or not JSON at all.
+    let v: Value = from_slice_lenient(line).map_err(|e| describe_error(&e))?;
+    let obj = v.as_object().ok_or_else(|| format!("{}, not a JSON object", kind_of(&v)))?;
+    let mut f = Fields::new(obj);
+    let round = match obj.get("round") {
+        None | Some(Value::Null) => return Err("no round".into()),
+        Some(r) => r.as_u64().and_then(|n| u32::try_from(n).ok()).filter(|&n| n >= 1).ok_or_else(|| {
+            format!("`round` is {}, not a whole number ≥ 1", if r.is_number() { "out of range" } else { kind_of(r) })
+        })?,
     };
-    let round = l.round.and_then(|r| u32::try_from(r).ok()).ok_or("no round")?;
-    Ok(TrialView {
+    let (stage, accepted, reason) = match obj.get("outcome") {
+        None | Some(Value::Null) => (None, None, None),
+        Some(Value::Object(o)) => {
+            let mut of = Fields { obj: o, prefix: "", wrong: Vec::new() };
+            let stage = of.string("stage");
+            let accepted = of.bool("accepted");
+            let refused = of.string("refused");
+            f.wrong.extend(of.wrong.into_iter().map(|w| WrongType { field: outcome_field(w.field), ..w }));
+            (stage, accepted, refused)
+        }
+        Some(other) => {
+            f.wrong.push(WrongType { field: "outcome", expected: "an object", found: kind_of(other) });
+            (None, None, None)
+        }
+    };
+    let trial = TrialView {
         round,
-        slot: l.slot.and_then(|s| u32::try_from(s).ok()),
-        trial: l.trial,
-        attempt: l.attempt.and_then(|a| u32::try_from(a).ok()),
-        t: l.t,
-        train_ic: l.train_ic,
-        max_abs_corr: l.max_abs_corr,
-        coverage: l.coverage,
-        monotonicity: l.monotonicity,
-        t_threshold: l.t_threshold,
-        tokens: l.tokens,
-        stage: l.outcome.stage,
-        accepted: l.outcome.accepted.unwrap_or(false),
-        reason: l.outcome.refused,
-        factor: l.factor,
-        code: l.code,
-        parents: l.parents,
-        operators: l.graph,
-    })
+        slot: f.u32("slot"),
+        trial: f.string("trial"),
+        attempt: f.u32("attempt"),
+        t: f.f64("t"),
+        train_ic: f.f64("train_ic"),
+        max_abs_corr: f.f64("max_abs_corr"),
+        coverage: f.f64("coverage"),
+        monotonicity: f.f64("monotonicity"),
+        t_threshold: f.f64("t_threshold"),
+        tokens: f.u64("tokens"),
+        stage,
+        accepted,
+        reason,
+        factor: f.string("factor"),
+        code: f.string("code"),
+        parents: f.strings("parents"),
+        operators: obj.get("graph").map(graph_operators).unwrap_or_default(),
+    };
+    Ok((trial, f.wrong))
+}
+
+/// The full name of a field of `outcome`.
+fn outcome_field(key: &str) -> &'static str {
+    match key {
+        "stage" => "outcome.stage",
+        "accepted" => "outcome.accepted",
+        _ => "outcome.refused",
+    }
+}
+
+/// Parses one ledger line into a trial; `Err` names what is wrong.
+pub fn parse_trial(line: &[u8]) -> Result<TrialView, String> {
+    parse_trial_checked(line).map(|(t, _)| t)
 }
 
 /// What a growing JSONL file has parsed into so far. A reader feeds it the bytes
@@ -269,7 +307,8 @@ pub struct LedgerState {
     /// says (the view takes the written rounds). Rounds are shared with the views
     /// made from them, so a view costs O(rounds), not O(trials).
     pub rounds: Vec<Arc<RoundView>>,
-    /// `(line number, reason)` of lines that could not be read.
+    /// `(line number, reason)` of lines that could not be read, and of fields
+    /// that held the wrong type (read as null).
     pub problems: Vec<(usize, String)>,
     /// Complete lines consumed so far (blank ones included).
     pub lines: usize,
@@ -281,8 +320,11 @@ impl Incremental for LedgerState {
     }
 
     fn read_line(&mut self, n: usize, line: &[u8]) {
-        match parse_trial(line) {
-            Ok(t) => self.add(t),
+        match parse_trial_checked(line) {
+            Ok((t, wrong)) => {
+                self.problems.extend(wrong.iter().map(|w| (n, w.to_string())));
+                self.add(t);
+            }
             Err(e) => self.problems.push((n, e)),
         }
     }
@@ -325,11 +367,51 @@ impl Incremental for EventsLog {
 
     fn read_line(&mut self, n: usize, line: &[u8]) {
         match from_slice_lenient::<Value>(line) {
-            Ok(v) if v.is_object() => self.events.push(v),
+            Ok(v) if v.is_object() => {
+                self.problems.extend(event_wrong_types(&v).into_iter().map(|w| (n, w.to_string())));
+                self.events.push(v);
+            }
             Ok(_) => self.problems.push((n, "not a JSON object".into())),
             Err(e) => self.problems.push((n, describe_error(&e))),
         }
     }
+}
+
+/// The fields of an event line the readers use, and what each must be. A field
+/// of another type reads as null wherever it is used; this lists them so the
+/// run's problems say so.
+const EVENT_FIELDS: [(&str, &str); 12] = [
+    ("at", "a string"),
+    ("event", "a string"),
+    ("round", "a whole number"),
+    ("call", "a whole number"),
+    ("pid", "a whole number"),
+    ("host", "a string"),
+    ("tokens", "a whole number"),
+    ("truncated", "a boolean"),
+    ("phase", "a string"),
+    ("reason", "a string"),
+    ("slots", "an array"),
+    ("settings", "an object"),
+];
+
+/// The known fields of an event line that hold the wrong type.
+pub fn event_wrong_types(v: &Value) -> Vec<WrongType> {
+    let Some(obj) = v.as_object() else { return Vec::new() };
+    EVENT_FIELDS
+        .iter()
+        .filter_map(|&(field, expected)| {
+            let v = obj.get(field)?;
+            let ok = match expected {
+                "a string" => v.is_string(),
+                "a whole number" => v.is_u64(),
+                "a boolean" => v.is_boolean(),
+                "an array" => v.is_array(),
+                _ => v.is_object(),
+            };
+            (!ok && !v.is_null()).then(|| WrongType { field, expected, found: kind_of(v) })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -344,8 +426,49 @@ mod tests {
         .unwrap();
         assert_eq!((t.round, t.slot, t.t, t.max_abs_corr), (2, None, None, None));
         assert_eq!((t.stage, t.reason.as_deref()), (None, Some("r")));
+        assert_eq!(t.accepted, None, "a missing outcome.accepted is not recorded, not false");
         assert_eq!(parse_trial(br#"{"slot":1}"#).unwrap_err(), "no round");
         assert!(parse_trial(b"{oops").unwrap_err().starts_with("line 1 column 2"));
+    }
+
+    #[test]
+    fn wrong_typed_fields_are_reported_with_their_line_and_field() {
+        let text = concat!(
+            r#"{"round":1,"slot":1,"outcome":{"stage":"gate","accepted":true}}"#,
+            "\n",
+            r#"{"round":1,"slot":"two","t":"high","max_abs_corr":NaN,"parents":["a",3],"outcome":{"accepted":"yes"}}"#,
+            "\n",
+            r#"{"round":2,"outcome":"accepted"}"#,
+            "\n",
+        );
+        let l = LedgerState::from_bytes(text.as_bytes());
+        assert_eq!(l.trial_count(), 3, "wrong types degrade fields, not lines");
+        let got: Vec<(usize, &str)> = l.problems.iter().map(|(n, r)| (*n, r.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (2, "`outcome.accepted` is a string, not a boolean; read as null"),
+                (2, "`slot` is a string, not a whole number; read as null"),
+                (2, "`t` is a string, not a number; read as null"),
+                (2, "`parents` is an integer, not an array of strings; read as null"),
+                (3, "`outcome` is a string, not an object; read as null"),
+            ]
+        );
+        let second = &l.rounds[0].trials[1];
+        assert_eq!((second.accepted, second.slot, second.max_abs_corr), (None, None, None));
+        assert_eq!(second.parents, ["a"]);
+        assert_eq!(l.rounds[0].trials[0].accepted, Some(true));
+        // NaN is a documented null, not a wrong type.
+        assert!(!l.problems.iter().any(|(_, r)| r.contains("max_abs_corr")));
+    }
+
+    #[test]
+    fn wrong_typed_event_fields_are_reported() {
+        let e = EventsLog::from_bytes(
+            b"{\"event\":\"call_start\",\"call\":\"7\",\"round\":2}\n{\"event\":\"stop\",\"reason\":null}\n",
+        );
+        assert_eq!(e.events.len(), 2);
+        assert_eq!(e.problems, [(1, "`call` is a string, not a whole number; read as null".to_owned())]);
     }
 
     #[test]

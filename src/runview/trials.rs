@@ -35,9 +35,9 @@ impl OutcomeFilter {
     }
     fn admits(self, t: &TrialView) -> bool {
         match self {
-            Self::Accepted => t.accepted,
-            Self::Refused => !t.accepted && t.t.is_some(),
-            Self::Unscored => !t.accepted && t.t.is_none(),
+            Self::Accepted => t.is_accepted(),
+            Self::Refused => !t.is_accepted() && t.t.is_some(),
+            Self::Unscored => !t.is_accepted() && t.t.is_none(),
         }
     }
 }
@@ -149,6 +149,7 @@ mod tests {
                 call_files: Vec::new(),
                 call_files_after_state: None,
                 memory: Vec::new(),
+                folder_problems: Vec::new(),
                 state_written: None,
                 last_call_written: None,
                 last_written: None,

@@ -48,7 +48,9 @@ pub struct TrialView {
     pub tokens: Option<u64>,
     /// The stage that decided it (gate, evaluator, admission).
     pub stage: Option<String>,
-    pub accepted: bool,
+    /// `outcome.accepted` as written: `None` when the line does not record it
+    /// (missing or not a boolean) — never made up as `false`.
+    pub accepted: Option<bool>,
     /// The refusal, in the stage's words.
     pub reason: Option<String>,
     /// The accepted factor's name.
@@ -58,14 +60,30 @@ pub struct TrialView {
     #[serde(default)]
     pub code: Option<String>,
     /// The trials it was derived from.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub parents: Vec<String>,
     /// The operators of the graph the gate built for it (sorted, no repeats).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub operators: Vec<String>,
 }
 
 impl TrialView {
+    /// Whether admission accepted it: only a recorded `true` counts.
+    pub fn is_accepted(&self) -> bool {
+        self.accepted == Some(true)
+    }
+
+    /// Its outcome in words: `accepted`, the refusal, `refused`, or `not
+    /// recorded` when the line says neither.
+    pub fn outcome_text(&self) -> String {
+        match (self.accepted, &self.reason) {
+            (Some(true), _) => "accepted".to_owned(),
+            (_, Some(reason)) => reason.clone(),
+            (Some(false), None) => "refused".to_owned(),
+            (None, None) => "not recorded".to_owned(),
+        }
+    }
+
     /// The t in the factor's direction, as admission reads it: the sign of its
     /// training IC (a trial without one is read as written).
     pub fn directed_t(&self) -> Option<f64> {
@@ -136,7 +154,7 @@ impl RoundView {
         if let Some(slot) = t.slot {
             tally.slots.insert(slot);
         }
-        if t.accepted {
+        if t.is_accepted() {
             tally.accepted.push(self.trials.len());
             tally.accepted_threshold = tally.accepted_threshold.or(t.t_threshold);
         }
@@ -303,6 +321,9 @@ pub struct ViewInputs<'a> {
     pub call_files_after_state: Option<u32>,
     /// `(NN, text)` of each `memory/round_NN.md`.
     pub memory: Vec<(u32, Result<String, String>)>,
+    /// Folders of the run that were not read, `(folder, reason)` (one leading
+    /// outside the campaign root, say).
+    pub folder_problems: Vec<(String, String)>,
     pub state_written: Option<Timestamp>,
     pub last_call_written: Option<Timestamp>,
     pub last_written: Option<Timestamp>,
@@ -419,7 +440,17 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
             .rev()
             .find(|v| v["event"] == "phase" && v["round"].as_u64() == Some(u64::from(round)))
             .and_then(|v| v["phase"].as_str().map(str::to_owned));
-        let round_calls: Vec<CallEvent> = calls.iter().filter(|c| c.round == Some(round)).cloned().collect();
+        // Only the calls made since the last open: a call that began before a
+        // resume belongs to the round the resume dropped, even when it names the
+        // same round number as the one now in progress.
+        let since_calls: BTreeSet<u32> = since
+            .iter()
+            .filter(|v| v["event"] == "call_start")
+            .filter_map(|v| v["call"].as_u64())
+            .map(|n| n as u32)
+            .collect();
+        let round_calls: Vec<CallEvent> =
+            calls.iter().filter(|c| c.round == Some(round) && since_calls.contains(&c.call)).cloned().collect();
         Some(InProgress { round, phase, pending: slots.clone(), slots, calls: round_calls })
     });
     let opened_with = last_open.and_then(|i| raw_events[i].get("settings").cloned());
@@ -451,6 +482,9 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
                 memory.push(MemoryVersion { round, text, diff });
             }
         }
+    }
+    for (folder, reason) in input.folder_problems {
+        problems.push(problem(&folder, reason));
     }
     if let Err(e) = &snapshot {
         problems.insert(0, problem("snapshot.json", e.clone()));
@@ -541,6 +575,7 @@ mod tests {
             call_files: vec![1, 2, 3],
             call_files_after_state: events.is_none().then_some(2),
             memory: Vec::new(),
+            folder_problems: Vec::new(),
             state_written: None,
             last_call_written: None,
             last_written: None,
@@ -613,6 +648,22 @@ mod tests {
         let events = format!("{EVENTS}{{\"event\":\"resume\",\"host\":\"h\",\"pid\":8}}\n");
         let v = read_view(inputs(r#"{"rounds_written":1}"#, LEDGER, Some(&events)), &here);
         assert_eq!(v.in_progress, None);
+    }
+
+    #[test]
+    fn calls_from_before_a_resume_are_not_in_the_round_in_progress() {
+        // Round 2 was under way (call 2), the run was resumed, and round 2 is
+        // being made again (call 3): only call 3 belongs to the round in progress.
+        let events = format!(
+            "{EVENTS}{{\"event\":\"resume\",\"host\":\"h\",\"pid\":8}}\n\
+             {{\"event\":\"plan\",\"round\":2,\"slots\":[1]}}\n\
+             {{\"event\":\"call_start\",\"call\":3,\"round\":2,\"slots\":[1]}}\n"
+        );
+        let v = read_view(inputs(r#"{"rounds_written":1}"#, LEDGER, Some(&events)), &here);
+        let p = v.in_progress.expect("round 2 in progress again");
+        assert_eq!(p.calls.iter().map(|c| c.call).collect::<Vec<_>>(), [3]);
+        assert_eq!(v.calls_in_progress, Some(1));
+        assert_eq!(v.calls_total, 3, "every call is still listed");
     }
 
     #[test]

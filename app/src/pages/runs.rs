@@ -27,6 +27,8 @@ pub fn RunsPage() -> impl IntoView {
         move || {
             refresh.try_update(|n| *n += 1);
         },
+        // The list's stream never ends this way: an empty root is an empty list.
+        || {},
     );
 
     let filtered = move |list: &RunList| -> Vec<RunRow> {

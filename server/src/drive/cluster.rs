@@ -2,6 +2,12 @@
 //! answers, while checking it has not exited), then the rooms, then the players,
 //! then the cells POSTed to the manager, then watching until the manager is done
 //! or any child fails.
+//!
+//! What ends a cluster batch: the manager exiting 0 (it says it finished; the
+//! driver then checks the cell records — a batch is complete only when its
+//! cells are), any child exiting non-zero (failed), a failed health wait or
+//! submission (failed), or SIGINT/SIGTERM to the driver (stopped, resumable).
+//! A room or player exiting 0 ends nothing: the batch goes on without it.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -17,7 +23,7 @@ use super::http::request;
 use super::monitor::Monitor;
 use super::runset::RunSet;
 use super::supervisor::Supervisor;
-use super::BatchCtx;
+use super::{BatchCtx, RunnerEnd};
 
 /// How the startup went, when it did not end in a running cluster.
 enum Startup {
@@ -31,10 +37,10 @@ pub(crate) async fn run(
     spec: &BatchSpec,
     cells: &[Cell],
     ctx: &BatchCtx<'_>,
-) -> anyhow::Result<(BatchStatus, String)> {
+    sup: &mut Supervisor,
+) -> anyhow::Result<RunnerEnd> {
     let BatchCtx { runset, env, grace, interactive, stop } = ctx;
     let (runset, grace, interactive, stop) = (*runset, *grace, *interactive, *stop);
-    let mut sup = Supervisor::new(&runset.logs_dir(), env.clone());
     let mut monitor = Monitor::new(interactive);
     let base: BTreeMap<String, String> = [
         ("runset".to_owned(), env["RUNBOARD_RUNSET"].clone()),
@@ -44,17 +50,21 @@ pub(crate) async fn run(
     .into_iter()
     .collect();
 
-    let startup = start(cfg, &mut sup, &mut monitor, runset, &base, stop).await;
+    let startup = start(cfg, sup, &mut monitor, runset, &base, stop).await;
     let startup = match startup {
         Ok(s) => s,
         Err(e) => Startup::Failed(format!("{e:#}")),
     };
-    let (status, reason) = match startup {
-        Startup::Stopped => (BatchStatus::Stopped, "stopped by a signal during startup".to_owned()),
-        Startup::Failed(why) => (BatchStatus::Failed, why),
+    // Cells count as attempted once the manager has taken them.
+    let (status, reason, attempted) = match startup {
+        Startup::Stopped => (BatchStatus::Stopped, "stopped by a signal during startup".to_owned(), 0),
+        Startup::Failed(why) => (BatchStatus::Failed, why, 0),
         Startup::Ready => match submit(cfg, spec, cells, runset).await {
-            Err(why) => (BatchStatus::Failed, why),
-            Ok(()) => watch(&mut sup, &mut monitor, stop).await,
+            Err(why) => (BatchStatus::Failed, why, 0),
+            Ok(()) => {
+                let (status, reason) = watch(sup, &mut monitor, stop).await;
+                (status, reason, cells.len())
+            }
         },
     };
     runset.event("terminate", json!({"reason": reason}));
@@ -66,8 +76,8 @@ pub(crate) async fn run(
         );
     }
     runset.log(&format!("cluster torn down in {:.1} s", took.as_secs_f64()));
-    monitor.finish(&sup);
-    Ok((status, reason))
+    monitor.finish(sup);
+    Ok(RunnerEnd { status, reason, attempted })
 }
 
 async fn start(
@@ -164,10 +174,12 @@ async fn start_group(
     Ok(None)
 }
 
+/// POSTs the cells to the manager: `{"label", "runset", "cells": [{"id", "factors"}]}`
+/// as JSON (docs/formats.md, *The manager's submit body*); any 2xx accepts them.
 async fn submit(cfg: &ClusterConfig, spec: &BatchSpec, cells: &[Cell], runset: &RunSet) -> Result<(), String> {
     let body = json!({"label": spec.label, "runset": runset.dir, "cells": cells});
     let url = &cfg.manager.submit_url;
-    match request("POST", url, Some(&serde_json::to_vec(&body).unwrap_or_default()), Duration::from_secs(30)).await {
+    match request("POST", url, Some(&body), Duration::from_secs(30)).await {
         Ok((code, _)) if (200..300).contains(&code) => {
             runset.event("submitted", json!({"url": url, "cells": cells.len()}));
             Ok(())

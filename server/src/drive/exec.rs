@@ -1,6 +1,8 @@
 //! Cells without a manager: the `exec` runner starts each cell's command (its
 //! template filled with the cell's factors) N at a time. A failing cell is
-//! recorded and the others go on; a stop tears every running cell down.
+//! recorded and the others go on; a stop tears every running cell down. Every
+//! way out — the end, a stop, an error (a record that cannot be written) —
+//! tears down what was started before it returns.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -13,20 +15,50 @@ use serde_json::{json, Value};
 
 use super::monitor::Monitor;
 use super::supervisor::Supervisor;
-use super::BatchCtx;
+use super::{BatchCtx, RunnerEnd};
+
+/// The cells running now, by their index in the supervisor.
+type Running = HashMap<usize, CellRecord>;
 
 pub(crate) async fn run(
     cfg: &RunnerConfig,
     cells: &[Cell],
     ctx: &BatchCtx<'_>,
+    sup: &mut Supervisor,
+) -> anyhow::Result<RunnerEnd> {
+    let mut monitor = Monitor::new(ctx.interactive);
+    let mut running = Running::new();
+    let mut attempted = 0usize;
+    let result = drive_cells(cfg, cells, ctx, sup, &mut monitor, &mut running, &mut attempted).await;
+    // Whatever happened, nothing started is left running.
+    sup.terminate_all(ctx.grace).await;
+    let stopped = ctx.stop.is_cancelled() || result.is_err();
+    for (idx, mut rec) in running.drain() {
+        // Killed by our teardown: 128 + the signal, as its exit code.
+        rec.exit_code = sup.procs[idx].exit_code;
+        rec.ended_at = Some(crate::clock::now().to_rfc3339());
+        rec.status = if stopped { CellStatus::Stopped } else { CellStatus::Failed };
+        if let Err(e) = ctx.runset.write_cell(&rec) {
+            ctx.runset.log(&format!("cell {}: its record could not be written: {e:#}", rec.cell));
+        }
+    }
+    monitor.finish(sup);
+    let (status, reason) = result?;
+    Ok(RunnerEnd { status, reason, attempted })
+}
+
+async fn drive_cells(
+    cfg: &RunnerConfig,
+    cells: &[Cell],
+    ctx: &BatchCtx<'_>,
+    sup: &mut Supervisor,
+    monitor: &mut Monitor,
+    running: &mut Running,
+    attempted: &mut usize,
 ) -> anyhow::Result<(BatchStatus, String)> {
-    let BatchCtx { runset, env, grace, interactive, stop } = ctx;
-    let (runset, grace, interactive, stop) = (*runset, *grace, *interactive, *stop);
-    let mut sup = Supervisor::new(&runset.logs_dir(), env.clone());
-    let mut monitor = Monitor::new(interactive);
+    let BatchCtx { runset, env, stop, .. } = ctx;
     let existing = runset.read_cells();
     let mut queue = cells.iter();
-    let mut running: HashMap<usize, CellRecord> = HashMap::new();
     let parallel = cfg.parallel.max(1) as usize;
     let mut finished = 0usize;
     loop {
@@ -50,18 +82,21 @@ pub(crate) async fn run(
             rec.ended_at = None;
             rec.exit_code = None;
             rec.log = Some(format!("logs/{name}.log"));
+            *attempted += 1;
             match sup.spawn(&name, &argv, &cell_env) {
                 Ok(idx) => {
-                    runset.write_cell(&rec)?;
                     runset.event("cell_start", json!({"cell": cell.id, "pid": sup.procs[idx].pid}));
-                    running.insert(idx, rec);
+                    // Tracked before its record is written, so a failed write
+                    // still tears it down.
+                    running.insert(idx, rec.clone());
+                    runset.write_cell(&rec)?;
                 }
                 Err(e) => {
                     rec.status = CellStatus::Failed;
                     rec.ended_at = rec.started_at.clone();
-                    runset.write_cell(&rec)?;
                     runset.log(&format!("cell {} could not start: {e:#}", cell.id));
                     finished += 1;
+                    runset.write_cell(&rec)?;
                 }
             }
         }
@@ -72,39 +107,36 @@ pub(crate) async fn run(
             rec.ended_at = Some(crate::clock::now().to_rfc3339());
             rec.status = if p.status == ProcessStatus::Done { CellStatus::Done } else { CellStatus::Failed };
             read_result(&runset.out_dir().join(&rec.cell), &mut rec);
-            runset.write_cell(&rec)?;
+            finished += 1;
             runset.event("cell_end", json!({"cell": rec.cell, "status": rec.status, "exit_code": rec.exit_code}));
             if rec.status == CellStatus::Failed {
                 runset.log(&format!("cell {} failed with exit code {}", rec.cell, rec.exit_code.unwrap_or(-1)));
             }
-            finished += 1;
+            runset.write_cell(&rec)?;
         }
-        monitor.show(&sup);
+        monitor.show(sup);
         if running.is_empty() && queue.len() == 0 {
             break;
         }
+        if stop.is_cancelled() {
+            return Ok((
+                BatchStatus::Stopped,
+                format!("stopped by a signal after {finished} of {} cells; resumable", cells.len()),
+            ));
+        }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-            _ = stop.cancelled() => {
-                sup.terminate_all(grace).await;
-                for (_, mut rec) in running.drain() {
-                    rec.status = CellStatus::Stopped;
-                    rec.ended_at = Some(crate::clock::now().to_rfc3339());
-                    runset.write_cell(&rec)?;
-                }
-                monitor.finish(&sup);
-                return Ok((BatchStatus::Stopped, format!("stopped by a signal after {finished} of {} cells; resumable", cells.len())));
-            }
+            _ = stop.cancelled() => {}
         }
     }
-    monitor.finish(&sup);
     Ok((BatchStatus::Completed, format!("ran {} cells", cells.len())))
 }
 
 /// Reads the tokens and score a cell reported in `result.json`, if it did.
 fn read_result(out: &std::path::Path, rec: &mut CellRecord) {
-    let Some(v) =
-        std::fs::read(out.join("result.json")).ok().and_then(|b| runboard::json::from_slice_lenient::<Value>(&b).ok())
+    let Some(v) = crate::fsread::read_regular(&out.join("result.json"))
+        .ok()
+        .and_then(|b| runboard::json::from_slice_lenient::<Value>(&b).ok())
     else {
         return;
     };

@@ -18,6 +18,7 @@ mod cluster;
 mod exec;
 mod http;
 mod monitor;
+pub mod reaper;
 mod runset;
 mod supervisor;
 
@@ -25,11 +26,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context;
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
 use runboard::drive::doctor::{self, Facts, Severity};
 use runboard::drive::plan::remaining;
-use runboard::drive::records::{BatchOutcome, BatchStatus, CellRecord, CellStatus};
+use runboard::drive::records::{BatchOutcome, BatchStatus, CellRecord, CellStatus, DriverProcess};
 use runboard::spec::{self, BatchSpec, Cell};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -61,12 +61,28 @@ pub enum Refusal {
     Warned(usize),
 }
 
-/// Loads every `*.json` below `path` (or the file itself), in path order.
+/// Loads every `*.json` below `path` (or the file itself), in path order. A
+/// `*.json` that is not a regular file (a FIFO, which would block forever) is
+/// refused by name, never opened; a folder reached twice (a symlink loop) is
+/// walked once.
 pub fn load_spec(path: &Path) -> Result<BatchSpec, Refusal> {
-    let files = if path.is_dir() {
+    use std::os::unix::fs::MetadataExt;
+    let md = match std::fs::metadata(path) {
+        Ok(md) => md,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Refusal::Input(format!("spec {} does not exist", path.display())))
+        }
+        Err(e) => return Err(Refusal::Input(format!("spec {}: {e}", path.display()))),
+    };
+    let files = if md.is_dir() {
         let mut found = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         let mut stack = vec![path.to_path_buf()];
         while let Some(dir) = stack.pop() {
+            let Ok(dmd) = std::fs::metadata(&dir) else { continue };
+            if !seen.insert((dmd.dev(), dmd.ino())) {
+                continue;
+            }
             let entries = std::fs::read_dir(&dir).map_err(|e| Refusal::Input(format!("{}: {e}", dir.display())))?;
             for e in entries.flatten() {
                 let p = e.path();
@@ -79,17 +95,21 @@ pub fn load_spec(path: &Path) -> Result<BatchSpec, Refusal> {
         }
         found.sort();
         found
-    } else if path.is_file() {
+    } else if md.is_file() {
         vec![path.to_path_buf()]
     } else {
-        return Err(Refusal::Input(format!("spec {} does not exist", path.display())));
+        return Err(Refusal::Input(format!(
+            "spec {}: {}; give a spec file or a folder of them",
+            path.display(),
+            crate::fsread::read_regular(path).err().unwrap_or_else(|| "not a regular file".into())
+        )));
     };
     if files.is_empty() {
         return Err(Refusal::Input(format!("no *.json spec files under {}: nothing to run", path.display())));
     }
     let mut docs = Vec::new();
     for f in &files {
-        let bytes = std::fs::read(f).map_err(|e| Refusal::Input(format!("{}: {e}", f.display())))?;
+        let bytes = crate::fsread::read_regular(f).map_err(|e| Refusal::Input(format!("{}: {e}", f.display())))?;
         let name = f.display().to_string();
         docs.push((name.clone(), spec::parse(&name, &bytes).map_err(|e| Refusal::Input(e.to_string()))?));
     }
@@ -123,6 +143,15 @@ pub(crate) struct BatchCtx<'a> {
     pub stop: &'a CancellationToken,
 }
 
+/// What a runner reports when it returns.
+#[derive(Debug)]
+pub(crate) struct RunnerEnd {
+    pub status: BatchStatus,
+    pub reason: String,
+    /// Cells actually started (exec) or taken by the manager (cluster) this time.
+    pub attempted: usize,
+}
+
 /// The result of a batch that started.
 #[derive(Debug)]
 pub struct DriveEnd {
@@ -140,8 +169,11 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Resul
         Some(r) => r,
         None => return Ok(Err(Refusal::Input(format!("no {CONFIG_FILE} above {}; pass --root", opts.spec.display())))),
     };
-    let cfg_text = std::fs::read_to_string(root.join(CONFIG_FILE))
-        .with_context(|| format!("reading {}", root.join(CONFIG_FILE).display()))?;
+    // Read only if it is a regular file: a FIFO here would hang the driver.
+    let cfg_text = match crate::fsread::read_regular(&root.join(CONFIG_FILE)) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => return Ok(Err(Refusal::Input(format!("{}: {e}", root.join(CONFIG_FILE).display())))),
+    };
     let cfg = match CampaignConfig::parse(&cfg_text) {
         Ok(c) => c,
         Err(e) => return Ok(Err(Refusal::Input(format!("{}: {e}", root.display())))),
@@ -205,11 +237,15 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Resul
         status: BatchStatus::Running,
         reason: String::new(),
         planned: spec.cells.len(),
-        attempted: left.len(),
+        attempted: 0,
         completed: 0,
         failed: 0,
         started_at,
         ended_at: None,
+        driver: Some(DriverProcess {
+            host: nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default(),
+            pid: std::process::id(),
+        }),
     };
     if left.is_empty() {
         outcome.status = BatchStatus::NothingToDo;
@@ -224,6 +260,12 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Resul
 
     // Directories.
     runset.create()?;
+    // Nothing this batch starts may outlive it: escaped descendants become ours,
+    // children get a parent-death signal, and a sentinel sweeps if we are killed.
+    if let Err(e) = reaper::become_subreaper() {
+        runset.log(&format!("warning: {e}; a descendant that escapes its group may outlive the batch"));
+    }
+    let mark = reaper::new_mark();
     if !runset.dir.join("spec.json").exists() {
         crate::atomic::write_atomic(&runset.dir.join("spec.json"), &serde_json::to_vec_pretty(&spec)?)?;
     }
@@ -241,6 +283,7 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Resul
         ("RUNBOARD_OUTPUT_DIR", runset.out_dir().display().to_string()),
         ("RUNBOARD_LOG_DIR", runset.logs_dir().display().to_string()),
         ("RUNBOARD_LABEL", spec.label.clone()),
+        (reaper::MARK_VAR, mark.clone()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -251,28 +294,56 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Resul
         runset.write_cell(&rec)?;
     }
 
-    let (status, reason) = if let Some(cluster) = &cfg.cluster {
-        let grace = Duration::from_secs_f64(opts.grace_s.unwrap_or(cluster.grace_s).max(0.0));
-        let ctx = BatchCtx { runset: &runset, env, grace, interactive: opts.interactive, stop: &stop };
-        cluster::run(cluster, &spec, &left, &ctx).await?
-    } else if let Some(runner) = &cfg.runner {
-        let grace = Duration::from_secs_f64(opts.grace_s.unwrap_or(runner.grace_s).max(0.0));
-        let ctx = BatchCtx { runset: &runset, env, grace, interactive: opts.interactive, stop: &stop };
-        exec::run(runner, &left, &ctx).await?
-    } else {
-        anyhow::bail!("campaign.toml declares neither [cluster] nor [runner]")
+    let grace_s = match (&cfg.cluster, &cfg.runner) {
+        (Some(c), _) => c.grace_s,
+        (None, Some(r)) => r.grace_s,
+        (None, None) => anyhow::bail!("campaign.toml declares neither [cluster] nor [runner]"),
     };
+    let grace = Duration::from_secs_f64(opts.grace_s.unwrap_or(grace_s).max(0.0));
+    let mut sup = supervisor::Supervisor::new(&runset.logs_dir(), env.clone());
+    match reaper::Sentinel::start(&runset.dir, &mark, grace) {
+        Ok(s) => sup = sup.with_sentinel(s),
+        Err(e) => runset.log(&format!("warning: no sentinel ({e}); a killed driver may leave processes behind")),
+    }
+    let ctx = BatchCtx { runset: &runset, env, grace, interactive: opts.interactive, stop: &stop };
+    let ended = match (&cfg.cluster, &cfg.runner) {
+        (Some(cluster), _) => cluster::run(cluster, &spec, &left, &ctx, &mut sup).await,
+        (None, Some(runner)) => exec::run(runner, &left, &ctx, &mut sup).await,
+        (None, None) => unreachable!("checked above"),
+    };
+    // Every runner tears down before it returns, on every path: the sentinel can go.
+    sup.release_sentinel();
+    let RunnerEnd { status, reason, attempted } = ended?;
 
     // The outcome, from the cell records as they stand now.
     let after = runset.read_cells();
     let ids: BTreeSet<&str> = left.iter().map(|c| c.id.as_str()).collect();
+    outcome.attempted = attempted;
     outcome.completed =
         spec.cells.iter().filter(|c| after.get(&c.id).is_some_and(|r| r.status == CellStatus::Done)).count();
     outcome.failed = after.values().filter(|r| ids.contains(r.cell.as_str()) && r.status == CellStatus::Failed).count();
-    outcome.status = match status {
-        BatchStatus::Completed if outcome.failed > 0 => BatchStatus::CompletedWithFailures,
-        s => s,
+    // A batch is complete only when its cells are: a manager that exits 0 with
+    // cells still pending or running did not finish the batch.
+    let unfinished: Vec<&str> = left
+        .iter()
+        .filter(|c| after.get(&c.id).is_none_or(|r| matches!(r.status, CellStatus::Pending | CellStatus::Running)))
+        .map(|c| c.id.as_str())
+        .collect();
+    let (status, reason) = match status {
+        BatchStatus::Completed if !unfinished.is_empty() => (
+            BatchStatus::Failed,
+            format!(
+                "{reason}, but {} of {} cells are not finished (still pending or running: {}); resumable",
+                unfinished.len(),
+                left.len(),
+                unfinished.iter().take(5).copied().collect::<Vec<_>>().join(", ")
+                    + if unfinished.len() > 5 { ", …" } else { "" }
+            ),
+        ),
+        BatchStatus::Completed if outcome.failed > 0 => (BatchStatus::CompletedWithFailures, reason),
+        s => (s, reason),
     };
+    outcome.status = status;
     outcome.reason = reason;
     outcome.ended_at = Some(crate::clock::now().to_rfc3339());
     runset.write_outcome(&outcome)?;

@@ -1,8 +1,9 @@
 //! The processes a batch starts: each in its own process group, its stdout and
 //! stderr in one log file of its own, watched until it exits, and torn down
 //! with SIGTERM to the group, a grace period, then SIGKILL to what remains —
-//! grandchildren included, so no orphan survives (short of a child that leaves
-//! its group with `setsid`, which only a cgroup could catch).
+//! grandchildren included. A descendant that left its group (`setsid`) is
+//! found by the batch's environment mark and ended with the rest; one that
+//! outlives a killed driver is the sentinel's (see [`super::reaper`]).
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
@@ -15,6 +16,8 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use runboard::drive::records::ProcessStatus;
 use tokio::process::{Child, Command};
+
+use super::reaper::{self, Sentinel, MARK_VAR};
 
 /// One started process.
 pub struct Tracked {
@@ -38,9 +41,45 @@ impl Tracked {
 #[derive(Default)]
 pub struct Supervisor {
     pub procs: Vec<Tracked>,
-    /// Set for every child: pinned folders and the batch's identity.
+    /// Set for every child: pinned folders and the batch's identity, including
+    /// its mark (`RUNBOARD_BATCH`).
     pub env: BTreeMap<String, String>,
     pub log_dir: PathBuf,
+    /// Told of every process group started, so it can end them if we are killed.
+    sentinel: Option<Sentinel>,
+}
+
+impl Drop for Supervisor {
+    /// A last resort for a path that skipped the teardown (a panic): nothing
+    /// started is left running.
+    fn drop(&mut self) {
+        for p in &self.procs {
+            if p.status.is_running() {
+                let _ = killpg(Pid::from_raw(p.pid as i32), Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Gives the child a parent-death signal: the kernel sends it SIGTERM the moment
+/// the driver dies, however it dies (a SIGKILL included).
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command) {
+    let parent = std::process::id();
+    // SAFETY: the closure runs between fork and exec and only makes two system
+    // calls (prctl, getppid) and builds errors without allocating, all
+    // async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)?;
+            // The driver may have died between the fork and the prctl: then no
+            // signal would ever come, so do not start at all.
+            if nix::unistd::getppid().as_raw() as u32 != parent {
+                return Err(std::io::Error::from(nix::errno::Errno::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// What an exit status means as a code: the code, or 128 + the signal.
@@ -51,7 +90,24 @@ fn code_of(status: std::process::ExitStatus) -> i32 {
 
 impl Supervisor {
     pub fn new(log_dir: &Path, env: BTreeMap<String, String>) -> Self {
-        Self { procs: Vec::new(), env, log_dir: log_dir.to_path_buf() }
+        Self { procs: Vec::new(), env, log_dir: log_dir.to_path_buf(), sentinel: None }
+    }
+
+    /// Tells `sentinel` of every process group from now on.
+    pub fn with_sentinel(mut self, sentinel: Sentinel) -> Self {
+        self.sentinel = Some(sentinel);
+        self
+    }
+
+    /// The batch ended normally: lets the sentinel go without a sweep.
+    pub fn release_sentinel(&mut self) {
+        if let Some(s) = self.sentinel.take() {
+            s.done();
+        }
+    }
+
+    fn mark(&self) -> Option<String> {
+        self.env.get(MARK_VAR).cloned()
     }
 
     /// Starts `argv` as `name`, in a new process group, output to `<logs>/<name>.log`.
@@ -69,17 +125,14 @@ impl Supervisor {
             .open(&log)
             .with_context(|| format!("opening {}", log.display()))?;
         let err = out.try_clone()?;
-        let child = Command::new(program)
-            .args(args)
-            .envs(&self.env)
-            .envs(extra_env)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .with_context(|| format!("starting {name}: {program}"))?;
+        let mut cmd = Command::new(program);
+        cmd.args(args).envs(&self.env).envs(extra_env).stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
+        die_with_parent(&mut cmd);
+        let child = cmd.spawn().with_context(|| format!("starting {name}: {program}"))?;
         let pid = child.id().context("child has no pid")?;
+        if let Some(s) = self.sentinel.as_mut() {
+            s.group(pid);
+        }
         self.procs.push(Tracked {
             name: name.to_owned(),
             pid,
@@ -116,9 +169,27 @@ impl Supervisor {
         killpg(Pid::from_raw(pid as i32), None).is_ok()
     }
 
-    /// SIGTERM to every group still alive, wait up to `grace`, SIGKILL the rest.
-    /// A process that ends after our SIGTERM is STOPPED; one we had to SIGKILL is
-    /// KILLED. Returns how long the teardown took.
+    /// The batch's processes outside every group we created: descendants that
+    /// left with `setsid` (found by the batch's mark).
+    async fn escaped(&self) -> Vec<i32> {
+        let Some(mark) = self.mark() else { return Vec::new() };
+        let groups: Vec<i32> = self.procs.iter().map(|p| p.pid as i32).collect();
+        tokio::task::spawn_blocking(move || {
+            reaper::marked(&mark)
+                .into_iter()
+                .filter(|&pid| {
+                    nix::unistd::getpgid(Some(Pid::from_raw(pid))).is_ok_and(|g| !groups.contains(&g.as_raw()))
+                })
+                .collect()
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// SIGTERM to every group still alive (and to every escaped descendant),
+    /// wait up to `grace`, SIGKILL the rest. A process that ends after our
+    /// SIGTERM is STOPPED; one we had to SIGKILL is KILLED. Returns how long the
+    /// teardown took.
     pub async fn terminate_all(&mut self, grace: Duration) -> Duration {
         let started = Instant::now();
         self.poll();
@@ -126,13 +197,35 @@ impl Supervisor {
         for &i in &targets {
             let _ = killpg(Pid::from_raw(self.procs[i].pid as i32), Signal::SIGTERM);
         }
+        let escaped = self.escaped().await;
+        for &pid in &escaped {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
         let deadline = started + grace;
         loop {
             self.mark_stopped(&targets);
-            if targets.iter().all(|&i| !Self::group_alive(self.procs[i].pid)) || Instant::now() >= deadline {
+            let groups_done = targets.iter().all(|&i| !Self::group_alive(self.procs[i].pid));
+            let escaped_done = escaped.iter().all(|&p| !reaper::alive(p));
+            if (groups_done && escaped_done) || Instant::now() >= deadline {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // The rest, and anything of the batch that appeared meanwhile.
+        let escaped: Vec<i32> = escaped.into_iter().chain(self.escaped().await).collect();
+        if !escaped.is_empty() {
+            let mark = self.mark().unwrap_or_default();
+            tokio::task::spawn_blocking(move || {
+                for &pid in &escaped {
+                    if reaper::alive(pid) {
+                        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                    }
+                }
+                // Anything still carrying the mark now had its chance.
+                reaper::sweep(&[], &mark, Duration::ZERO);
+            })
+            .await
+            .ok();
         }
         for &i in &targets {
             let p = &mut self.procs[i];
@@ -159,6 +252,7 @@ impl Supervisor {
     }
 
     /// Leaders among `targets` that exited after our SIGTERM become STOPPED.
+    /// (A leader is reaped here by its own handle, never by a wildcard wait.)
     fn mark_stopped(&mut self, targets: &[usize]) {
         for &i in targets {
             let p = &mut self.procs[i];

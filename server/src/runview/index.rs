@@ -14,7 +14,7 @@ use runboard::runview::records::{Snapshot, StateFile};
 use runboard::runview::summary::{sort_latest_first, EventsTail};
 use runboard::runview::{summarise, FileStamp, ListInputs, ProcessCheck, RunList, RunRow, RunVersion, SkippedFolder};
 
-use super::fsread::{open_regular, read_regular, read_tail, stamp_of, stamp_time, ProcessProbe};
+use crate::fsread::{read_tail, stamp_of, stamp_time, ProcessProbe, Within};
 
 /// How deep below the root the scan looks for run directories.
 const MAX_DEPTH: usize = 12;
@@ -35,6 +35,8 @@ struct Parsed {
 /// size and modification time.
 pub struct RunIndex {
     root: PathBuf,
+    /// Every file read resolves inside the root.
+    within: Within,
     probe: ProcessProbe,
     cache: Mutex<HashMap<PathBuf, Parsed>>,
     parses: AtomicU64,
@@ -52,8 +54,10 @@ impl RunIndex {
     }
 
     pub fn with_probe(root: impl Into<PathBuf>, probe: ProcessProbe) -> Self {
+        let root = root.into();
         Self {
-            root: root.into(),
+            within: Within::new(&root),
+            root,
             probe,
             cache: Mutex::new(HashMap::new()),
             parses: AtomicU64::new(0),
@@ -64,6 +68,11 @@ impl RunIndex {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The confinement every read of this campaign goes through.
+    pub fn within(&self) -> &Within {
+        &self.within
     }
 
     /// How many files have been parsed since this index was made (the warm-list
@@ -134,7 +143,7 @@ impl RunIndex {
         let folder = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let mut readers = self.readers.lock().unwrap_or_else(|p| p.into_inner());
         let cursors = readers.entry(dir.clone()).or_default();
-        let view = super::read_run(&dir, &folder, &self.relative(&dir), &self.probe, cursors);
+        let view = super::read_run(&self.within, &dir, &folder, &self.relative(&dir), &self.probe, cursors);
         drop(readers);
         Some((dir, view))
     }
@@ -158,14 +167,14 @@ impl RunIndex {
 
     fn parse_json<T: serde::de::DeserializeOwned>(&self, path: &Path, label: &str) -> Result<T, String> {
         self.parses.fetch_add(1, Ordering::Relaxed);
-        let bytes = read_regular(path).map_err(|e| format!("{label}: {e}"))?;
+        let bytes = self.within.read(path).map_err(|e| format!("{label}: {e}"))?;
         from_slice_lenient(&bytes).map_err(|e| format!("{label}: {}", describe_error(&e)))
     }
 
     /// Reads the events file from its end back to its latest open.
     fn events_tail(&self, path: &Path) -> Result<EventsTail, String> {
         self.parses.fetch_add(1, Ordering::Relaxed);
-        let (mut file, len) = open_regular(path).map_err(|e| format!("{}: {e}", files::EVENTS))?;
+        let (mut file, len) = self.within.open(path).map_err(|e| format!("{}: {e}", files::EVENTS))?;
         let mut chunk = EVENTS_TAIL_CHUNK;
         loop {
             let (bytes, start) = read_tail(&mut file, len, chunk).map_err(|e| format!("{}: {e}", files::EVENTS))?;

@@ -5,11 +5,10 @@
 //! each file's identity, size and modification time, so a re-list when nothing
 //! changed parses no file. Nothing here ever opens a file for writing.
 
-mod fsread;
 mod index;
 mod read;
 
-pub use fsread::{stamp_of, ProcessProbe};
+pub use crate::fsread::{stamp_of, ProcessProbe, Within};
 pub use index::{find_run_dirs, RunIndex};
 pub use read::{read_call, read_reports, read_run, read_trial_graphs, refresh, RunCursors};
 
@@ -46,6 +45,8 @@ pub trait ReadRunView {
 impl ReadRunView for RunView {
     fn read(run_dir: &Path) -> RunView {
         let name = run_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        read_run(run_dir, &name, &name, &ProcessProbe::this_host(), &mut RunCursors::default())
+        // Standing alone, a run is its own root: nothing outside it is read.
+        let within = Within::new(run_dir);
+        read_run(&within, run_dir, &name, &name, &ProcessProbe::this_host(), &mut RunCursors::default())
     }
 }

@@ -11,12 +11,7 @@ use runboard::runview::view::{read_view, CallView, RunView, ViewInputs};
 use runboard::runview::RunVersion;
 use serde_json::Value;
 
-use super::fsread::{read_regular, stamp_of, stamp_time, ProcessProbe};
-
-fn read_opt(path: &Path) -> Option<Result<Vec<u8>, String>> {
-    fs::metadata(path).ok()?;
-    Some(read_regular(path))
-}
+use crate::fsread::{stamp_of, stamp_time, ProcessProbe, Within};
 
 /// Where a reader stands in one append-only file: its identity, the bytes of
 /// complete lines consumed, and what those parsed into. A file replaced (new
@@ -35,32 +30,41 @@ pub struct RunCursors {
 }
 
 /// Brings `cursor` up to the end of `path`, reading only what was appended.
-fn advance<'c, S: Incremental>(cursor: &'c mut Option<Cursor<S>>, path: &Path) -> Option<Result<&'c S, String>> {
+fn advance<'c, S: Incremental>(
+    cursor: &'c mut Option<Cursor<S>>,
+    within: &Within,
+    path: &Path,
+) -> Option<Result<&'c S, String>> {
     use std::io::{Read, Seek, SeekFrom};
     use std::os::unix::fs::MetadataExt;
-    let Ok(md) = fs::metadata(path) else {
+    if fs::symlink_metadata(path).is_err() {
         *cursor = None;
         return None;
-    };
-    if !md.is_file() {
-        *cursor = None;
-        return Some(Err("not a regular file".into()));
     }
-    let ident = (md.dev(), md.ino());
+    let (mut file, len) = match within.open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            *cursor = None;
+            return Some(Err(e));
+        }
+    };
+    let ident = match file.metadata() {
+        Ok(md) => (md.dev(), md.ino()),
+        Err(e) => return Some(Err(e.to_string())),
+    };
     let fresh = match cursor {
-        Some(c) => c.ident != ident || md.len() < c.offset,
+        Some(c) => c.ident != ident || len < c.offset,
         None => true,
     };
     if fresh {
         *cursor = Some(Cursor { ident, offset: 0, state: S::default() });
     }
     let c = cursor.as_mut()?;
-    if md.len() > c.offset {
+    if len > c.offset {
         let read = (|| {
-            let mut f = fs::File::open(path)?;
-            f.seek(SeekFrom::Start(c.offset))?;
-            let mut buf = Vec::with_capacity((md.len() - c.offset) as usize);
-            f.take(md.len() - c.offset).read_to_end(&mut buf)?;
+            file.seek(SeekFrom::Start(c.offset))?;
+            let mut buf = Vec::with_capacity((len - c.offset) as usize);
+            file.take(len - c.offset).read_to_end(&mut buf)?;
             Ok::<_, std::io::Error>(buf)
         })();
         match read {
@@ -69,6 +73,15 @@ fn advance<'c, S: Incremental>(cursor: &'c mut Option<Cursor<S>>, path: &Path) -
         }
     }
     Some(Ok(&c.state))
+}
+
+/// `Ok` when `dir/sub` is absent or resolves inside the root.
+fn confined_folder(within: &Within, dir: &Path, sub: &str) -> Result<(), String> {
+    let folder = dir.join(sub);
+    if fs::symlink_metadata(&folder).is_err() {
+        return Ok(());
+    }
+    within.check(&folder).map(drop)
 }
 
 /// The numbers of the call files in `calls/` (`NNNN.json`).
@@ -93,34 +106,59 @@ fn calls_after(dir: &Path, state: Option<&runboard::runview::FileStamp>) -> u32 
         .count() as u32
 }
 
-/// `(NN, text)` of each `memory/round_NN.md`.
-fn memory_versions(dir: &Path) -> Vec<(u32, Result<String, String>)> {
+/// A file's contents, or why it could not be read.
+type Read<T> = Result<T, String>;
+
+/// A file of a folder: its name, the key its name gave, and its bytes.
+type FolderFile<T> = (String, T, Read<Vec<u8>>);
+
+/// `(NN, text)` of each `memory/round_NN.md`, or why the folder is not read.
+fn memory_versions(within: &Within, dir: &Path) -> Read<Vec<(u32, Read<String>)>> {
     let round = |name: &str| name.strip_prefix("round_")?.strip_suffix(".md")?.parse().ok();
-    read_folder(dir, files::MEMORY_DIR, round)
+    Ok(read_folder(within, dir, files::MEMORY_DIR, round)?
         .into_iter()
         .map(|(_, n, bytes)| (n, bytes.map(|b| String::from_utf8_lossy(&b).into_owned())))
-        .collect()
+        .collect())
 }
 
 /// Brings the cursors of the run in `dir` up to date, reading only what its
 /// ledger and events gained since the last call; returns the bytes read.
-pub fn refresh(dir: &Path, cursors: &mut RunCursors) -> u64 {
+pub fn refresh(within: &Within, dir: &Path, cursors: &mut RunCursors) -> u64 {
     let before = cursors.ledger.as_ref().map_or(0, |c| c.offset) + cursors.events.as_ref().map_or(0, |c| c.offset);
-    let _ = advance(&mut cursors.ledger, &dir.join(files::LEDGER));
-    let _ = advance(&mut cursors.events, &dir.join(files::EVENTS));
+    let _ = advance(&mut cursors.ledger, within, &dir.join(files::LEDGER));
+    let _ = advance(&mut cursors.events, within, &dir.join(files::EVENTS));
     let after = cursors.ledger.as_ref().map_or(0, |c| c.offset) + cursors.events.as_ref().map_or(0, |c| c.offset);
     after.saturating_sub(before)
 }
 
 /// Reads the run in `dir` (seed: `RunView.read`); `cursors` carries the reading
-/// position in its growing files from the previous read of the same run.
-pub fn read_run(dir: &Path, name: &str, rel: &str, probe: &ProcessProbe, cursors: &mut RunCursors) -> RunView {
+/// position in its growing files from the previous read of the same run. Every
+/// file read must resolve inside `within`'s root; one that does not is that
+/// part's problem.
+pub fn read_run(
+    within: &Within,
+    dir: &Path,
+    name: &str,
+    rel: &str,
+    probe: &ProcessProbe,
+    cursors: &mut RunCursors,
+) -> RunView {
     let stamps = VERSIONED.map(|f| stamp_of(&dir.join(f)));
-    let snapshot = read_regular(&dir.join(files::SNAPSHOT));
-    let state = read_opt(&dir.join(files::STATE));
-    let ledger = advance(&mut cursors.ledger, &dir.join(files::LEDGER));
-    let events = advance(&mut cursors.events, &dir.join(files::EVENTS));
+    let snapshot = within.read(&dir.join(files::SNAPSHOT));
+    let state = within.read_opt(&dir.join(files::STATE));
+    let ledger = advance(&mut cursors.ledger, within, &dir.join(files::LEDGER));
+    let events = advance(&mut cursors.events, within, &dir.join(files::EVENTS));
     let call_files_after_state = events.is_none().then(|| calls_after(dir, stamps[1].as_ref()));
+    let mut folder_problems = Vec::new();
+    let memory = memory_versions(within, dir).unwrap_or_else(|reason| {
+        folder_problems.push((format!("{}/", files::MEMORY_DIR), reason));
+        Vec::new()
+    });
+    // The call files are only counted and named here; each is read (confined)
+    // when asked for. A calls folder leading out is not counted.
+    if let Err(reason) = confined_folder(within, dir, files::CALLS_DIR) {
+        folder_problems.push((format!("{}/", files::CALLS_DIR), reason));
+    }
     let inputs = ViewInputs {
         name: name.to_owned(),
         path: rel.to_owned(),
@@ -129,8 +167,9 @@ pub fn read_run(dir: &Path, name: &str, rel: &str, probe: &ProcessProbe, cursors
         ledger,
         events,
         call_files_after_state,
-        call_files: call_numbers(dir),
-        memory: memory_versions(dir),
+        call_files: if confined_folder(within, dir, files::CALLS_DIR).is_ok() { call_numbers(dir) } else { Vec::new() },
+        memory,
+        folder_problems,
         state_written: stamps[1].as_ref().map(stamp_time),
         last_call_written: stamps[4].as_ref().map(stamp_time),
         last_written: stamps.iter().flatten().map(stamp_time).max(),
@@ -140,39 +179,51 @@ pub fn read_run(dir: &Path, name: &str, rel: &str, probe: &ProcessProbe, cursors
 }
 
 /// Reads call `n` by the number of its file; what it concerned comes from the view's events.
-pub fn read_call(dir: &Path, n: u32, view: &RunView) -> Result<CallView, String> {
+pub fn read_call(within: &Within, dir: &Path, n: u32, view: &RunView) -> Result<CallView, String> {
     let path = dir.join(files::CALLS_DIR).join(format!("{n:04}.json"));
-    let bytes = read_regular(&path).map_err(|e| format!("calls/{n:04}.json: {e}"))?;
+    let bytes = within.read(&path).map_err(|e| format!("calls/{n:04}.json: {e}"))?;
     let record: Value = runboard::json::from_slice_lenient(&bytes)
         .map_err(|e| format!("calls/{n:04}.json: {}", runboard::json::describe_error(&e)))?;
     Ok(CallView { call: n, record, concerned: view.calls.iter().find(|c| c.call == n).cloned() })
 }
 
 /// The regular files in `dir/sub` whose names `keep` accepts, sorted by name, each
-/// read whole (or the reason it could not be).
+/// read whole (or the reason it could not be). A folder that leads outside the
+/// root is not listed (`Err` with the reason): its names are not the campaign's
+/// to show, and each of its files would be refused anyway.
 fn read_folder<T>(
+    within: &Within,
     dir: &Path,
     sub: &str,
     keep: impl Fn(&str) -> Option<T>,
-) -> Vec<(String, T, Result<Vec<u8>, String>)> {
-    let Ok(entries) = fs::read_dir(dir.join(sub)) else { return Vec::new() };
-    let mut out: Vec<(String, T, Result<Vec<u8>, String>)> = entries
+) -> Read<Vec<FolderFile<T>>> {
+    let folder = dir.join(sub);
+    if fs::symlink_metadata(&folder).is_err() {
+        return Ok(Vec::new());
+    }
+    within.check(&folder)?;
+    let Ok(entries) = fs::read_dir(&folder) else { return Ok(Vec::new()) };
+    let mut out: Vec<FolderFile<T>> = entries
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
             let key = keep(&name)?;
-            let bytes = read_regular(&e.path());
+            let bytes = within.read(&e.path());
             Some((name, key, bytes))
         })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+    Ok(out)
 }
 
 /// The run's acceptance and hold-out reports (`acceptance/*.json`), each read or
 /// with the reason it cannot be.
-pub fn read_reports(dir: &Path) -> Vec<ReportEntry> {
-    read_folder(dir, files::ACCEPTANCE_DIR, |name| name.ends_with(".json").then_some(()))
+pub fn read_reports(within: &Within, dir: &Path) -> Vec<ReportEntry> {
+    let found = match read_folder(within, dir, files::ACCEPTANCE_DIR, |name| name.ends_with(".json").then_some(())) {
+        Ok(found) => found,
+        Err(reason) => return vec![ReportEntry::Unreadable { file: format!("{}/", files::ACCEPTANCE_DIR), reason }],
+    };
+    found
         .into_iter()
         .map(|(name, (), bytes)| match bytes {
             Ok(b) => acceptance::parse(&name, &b),
@@ -182,8 +233,14 @@ pub fn read_reports(dir: &Path) -> Vec<ReportEntry> {
 }
 
 /// The run's trial graphs (`trial_graph/round_NN.json`), in round order.
-pub fn read_trial_graphs(dir: &Path) -> Vec<GraphEntry> {
-    let mut graphs: Vec<GraphEntry> = read_folder(dir, files::TRIAL_GRAPH_DIR, trialgraph::round_of_file)
+pub fn read_trial_graphs(within: &Within, dir: &Path) -> Vec<GraphEntry> {
+    let found = match read_folder(within, dir, files::TRIAL_GRAPH_DIR, trialgraph::round_of_file) {
+        Ok(found) => found,
+        Err(reason) => {
+            return vec![GraphEntry::Unreadable { file: format!("{}/", files::TRIAL_GRAPH_DIR), round: 0, reason }]
+        }
+    };
+    let mut graphs: Vec<GraphEntry> = found
         .into_iter()
         .map(|(file, round, bytes)| GraphEntry::read(&file, round, bytes.as_deref().map_err(Clone::clone)))
         .collect();

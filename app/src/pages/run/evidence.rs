@@ -120,7 +120,7 @@ fn lineage_view(l: &Lineage) -> impl IntoView {
                                     <td>{num(r.and_then(|r| r.coverage))}</td>
                                     <td>{num(r.and_then(|r| r.monotonicity))}</td>
                                     <td class="met">{match a.met_limits { Some(true) => "yes", Some(false) => "no", None => "–" }}</td>
-                                    <td>{r.map(|r| if r.accepted { "accepted".to_owned() } else { r.reason.clone().unwrap_or_else(|| "refused".into()) })}</td>
+                                    <td>{r.map(|r| r.outcome_text())}</td>
                                 </tr>
                             }
                         }).collect_view()}

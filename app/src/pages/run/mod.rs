@@ -41,6 +41,8 @@ pub fn RunPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
     let view = Resource::new(move || (name.get(), refresh.get()), |(n, _)| get_run(n));
     let (tab, _) = query_signal::<String>("tab");
+    // Set when the server says the followed run's folder disappeared.
+    let gone = RwSignal::new(false);
 
     // Follows the run by push: re-subscribed when the page moves to another run.
     #[cfg(feature = "hydrate")]
@@ -51,6 +53,9 @@ pub fn RunPage() -> impl IntoView {
             move || view.try_get_untracked().map(|r| r.and_then(Result::ok).map(|v| v.row.version)),
             move || {
                 refresh.try_update(|x| *x += 1);
+            },
+            move || {
+                gone.try_set(true);
             },
         );
     });
@@ -65,6 +70,12 @@ pub fn RunPage() -> impl IntoView {
                     view! { <a href=href class:current=current data-tab=key>{label}</a> }
                 })}
             </nav>
+            <Show when=move || gone.get()>
+                <p class="gone" role="alert">
+                    "This run is no longer on disk: its folder was removed or renamed while this page followed it. "
+                    <a href="/runs">"Back to the runs"</a>
+                </p>
+            </Show>
             <Transition fallback=|| view! { <p class="loading">"Reading the run…"</p> }>
                 {move || view.get().map(|res| match res {
                     Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),

@@ -137,7 +137,7 @@ fn trial_table(p: TrialPage, page: usize, link: impl Fn(usize) -> String) -> imp
                     let t = row.trial;
                     let lineage = t.trial.clone().map(|n| format!("?tab=lineage&trial={}", crate::url::encode(&n)));
                     view! {
-                        <tr class="trial" class:accepted=t.accepted data-round=t.round>
+                        <tr class="trial" class:accepted=t.is_accepted() data-round=t.round>
                             <td>{t.round}</td>
                             <td>{t.slot.map(|s| s.to_string())}</td>
                             <td class="trial-name">{t.trial.clone()}{t.factor.clone().map(|f| view! { <span class="factor">{format!(" → {f}")}</span> })}</td>
@@ -146,7 +146,7 @@ fn trial_table(p: TrialPage, page: usize, link: impl Fn(usize) -> String) -> imp
                             <td>{num(t.max_abs_corr)}</td>
                             <td>{t.tokens.map(|n| n.to_string())}</td>
                             <td>{t.stage.clone()}</td>
-                            <td class="outcome">{if t.accepted { "accepted".to_owned() } else { t.reason.clone().unwrap_or_else(|| "refused".into()) }}</td>
+                            <td class="outcome">{t.outcome_text()}</td>
                             <td>{row.intraday.then(|| view! { <span class="badge intraday">"intraday"</span> })}
                                 {lineage.map(|href| view! { <a class="lineage-link" href=href>"lineage"</a> })}</td>
                         </tr>
