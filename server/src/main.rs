@@ -29,8 +29,8 @@ enum Command {
         /// Exit after this many minutes without a request (fractions allowed); 0 or less disables it.
         #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
         idle_minutes: f64,
-        /// Required when --host is not a loopback address.
-        #[arg(long, env = "RUNBOARD_TOKEN", hide_env_values = true)]
+        /// Required when --host is not a loopback address [env: RUNBOARD_TOKEN; set but empty counts as unset].
+        #[arg(long)]
         token: Option<String>,
         /// A Host name to answer besides localhost, 127.0.0.1, ::1 and the bound address (repeatable).
         #[arg(long = "allow-host", value_name = "NAME")]
@@ -161,6 +161,9 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             data_dir,
             site_root,
         } => {
+            // The environment's token when none is given; exported empty, it
+            // is unset (how a shell clears it). Anything else is checked in `serve`.
+            let token = token.or_else(|| std::env::var("RUNBOARD_TOKEN").ok().filter(|t| !t.is_empty()));
             let opts = ServeOptions {
                 root,
                 host,
