@@ -1,14 +1,15 @@
 //! The console the web app talks to: one campaign root and its readers.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use app::api::ssr::Console;
-use app::api::CampaignInfo;
+use app::api::{ApiError, CampaignInfo};
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
 use runboard::runview::acceptance::ReportEntry;
 use runboard::runview::lineage::{lineage, Lineage};
 use runboard::runview::trialgraph::GraphEntry;
-use runboard::runview::trials::{trial_page, TrialFilter, TrialPage};
+use runboard::runview::trials::{trial_page, TrialPage, TrialQuery};
 use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunView};
 use runboard::runview::RunList;
 
@@ -47,6 +48,17 @@ impl LocalConsole {
     }
 }
 
+impl LocalConsole {
+    /// The run `name` and its (cached) view, or why not.
+    fn view_of(&self, name: &str) -> Result<(PathBuf, Arc<RunView>), ApiError> {
+        self.runs.view(name).ok_or_else(|| ApiError::no_such_run(name))
+    }
+
+    fn dir_of(&self, name: &str) -> Result<PathBuf, ApiError> {
+        self.runs.find(name).ok_or_else(|| ApiError::no_such_run(name))
+    }
+}
+
 impl Console for LocalConsole {
     fn campaign(&self) -> CampaignInfo {
         self.info.clone()
@@ -56,44 +68,51 @@ impl Console for LocalConsole {
         self.runs.list()
     }
 
-    fn run_view(&self, name: &str) -> Option<RunView> {
-        self.runs.view(name).map(|(_, v)| v)
+    fn run_view(&self, name: &str) -> Result<RunView, ApiError> {
+        // What is serialized of it: the trials, calls and memory travel apart.
+        self.view_of(name).map(|(_, v)| RunView {
+            rounds: Vec::new(),
+            calls: Vec::new(),
+            memory: Vec::new(),
+            ..(*v).clone()
+        })
     }
 
-    fn run_analysis(&self, name: &str) -> Option<runboard::runview::analysis::RunAnalysis> {
-        self.runs.view(name).map(|(_, v)| runboard::runview::analysis::analyse(&v))
+    fn run_analysis(&self, name: &str) -> Result<runboard::runview::analysis::RunAnalysis, ApiError> {
+        self.view_of(name).map(|(_, v)| runboard::runview::analysis::analyse(&v))
     }
 
-    fn run_version(&self, name: &str) -> Option<String> {
-        self.runs.find(name).map(|dir| self.runs.run_version(&dir))
+    fn run_version(&self, name: &str) -> Result<String, ApiError> {
+        self.dir_of(name).map(|dir| self.runs.run_version(&dir))
     }
 
-    fn run_call(&self, name: &str, call: u32) -> Result<Option<CallView>, String> {
-        let Some((dir, view)) = self.runs.view(name) else { return Ok(None) };
-        crate::runview::read_call(self.runs.within(), &dir, call, &view).map(Some)
+    fn run_call(&self, name: &str, call: u32) -> Result<CallView, ApiError> {
+        let (dir, view) = self.view_of(name)?;
+        crate::runview::read_call(self.runs.within(), &dir, call, &view).map_err(ApiError::unreadable)
     }
 
-    fn run_trials(&self, name: &str, filter: &TrialFilter, offset: usize, limit: usize) -> Option<TrialPage> {
-        self.runs.view(name).map(|(_, v)| trial_page(&v, filter, offset, limit))
+    fn run_trials(&self, name: &str, query: &TrialQuery) -> Result<TrialPage, ApiError> {
+        self.view_of(name).map(|(_, v)| trial_page(&v, &query.filter, query.offset, query.limit))
     }
 
-    fn run_lineage(&self, name: &str, trial: &str) -> Option<Option<Lineage>> {
-        self.runs.view(name).map(|(_, v)| lineage(&v.rounds, trial, v.admission_limits))
+    fn run_lineage(&self, name: &str, trial: &str) -> Result<Lineage, ApiError> {
+        let (_, v) = self.view_of(name)?;
+        lineage(&v.rounds, trial, v.admission_limits).ok_or_else(|| ApiError::no_such_trial(name, trial))
     }
 
-    fn run_calls(&self, name: &str) -> Option<Vec<CallEvent>> {
-        self.runs.view(name).map(|(_, v)| v.calls)
+    fn run_calls(&self, name: &str) -> Result<Vec<CallEvent>, ApiError> {
+        self.view_of(name).map(|(_, v)| v.calls.clone())
     }
 
-    fn run_memory(&self, name: &str) -> Option<Vec<MemoryVersion>> {
-        self.runs.view(name).map(|(_, v)| v.memory)
+    fn run_memory(&self, name: &str) -> Result<Vec<MemoryVersion>, ApiError> {
+        self.view_of(name).map(|(_, v)| v.memory.clone())
     }
 
-    fn run_trial_graphs(&self, name: &str) -> Option<Vec<GraphEntry>> {
-        self.runs.find(name).map(|dir| crate::runview::read_trial_graphs(self.runs.within(), &dir))
+    fn run_trial_graphs(&self, name: &str) -> Result<Vec<GraphEntry>, ApiError> {
+        self.dir_of(name).map(|dir| crate::runview::read_trial_graphs(self.runs.within(), &dir))
     }
 
-    fn run_reports(&self, name: &str) -> Option<Vec<ReportEntry>> {
-        self.runs.find(name).map(|dir| crate::runview::read_reports(self.runs.within(), &dir))
+    fn run_reports(&self, name: &str) -> Result<Vec<ReportEntry>, ApiError> {
+        self.dir_of(name).map(|dir| crate::runview::read_reports(self.runs.within(), &dir))
     }
 }

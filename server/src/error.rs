@@ -1,32 +1,38 @@
-//! The server's one HTTP error type: a refusal the client can read.
+//! The server's one HTTP error type: the console's [`ApiError`], answered as
+//! JSON `{"kind": …, "error": "…"}` with the status its kind fixes — the same
+//! body and status a page's server function gets for the same request.
 
+use app::api::ApiError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
-/// An error answered as JSON `{"error": reason}`. Bad input is 422 with the reason;
-/// an internal failure is logged in full and answered without its internals.
+/// A refusal or failure of a REST handler.
 #[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    #[error("{0}")]
-    Unprocessable(String),
-    #[error("{0}")]
-    NotFound(String),
-    #[error("internal error while {doing}")]
-    Internal { doing: &'static str, detail: String },
+#[error("{0}")]
+pub struct AppError(pub ApiError);
+
+impl AppError {
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self(ApiError::not_found(what))
+    }
+
+    /// An internal failure: logged in full, answered without its detail.
+    pub fn internal(doing: &str, detail: impl std::fmt::Display) -> Self {
+        tracing::error!("{doing}: {detail}");
+        Self(ApiError::internal(doing))
+    }
+}
+
+impl From<ApiError> for AppError {
+    fn from(e: ApiError) -> Self {
+        Self(e)
+    }
 }
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        let status = match &self {
-            Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Internal { doing, detail } => {
-                tracing::error!("{doing}: {detail}");
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
-        };
-        (status, Json(json!({ "error": self.to_string() }))).into_response()
+        let status = StatusCode::from_u16(self.0.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(self.0)).into_response()
     }
 }

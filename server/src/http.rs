@@ -5,10 +5,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use app::api::ssr::ConsoleHandle;
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
+use app::api::ssr::Console;
+use app::api::{parse_call_number, ApiError, TrialParams};
 use axum::extract::{FromRef, Path, Query, Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
@@ -18,7 +19,6 @@ use axum::routing::get;
 use axum::{Json, Router};
 use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
-use runboard::runview::trials::{OutcomeFilter, TrialFilter, DEFAULT_PAGE};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -39,6 +39,9 @@ pub struct AppState {
     /// Cancelled when the server shuts down: long-lived responses (the version
     /// streams) end then, so a graceful shutdown never waits on an open page.
     pub shutdown: CancellationToken,
+    /// One version watcher per followed run (and one for the list), shared by
+    /// every open stream.
+    pub watchers: crate::follow::Watchers,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -57,6 +60,7 @@ impl AppState {
             access,
             last_request: Arc::new(AtomicI64::new(crate::clock::now().millis())),
             shutdown: CancellationToken::new(),
+            watchers: crate::follow::Watchers::default(),
         }
     }
 }
@@ -83,6 +87,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/runs/{name}/lineage/{trial}", get(run_lineage))
         .route("/api/runs/{name}/trial-graphs", get(run_trial_graphs))
         .route("/api/runs/{name}/reports", get(run_reports))
+        .route("/api/debug/readers", get(debug_readers))
         .route("/api/{*rest}", get(api_not_found).post(api_not_found));
     Router::new()
         .merge(api)
@@ -107,31 +112,27 @@ async fn blocking<T: Send + 'static>(
     doing: &'static str,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, AppError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| AppError::Internal { doing, detail: e.to_string() })
+    tokio::task::spawn_blocking(f).await.map_err(|e| AppError::internal(doing, e))
 }
 
-/// Answers with what `read` finds of the run `name`, as JSON; 404 when no run has
-/// that name. `read` runs on the blocking pool (it reads files).
-async fn per_run<T: serde::Serialize + Send + 'static>(
+/// Answers one typed console read as JSON, run on the blocking pool (it reads
+/// files): the same method, and so the same answer or refusal, as the page's
+/// server function for the same request.
+async fn read<T: serde::Serialize + Send + 'static>(
     s: &AppState,
-    name: String,
     doing: &'static str,
-    read: impl FnOnce(&LocalConsole, &str) -> Option<T> + Send + 'static,
+    f: impl FnOnce(&dyn Console) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<Json<T>, AppError> {
     let console = s.console.clone();
-    let n = name.clone();
-    let found = blocking(doing, move || read(&console, &n)).await?;
-    found.map(Json).ok_or_else(|| AppError::NotFound(format!("no run named {name}")))
+    Ok(Json(blocking(doing, move || f(console.as_ref())).await??))
 }
 
-async fn campaign(State(s): State<AppState>) -> impl IntoResponse {
-    use app::api::ssr::Console;
-    Json(s.console.campaign())
+async fn campaign(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the campaign", |c| Ok(c.campaign())).await
 }
 
 async fn runs(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
-    let console = s.console.clone();
-    Ok(Json(blocking("listing runs", move || console.runs().list()).await?))
+    read(&s, "listing runs", |c| Ok(c.list_runs())).await
 }
 
 async fn runs_version(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
@@ -141,18 +142,15 @@ async fn runs_version(State(s): State<AppState>) -> Result<impl IntoResponse, Ap
 }
 
 async fn run_view(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
-    use app::api::ssr::Console;
-    per_run(&s, name, "reading a run", |c, n| c.run_view(n)).await
+    read(&s, "reading a run", move |c| c.run_view(&name)).await
 }
 
 async fn run_analysis(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
-    use app::api::ssr::Console;
-    per_run(&s, name, "analysing a run", |c, n| c.run_analysis(n)).await
+    read(&s, "analysing a run", move |c| c.run_analysis(&name)).await
 }
 
 async fn run_version(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
-    use app::api::ssr::Console;
-    per_run(&s, name, "reading a run version", |c, n| c.run_version(n).map(|v| json!({ "version": v }))).await
+    read(&s, "reading a run version", move |c| c.run_version(&name).map(|v| json!({ "version": v }))).await
 }
 
 /// How often a followed run's version is looked at (`stat` only).
@@ -160,28 +158,25 @@ const RUN_FOLLOW_EVERY: Duration = Duration::from_millis(250);
 /// How often the list's version is looked at: it walks the whole root.
 const LIST_FOLLOW_EVERY: Duration = Duration::from_secs(2);
 
-/// Server-sent events carrying `version()` each time it changes (looked at every
-/// `every`; the first at once), so a page re-reads only after a write instead of
-/// polling. When `version()` finds nothing any more, one `gone` event ends the
-/// stream. An open stream counts as activity for the idle watchdog, and ends
-/// when the server shuts down.
+/// Server-sent events carrying the version of `key` each time it changes
+/// (looked at every `every` by the key's one shared watcher; the first at
+/// once). When the thing is gone, one `gone` event ends the stream. An open
+/// stream counts as activity for the idle watchdog, and ends when the server
+/// shuts down.
 fn version_events(
     s: &AppState,
+    key: &str,
     every: Duration,
     version: impl Fn() -> Option<String> + Clone + Send + Sync + 'static,
 ) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
-    struct Follow<F> {
-        version: F,
-        sent: Option<String>,
-        first: bool,
+    struct Follow {
+        rx: tokio::sync::watch::Receiver<crate::follow::Seen>,
         done: bool,
         last_request: Arc<AtomicI64>,
         shutdown: CancellationToken,
     }
     let start = Follow {
-        version,
-        sent: None,
-        first: true,
+        rx: s.watchers.follow(key, every, &s.shutdown, version),
         done: false,
         last_request: s.last_request.clone(),
         shutdown: s.shutdown.clone(),
@@ -191,27 +186,23 @@ fn version_events(
             return None;
         }
         loop {
-            if !f.first {
-                tokio::select! {
-                    _ = tokio::time::sleep(every) => {}
-                    _ = f.shutdown.cancelled() => return None,
-                }
-            }
-            f.first = false;
-            f.last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
-            let look = f.version.clone();
-            match tokio::task::spawn_blocking(look).await.ok().flatten() {
-                None => {
+            let seen = f.rx.borrow_and_update().clone();
+            match seen {
+                None => {}
+                Some(None) => {
                     f.done = true;
-                    // An event without a data line is never dispatched by a browser's
-                    // EventSource: say it in the data, too.
+                    // An event without a data line is never dispatched by a
+                    // browser's EventSource: say it in the data, too.
                     return Some((Ok(Event::default().event("gone").data("gone")), f));
                 }
-                Some(v) if f.sent.as_deref() != Some(v.as_str()) => {
-                    f.sent = Some(v.clone());
+                Some(Some(v)) => {
+                    f.last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
                     return Some((Ok(Event::default().event("version").data(v)), f));
                 }
-                Some(_) => {}
+            }
+            tokio::select! {
+                changed = f.rx.changed() => if changed.is_err() && !matches!(*f.rx.borrow(), Some(None)) { return None },
+                _ = f.shutdown.cancelled() => return None,
             }
         }
     });
@@ -219,117 +210,75 @@ fn version_events(
 }
 
 async fn run_version_stream(State(s): State<AppState>, Path(name): Path<String>) -> Result<Response, AppError> {
-    use app::api::ssr::Console;
     let console = s.console.clone();
     let n = name.clone();
-    if blocking("finding a run", move || console.run_version(&n)).await?.is_none() {
-        return Err(AppError::NotFound(format!("no run named {name}")));
-    }
+    blocking("finding a run", move || console.run_version(&n)).await??;
     let console = s.console.clone();
-    Ok(version_events(&s, RUN_FOLLOW_EVERY, move || console.run_version(&name)).into_response())
+    let key = format!("run:{name}");
+    Ok(version_events(&s, &key, RUN_FOLLOW_EVERY, move || console.run_version(&name).ok()).into_response())
 }
 
 async fn runs_version_stream(State(s): State<AppState>) -> impl IntoResponse {
     let console = s.console.clone();
-    version_events(&s, LIST_FOLLOW_EVERY, move || Some(console.runs().list_version()))
+    version_events(&s, "list", LIST_FOLLOW_EVERY, move || Some(console.runs().list_version()))
 }
 
 async fn run_call(
     State(s): State<AppState>,
     Path((name, call)): Path<(String, String)>,
 ) -> Result<impl IntoResponse, AppError> {
-    use app::api::ssr::Console;
-    let n: u32 = call
-        .trim_end_matches(".json")
-        .parse()
-        .map_err(|_| AppError::Unprocessable(format!("call {call:?} is not a call number")))?;
-    let console = s.console.clone();
-    let nm = name.clone();
-    match blocking("reading a call", move || console.run_call(&nm, n)).await? {
-        Ok(Some(v)) => Ok(Json(v)),
-        Ok(None) => Err(AppError::NotFound(format!("no run named {name}"))),
-        Err(why) => Err(AppError::Unprocessable(why)),
-    }
-}
-
-/// `?round=&stage=&outcome=&q=&intraday=&offset=&limit=`, every one optional; a
-/// value that does not parse is a 422 naming it.
-fn trial_query(q: &HashMap<String, String>) -> Result<(TrialFilter, usize, usize), AppError> {
-    fn num<T: std::str::FromStr>(q: &HashMap<String, String>, key: &str) -> Result<Option<T>, AppError> {
-        match q.get(key).map(String::as_str).filter(|v| !v.is_empty()) {
-            None => Ok(None),
-            Some(v) => v.parse().map(Some).map_err(|_| AppError::Unprocessable(format!("{key}={v:?} is not a number"))),
-        }
-    }
-    let outcome = q.get("outcome").map(String::as_str).filter(|v| !v.is_empty()).map(OutcomeFilter::parse);
-    let outcome = outcome.transpose().map_err(|e| AppError::Unprocessable(format!("outcome={e}")))?;
-    let intraday = match q.get("intraday").map(String::as_str).filter(|v| !v.is_empty()) {
-        None => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
-        Some(v) => return Err(AppError::Unprocessable(format!("intraday={v:?} is not true or false"))),
-    };
-    let filter = TrialFilter {
-        round: num(q, "round")?,
-        stage: q.get("stage").filter(|s| !s.is_empty()).cloned(),
-        outcome,
-        text: q.get("q").filter(|s| !s.is_empty()).cloned(),
-        intraday,
-    };
-    Ok((filter, num(q, "offset")?.unwrap_or(0), num(q, "limit")?.unwrap_or(DEFAULT_PAGE)))
+    let n = parse_call_number(&call)?;
+    read(&s, "reading a call", move |c| c.run_call(&name, n)).await
 }
 
 async fn run_trials(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
+    Query(params): Query<TrialParams>,
 ) -> Result<impl IntoResponse, AppError> {
-    use app::api::ssr::Console;
-    let (filter, offset, limit) = trial_query(&q)?;
-    per_run(&s, name, "reading a run's trials", move |c, n| c.run_trials(n, &filter, offset, limit)).await
+    let query = params.parse().map_err(ApiError::from)?;
+    read(&s, "reading a run's trials", move |c| c.run_trials(&name, &query)).await
 }
 
 async fn run_lineage(
     State(s): State<AppState>,
     Path((name, trial)): Path<(String, String)>,
 ) -> Result<impl IntoResponse, AppError> {
-    use app::api::ssr::Console;
-    let console = s.console.clone();
-    let (n, t) = (name.clone(), trial.clone());
-    match blocking("reading a trial's lineage", move || console.run_lineage(&n, &t)).await? {
-        None => Err(AppError::NotFound(format!("no run named {name}"))),
-        Some(None) => Err(AppError::NotFound(format!("no written round of {name} holds a trial named {trial}"))),
-        Some(Some(l)) => Ok(Json(l)),
-    }
+    read(&s, "reading a trial's lineage", move |c| c.run_lineage(&name, &trial)).await
 }
 
 async fn run_calls(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
-    use app::api::ssr::Console;
-    per_run(&s, name, "reading a run's calls", |c, n| c.run_calls(n)).await
+    read(&s, "reading a run's calls", move |c| c.run_calls(&name)).await
 }
 
 async fn run_memory(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
-    use app::api::ssr::Console;
-    per_run(&s, name, "reading a run's memory", |c, n| c.run_memory(n)).await
+    read(&s, "reading a run's memory", move |c| c.run_memory(&name)).await
 }
 
 async fn run_trial_graphs(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
-    use app::api::ssr::Console;
-    per_run(&s, name, "reading trial graphs", |c, n| c.run_trial_graphs(n)).await
+    read(&s, "reading trial graphs", move |c| c.run_trial_graphs(&name)).await
 }
 
 async fn run_reports(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
-    use app::api::ssr::Console;
-    per_run(&s, name, "reading acceptance reports", |c, n| c.run_reports(n)).await
+    read(&s, "reading acceptance reports", move |c| c.run_reports(&name)).await
+}
+
+/// What the server holds for following and reading runs: the reader cache (runs
+/// held, the limit, evictions, views read and answered from the cache) and the
+/// number of shared version watchers.
+async fn debug_readers(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    let console = s.console.clone();
+    let readers = blocking("reading the reader cache figures", move || console.runs().reader_stats()).await?;
+    Ok(Json(json!({ "readers": readers, "watchers": s.watchers.count() })))
 }
 
 async fn api_not_found(req: Request) -> AppError {
-    AppError::NotFound(format!("no API endpoint {} {}", req.method(), req.uri().path()))
+    AppError::not_found(format!("no API endpoint {} {}", req.method(), req.uri().path()))
 }
 
 async fn static_or_404(State(s): State<AppState>, headers: HeaderMap, req: Request) -> Response {
     match s.assets.resolve(req.uri().path()) {
         Some(path) => s.assets.respond(&path, &headers).await,
-        None => AppError::NotFound(format!("nothing at {}", req.uri().path())).into_response(),
+        None => AppError::not_found(format!("nothing at {}", req.uri().path())).into_response(),
     }
 }

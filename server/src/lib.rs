@@ -2,6 +2,7 @@
 //! command line, and the adapters between the pure core and the outside world.
 //!
 //! - [`serve`] — `runboard serve`: binding, access, shutdown, idle watchdog.
+//! - [`follow`] — one shared version watcher per followed run (and the list).
 //! - [`listen`] — accepting connections within bounds (head timeout, cap, shutdown grace).
 //! - [`http`] — the router: pages, server functions, JSON API, static files.
 //! - [`auth`] — token and origin checks.  [`assets`] — revalidated static files.
@@ -22,6 +23,7 @@ pub mod console;
 pub mod demo;
 pub mod drive;
 pub mod error;
+pub mod follow;
 pub mod fsread;
 pub mod http;
 pub mod listen;

@@ -186,8 +186,9 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let stop = tokio_util::sync::CancellationToken::new();
             {
                 let stop = stop.clone();
+                let signals = server::signals::Terminated::register();
                 tokio::spawn(async move {
-                    server::signals::terminated().await;
+                    signals.wait().await;
                     eprintln!("runboard drive: stopping (signal); tearing the processes down");
                     stop.cancel();
                 });

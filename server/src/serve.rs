@@ -98,11 +98,13 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     let shutdown = state.shutdown.clone();
     let ended = std::sync::Arc::new(std::sync::Mutex::new(Ended::Signal));
 
-    // Signals: SIGINT (ctrl-c) and SIGTERM both shut down gracefully.
+    // Signals: SIGINT (ctrl-c) and SIGTERM both shut down gracefully, caught
+    // from here on (before the address is printed).
     {
         let shutdown = shutdown.clone();
+        let signals = crate::signals::Terminated::register();
         tokio::spawn(async move {
-            crate::signals::terminated().await;
+            signals.wait().await;
             shutdown.cancel();
         });
     }

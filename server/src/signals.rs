@@ -1,20 +1,41 @@
 //! The signals that end a runboard process gracefully: SIGINT (ctrl-c) and SIGTERM.
 
-/// Resolves when the process receives SIGINT or SIGTERM.
-pub async fn terminated() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let sigterm = async {
-        match term.as_mut() {
-            Some(t) => {
-                t.recv().await;
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = sigterm => {}
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+/// SIGINT and SIGTERM, caught from the moment this is made: make it before
+/// telling anyone the process is ready, or a signal sent right after that
+/// would still end the process the default way (no graceful shutdown).
+pub struct Terminated {
+    int: Option<Signal>,
+    term: Option<Signal>,
+}
+
+impl Terminated {
+    pub fn register() -> Self {
+        Self { int: signal(SignalKind::interrupt()).ok(), term: signal(SignalKind::terminate()).ok() }
     }
+
+    /// Resolves when SIGINT or SIGTERM arrives.
+    pub async fn wait(mut self) {
+        async fn recv(s: Option<&mut Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            _ = recv(self.int.as_mut()) => {}
+            _ = recv(self.term.as_mut()) => {}
+        }
+    }
+}
+
+/// Resolves when the process receives SIGINT or SIGTERM (caught from the
+/// first poll on; see [`Terminated::register`] to catch them from now).
+pub async fn terminated() {
+    Terminated::register().wait().await
 }
 
 /// PIDs of live (non-zombie) processes whose environment holds `var=value`: how

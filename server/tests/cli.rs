@@ -329,9 +329,11 @@ async fn shutdown_does_not_wait_for_a_half_sent_request() {
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(s.child.id() as i32), nix::sys::signal::Signal::SIGTERM)
                 .unwrap();
         }
-        let status = wait_exit(&mut s.child, Duration::from_secs(20)).unwrap_or_else(|| panic!("{how}: still running"));
+        let status = wait_exit(&mut s.child, Duration::from_secs(30)).unwrap_or_else(|| panic!("{how}: still running"));
         assert!(status.success(), "{how}: {status:?}");
-        let bound = if how == "SIGTERM" { 8 } else { 15 };
+        // A liveness bound (before the fix it never ended), generous for a busy machine:
+        // the server itself gives open connections 3 s.
+        let bound = 20;
         assert!(started.elapsed() < Duration::from_secs(bound), "{how}: took {:?}", started.elapsed());
         drop((half, idle));
     }

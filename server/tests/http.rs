@@ -225,7 +225,7 @@ async fn a_run_its_version_and_its_calls_over_rest() {
 
     let (status, _, body) = send(&st, get("/api/runs/second/calls/abc")).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(json(body)["error"], "call \"abc\" is not a call number");
+    assert_eq!(json(body)["error"], "call=\"abc\": not a call number");
     let (status, _, body) = send(&st, get("/api/runs/second/calls/999")).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(json(body)["error"].as_str().unwrap().starts_with("calls/0999.json: "));
@@ -293,10 +293,10 @@ async fn trials_come_filtered_a_page_at_a_time_and_bad_filters_are_422s() {
     assert!(text["trials"].as_array().unwrap().iter().all(|t| t["trial"] == "r05s1"));
 
     for (uri, why) in [
-        ("/api/runs/long/trials?outcome=maybe", "outcome=\"maybe\" is not one of accepted, refused, unscored"),
-        ("/api/runs/long/trials?round=x", "round=\"x\" is not a number"),
-        ("/api/runs/long/trials?limit=-1", "limit=\"-1\" is not a number"),
-        ("/api/runs/long/trials?intraday=yes", "intraday=\"yes\" is not true or false"),
+        ("/api/runs/long/trials?outcome=maybe", "outcome=\"maybe\": not one of accepted, refused, unscored"),
+        ("/api/runs/long/trials?round=x", "round=\"x\": not a whole number ≥ 0"),
+        ("/api/runs/long/trials?limit=-1", "limit=\"-1\": not a whole number ≥ 0"),
+        ("/api/runs/long/trials?intraday=yes", "intraday=\"yes\": not true or false"),
     ] {
         let (status, body) = page(uri.into()).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{uri}");
@@ -314,8 +314,12 @@ async fn lineage_trial_graphs_and_reports_over_rest_and_as_pages() {
 
     // A trial with parents: its lineage names them, judged by the last open's limits.
     let page = json(send(&st, get("/api/runs/long/trials?round=8")).await.2);
-    let child =
-        page["trials"].as_array().unwrap().iter().find(|t| t["parents"].is_array()).expect("a trial with parents");
+    let child = page["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["parents"].as_array().is_some_and(|p| !p.is_empty()))
+        .expect("a trial with parents");
     let name = child["trial"].as_str().unwrap();
     let (status, _, body) = send(&st, get(&format!("/api/runs/long/lineage/{name}"))).await;
     assert_eq!(status, StatusCode::OK);
@@ -534,4 +538,94 @@ async fn files_symlinked_from_outside_the_root_are_never_served() {
     let broken = list["runs"].as_array().unwrap().iter().find(|r| r["name"] == "broken").unwrap();
     assert_eq!(broken["status"]["kind"], "unreadable");
     assert!(broken["status"]["reason"].as_str().unwrap().contains(outside_reason), "{broken}");
+}
+
+/// Every read, asked on both surfaces — REST (`/api/…`) and the pages' server
+/// functions (`/sfn/…`) — for a missing run, a bad query and a good request:
+/// the same status and the same body on either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_answers_alike_over_rest_and_server_functions() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let trial = {
+        let page: Value = serde_json::from_slice(&send(&st, get("/api/runs/second/trials?limit=1")).await.2).unwrap();
+        page["trials"][0]["trial"].as_str().unwrap().to_owned()
+    };
+    // (REST, server function) for a run named `{}`.
+    let reads: Vec<(String, String)> = vec![
+        ("/api/runs/{}".into(), "/sfn/run?name={}".into()),
+        ("/api/runs/{}/analysis".into(), "/sfn/run_analysis?name={}".into()),
+        ("/api/runs/{}/calls".into(), "/sfn/run_calls?name={}".into()),
+        ("/api/runs/{}/calls/2".into(), "/sfn/run_call?name={}&call=2".into()),
+        ("/api/runs/{}/memory".into(), "/sfn/run_memory?name={}".into()),
+        (
+            "/api/runs/{}/trials?round=2&limit=3".into(),
+            "/sfn/run_trials?name={}&params[round]=2&params[limit]=3".into(),
+        ),
+        (format!("/api/runs/{{}}/lineage/{trial}"), format!("/sfn/run_lineage?name={{}}&trial={trial}")),
+        ("/api/runs/{}/trial-graphs".into(), "/sfn/run_trial_graphs?name={}".into()),
+        ("/api/runs/{}/reports".into(), "/sfn/run_reports?name={}".into()),
+    ];
+    let ask = |uri: String| {
+        let st = st.clone();
+        async move {
+            let (status, _, body) = send(&st, get(&uri)).await;
+            let v: Value = serde_json::from_slice(&body)
+                .unwrap_or_else(|e| panic!("{uri}: {e}: {}", String::from_utf8_lossy(&body)));
+            (status, v)
+        }
+    };
+    for (rest, sfn) in &reads {
+        for run in ["second", "nope"] {
+            let (r, s) = (rest.replace("{}", run), sfn.replace("{}", run));
+            let (a, b) = (ask(r.clone()).await, ask(s.clone()).await);
+            assert_eq!(a.0, b.0, "{r} vs {s}: {} / {}", a.1, b.1);
+            assert_eq!(a.1, b.1, "{r} vs {s}");
+            if run == "nope" {
+                assert_eq!(a.0, StatusCode::NOT_FOUND, "{r}");
+                assert_eq!(a.1, serde_json::json!({"kind": "no_such_run", "error": "no run named nope"}));
+            } else {
+                assert_eq!(a.0, StatusCode::OK, "{r}: {}", a.1);
+            }
+        }
+    }
+    // Bad queries: the same parser, the same words.
+    for (rest, sfn, kind, why) in [
+        (
+            "/api/runs/second/trials?round=x",
+            "/sfn/run_trials?name=second&params[round]=x",
+            "bad_query",
+            "round=\"x\": not a whole number ≥ 0",
+        ),
+        (
+            "/api/runs/second/trials?outcome=maybe",
+            "/sfn/run_trials?name=second&params[outcome]=maybe",
+            "bad_query",
+            "outcome=\"maybe\": not one of accepted, refused, unscored",
+        ),
+        (
+            "/api/runs/second/calls/abc",
+            "/sfn/run_call?name=second&call=abc",
+            "bad_query",
+            "call=\"abc\": not a call number",
+        ),
+        (
+            "/api/runs/second/lineage/r99s9",
+            "/sfn/run_lineage?name=second&trial=r99s9",
+            "no_such_trial",
+            "no written round of second holds a trial named r99s9",
+        ),
+        (
+            "/api/runs/second/calls/999",
+            "/sfn/run_call?name=second&call=999",
+            "unreadable",
+            "calls/0999.json: No such file or directory (os error 2)",
+        ),
+    ] {
+        let (a, b) = (ask(rest.into()).await, ask(sfn.into()).await);
+        assert_eq!((a.0, &a.1), (b.0, &b.1), "{rest} vs {sfn}");
+        assert_eq!(a.1, serde_json::json!({"kind": kind, "error": why}), "{rest}");
+        let want = if kind == "no_such_trial" { StatusCode::NOT_FOUND } else { StatusCode::UNPROCESSABLE_ENTITY };
+        assert_eq!(a.0, want, "{rest}");
+    }
 }

@@ -53,6 +53,90 @@ pub struct TrialFilter {
     pub intraday: Option<bool>,
 }
 
+/// A query's value that does not parse: the field, the value as given, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BadQuery {
+    pub field: String,
+    pub value: String,
+    pub problem: String,
+}
+
+impl std::fmt::Display for BadQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={:?}: {}", self.field, crate::spec::shorten(&self.value), self.problem)
+    }
+}
+
+/// The trials query as its URL carries it (`?round=&stage=&outcome=&q=&intraday=&offset=&limit=`),
+/// every value raw text: the one thing both the REST endpoint and the page's
+/// server function receive, read by the one parser, [`TrialParams::parse`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialParams {
+    #[serde(default)]
+    pub round: Option<String>,
+    #[serde(default)]
+    pub stage: Option<String>,
+    #[serde(default)]
+    pub outcome: Option<String>,
+    #[serde(default)]
+    pub q: Option<String>,
+    #[serde(default)]
+    pub intraday: Option<String>,
+    #[serde(default)]
+    pub offset: Option<String>,
+    #[serde(default)]
+    pub limit: Option<String>,
+}
+
+/// A parsed trials query: which trials, and which page of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialQuery {
+    pub filter: TrialFilter,
+    pub offset: usize,
+    /// At most [`MAX_PAGE`]; [`DEFAULT_PAGE`] when not given.
+    pub limit: usize,
+}
+
+impl TrialParams {
+    /// Reads the query; an empty value is the same as none. The error names the
+    /// field, the value and what is wrong with it.
+    pub fn parse(&self) -> Result<TrialQuery, BadQuery> {
+        fn given(v: &Option<String>) -> Option<&str> {
+            v.as_deref().filter(|s| !s.is_empty())
+        }
+        fn bad(field: &str, value: &str, problem: &str) -> BadQuery {
+            BadQuery { field: field.into(), value: value.into(), problem: problem.into() }
+        }
+        fn whole<T: std::str::FromStr>(field: &str, v: &Option<String>) -> Result<Option<T>, BadQuery> {
+            given(v).map(|s| s.parse().map_err(|_| bad(field, s, "not a whole number ≥ 0"))).transpose()
+        }
+        let outcome = given(&self.outcome)
+            .map(|o| OutcomeFilter::parse(o).map_err(|_| bad("outcome", o, "not one of accepted, refused, unscored")))
+            .transpose()?;
+        let intraday = match given(&self.intraday) {
+            None => None,
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            Some(v) => return Err(bad("intraday", v, "not true or false")),
+        };
+        let limit = whole::<usize>("limit", &self.limit)?.unwrap_or(DEFAULT_PAGE);
+        if limit == 0 {
+            return Err(bad("limit", "0", "must be at least 1"));
+        }
+        Ok(TrialQuery {
+            filter: TrialFilter {
+                round: whole("round", &self.round)?,
+                stage: given(&self.stage).map(str::to_owned),
+                outcome,
+                text: given(&self.q).map(str::to_owned),
+                intraday,
+            },
+            offset: whole("offset", &self.offset)?.unwrap_or(0),
+            limit: limit.min(MAX_PAGE),
+        })
+    }
+}
+
 /// A trial as the rounds tab shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialRow {
@@ -119,6 +203,43 @@ pub fn trial_page(view: &RunView, filter: &TrialFilter, offset: usize, limit: us
 mod tests {
     use super::*;
     use crate::runview::ledger::{Incremental, LedgerState};
+
+    #[test]
+    fn one_parser_reads_the_query_and_names_what_is_wrong() {
+        let p = |pairs: &[(&str, &str)]| {
+            let mut t = TrialParams::default();
+            for (k, v) in pairs {
+                let v = Some((*v).to_owned());
+                match *k {
+                    "round" => t.round = v,
+                    "stage" => t.stage = v,
+                    "outcome" => t.outcome = v,
+                    "q" => t.q = v,
+                    "intraday" => t.intraday = v,
+                    "offset" => t.offset = v,
+                    _ => t.limit = v,
+                }
+            }
+            t.parse()
+        };
+        let q = p(&[("round", "3"), ("outcome", "refused"), ("q", ""), ("limit", "9999")]).unwrap();
+        assert_eq!(
+            (q.filter.round, q.filter.outcome, q.filter.text, q.limit),
+            (Some(3), Some(OutcomeFilter::Refused), None, MAX_PAGE)
+        );
+        assert_eq!(p(&[]).unwrap().limit, DEFAULT_PAGE);
+        let cases = [
+            (("round", "x"), "round=\"x\": not a whole number ≥ 0"),
+            (("round", "-1"), "round=\"-1\": not a whole number ≥ 0"),
+            (("offset", "1.5"), "offset=\"1.5\": not a whole number ≥ 0"),
+            (("limit", "0"), "limit=\"0\": must be at least 1"),
+            (("outcome", "maybe"), "outcome=\"maybe\": not one of accepted, refused, unscored"),
+            (("intraday", "yes"), "intraday=\"yes\": not true or false"),
+        ];
+        for ((k, v), want) in cases {
+            assert_eq!(p(&[(k, v)]).unwrap_err().to_string(), want);
+        }
+    }
     use crate::runview::view::{read_view, ViewInputs};
     use crate::runview::ProcessCheck;
 

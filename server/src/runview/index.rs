@@ -5,13 +5,14 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use runboard::json::{describe_error, from_slice_lenient};
 use runboard::runview::files::{self, VERSIONED};
 use runboard::runview::jsonl::tail_lines;
 use runboard::runview::records::{Snapshot, StateFile};
 use runboard::runview::summary::{sort_latest_first, EventsTail};
+use runboard::runview::view::RunView;
 use runboard::runview::{summarise, FileStamp, ListInputs, ProcessCheck, RunList, RunRow, RunVersion, SkippedFolder};
 
 use crate::fsread::{read_tail, stamp_of, stamp_time, ProcessProbe, Within};
@@ -31,6 +32,50 @@ struct Parsed {
     events: Option<Result<EventsTail, String>>,
 }
 
+/// How many runs' reading state (cursors, parsed rounds, the latest view) is
+/// kept at once by default; the least recently used is dropped beyond it.
+pub const READERS_HELD: usize = 64;
+
+/// One run's reading state: where its growing files were read up to, and the
+/// view made at the version it was made at. Locked on its own, so reading one
+/// run never waits for another.
+#[derive(Default)]
+struct RunReader {
+    cursors: super::read::RunCursors,
+    /// The view, the run's version when it was made, and what was known then of
+    /// the process that opened the run (its death changes the view, not a file).
+    view: Option<(String, Arc<RunView>)>,
+    /// Bytes of the growing files read so far (a figure for the debug endpoint).
+    bytes_read: u64,
+}
+
+/// The runs whose reading state is held, least recently used first.
+#[derive(Default)]
+struct Readers {
+    held: Vec<(PathBuf, Arc<Mutex<RunReader>>)>,
+    evictions: u64,
+}
+
+/// What the reader cache holds (the debug endpoint's answer).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReaderStats {
+    /// Runs whose reading state is held, most recently used last.
+    pub held: Vec<HeldRun>,
+    pub limit: usize,
+    /// Runs dropped from the cache since the server started.
+    pub evictions: u64,
+    /// Views made from files (a cache miss each) and answered from the cache.
+    pub views_read: u64,
+    pub views_cached: u64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HeldRun {
+    pub path: String,
+    pub bytes_read: u64,
+    pub version: Option<String>,
+}
+
 /// The runs under one campaign root, with parsed files cached by file identity,
 /// size and modification time.
 pub struct RunIndex {
@@ -40,8 +85,11 @@ pub struct RunIndex {
     probe: ProcessProbe,
     cache: Mutex<HashMap<PathBuf, Parsed>>,
     parses: AtomicU64,
-    /// Reading positions of the runs whose views were read.
-    readers: Mutex<HashMap<PathBuf, super::read::RunCursors>>,
+    /// The reading state of the runs whose views were read, bounded (LRU).
+    readers: Mutex<Readers>,
+    readers_limit: usize,
+    views_read: AtomicU64,
+    views_cached: AtomicU64,
     /// Run directories already found by name: a run page polls its run's version
     /// every second, and walking the whole root for each poll would cost a tree
     /// walk per open page per second.
@@ -61,7 +109,10 @@ impl RunIndex {
             probe,
             cache: Mutex::new(HashMap::new()),
             parses: AtomicU64::new(0),
-            readers: Mutex::new(HashMap::new()),
+            readers: Mutex::new(Readers::default()),
+            readers_limit: READERS_HELD,
+            views_read: AtomicU64::new(0),
+            views_cached: AtomicU64::new(0),
             found: Mutex::new(HashMap::new()),
         }
     }
@@ -137,15 +188,88 @@ impl RunIndex {
         Some(dir)
     }
 
-    /// The whole view of the run `name` (seed: `RunView.read`).
-    pub fn view(&self, name: &str) -> Option<(PathBuf, runboard::runview::view::RunView)> {
+    /// Holds at most `limit` runs' reading state (at least 1).
+    pub fn with_readers_limit(mut self, limit: usize) -> Self {
+        self.readers_limit = limit.max(1);
+        self
+    }
+
+    /// The reading state of the run in `dir`, made most recently used; the
+    /// least recently used beyond the limit is dropped (and logged).
+    fn reader(&self, dir: &Path) -> Arc<Mutex<RunReader>> {
+        let mut r = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = match r.held.iter().position(|(d, _)| d == dir) {
+            Some(i) => r.held.remove(i).1,
+            None => Arc::default(),
+        };
+        r.held.push((dir.to_path_buf(), entry.clone()));
+        while r.held.len() > self.readers_limit {
+            let (gone, _) = r.held.remove(0);
+            r.evictions += 1;
+            tracing::info!("reader cache: dropped {} (limit {} runs)", self.relative(&gone), self.readers_limit);
+        }
+        entry
+    }
+
+    /// The whole view of the run `name` (`RunView::read`): the cached one while
+    /// the run's version and its process's liveness are unchanged, else read
+    /// again from where its growing files were read up to. Only this run's
+    /// reader is locked meanwhile.
+    pub fn view(&self, name: &str) -> Option<(PathBuf, Arc<RunView>)> {
         let dir = self.find(name)?;
+        let version = version_of(&dir);
+        let reader = self.reader(&dir);
+        let mut reader = reader.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((v, view)) = &reader.view {
+            if *v == version && self.process_unchanged(&view.row.process) {
+                self.views_cached.fetch_add(1, Ordering::Relaxed);
+                return Some((dir, view.clone()));
+            }
+        }
         let folder = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let mut readers = self.readers.lock().unwrap_or_else(|p| p.into_inner());
-        let cursors = readers.entry(dir.clone()).or_default();
-        let view = super::read_run(&self.within, &dir, &folder, &self.relative(&dir), &self.probe, cursors);
-        drop(readers);
+        let rel = self.relative(&dir);
+        let before = reader.cursors.offsets();
+        let view = Arc::new(super::read_run(&self.within, &dir, &folder, &rel, &self.probe, &mut reader.cursors));
+        reader.bytes_read += reader.cursors.offsets().saturating_sub(before);
+        self.views_read.fetch_add(1, Ordering::Relaxed);
+        // Keyed by the version taken before the files were read: a write during
+        // the read shows as a newer version next time, never as a stale hit.
+        reader.view = Some((version, view.clone()));
         Some((dir, view))
+    }
+
+    /// Whether what the view says of the run's process still holds.
+    fn process_unchanged(&self, shown: &ProcessCheck) -> bool {
+        match shown {
+            ProcessCheck::Alive { host, pid } | ProcessCheck::Gone { host, pid } => {
+                self.probe.check(host, *pid) == *shown
+            }
+            ProcessCheck::NotRecorded | ProcessCheck::OtherHost { .. } => true,
+        }
+    }
+
+    /// What the reader cache holds now.
+    pub fn reader_stats(&self) -> ReaderStats {
+        let r = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        let held = r
+            .held
+            .iter()
+            .map(|(dir, entry)| {
+                // Never wait on a run being read: its figures are then unknown.
+                let (bytes_read, version) = match entry.try_lock() {
+                    Ok(e) => (e.bytes_read, e.view.as_ref().map(|(v, _)| v.clone())),
+                    Err(_) => (0, None),
+                };
+                HeldRun { path: self.relative(dir), bytes_read, version }
+            })
+            .collect();
+        ReaderStats {
+            held,
+            limit: self.readers_limit,
+            evictions: r.evictions,
+            views_read: self.views_read.load(Ordering::Relaxed),
+            views_cached: self.views_cached.load(Ordering::Relaxed),
+        }
     }
 
     /// The version of one run (seed: `run_version`): `stat` only.

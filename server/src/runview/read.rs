@@ -29,6 +29,13 @@ pub struct RunCursors {
     events: Option<Cursor<EventsLog>>,
 }
 
+impl RunCursors {
+    /// How far the growing files have been read, in bytes (both together).
+    pub fn offsets(&self) -> u64 {
+        self.ledger.as_ref().map_or(0, |c| c.offset) + self.events.as_ref().map_or(0, |c| c.offset)
+    }
+}
+
 /// Brings `cursor` up to the end of `path`, reading only what was appended.
 fn advance<'c, S: Incremental>(
     cursor: &'c mut Option<Cursor<S>>,

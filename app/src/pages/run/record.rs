@@ -22,7 +22,7 @@ pub(super) fn CallsTab(name: String, version: String) -> impl IntoView {
         move || (name.clone(), open.get()),
         |(run, n)| async move {
             match n {
-                Some(n) => Some(get_call(run, n).await),
+                Some(n) => Some(get_call(run, n.to_string()).await),
                 None => None,
             }
         },

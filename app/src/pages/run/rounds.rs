@@ -9,7 +9,7 @@ use runboard::runview::trials::{TrialPage, DEFAULT_PAGE};
 use runboard::runview::view::RunView;
 
 use super::num;
-use crate::api::{get_trials, TrialQuery};
+use crate::api::{get_trials, TrialParams};
 
 fn source(s: Option<ThresholdSource>) -> &'static str {
     match s {
@@ -65,7 +65,9 @@ pub(super) fn rounds(name: String, v: &RunView) -> impl IntoView {
 
 #[component]
 fn Trials(name: String, version: String) -> impl IntoView {
-    let (round, _) = query_signal::<u32>("round");
+    // The filters travel as the URL gives them; the server's one parser reads
+    // them, so a bad value is refused with the same words as over REST.
+    let (round, _) = query_signal::<String>("round");
     let (stage, _) = query_signal::<String>("stage");
     let (outcome, _) = query_signal::<String>("outcome");
     let (text, _) = query_signal::<String>("q");
@@ -74,15 +76,23 @@ fn Trials(name: String, version: String) -> impl IntoView {
     let run = name.clone();
     let trials = Resource::new(
         move || (key(), version.clone()),
-        move |((round, stage, outcome, text, page), _)| {
-            let query = TrialQuery { round, stage, outcome, text, offset: page * DEFAULT_PAGE, limit: DEFAULT_PAGE };
-            get_trials(run.clone(), query)
+        move |((round, stage, outcome, q, page), _)| {
+            let params = TrialParams {
+                round,
+                stage,
+                outcome,
+                q,
+                intraday: None,
+                offset: Some((page * DEFAULT_PAGE).to_string()),
+                limit: Some(DEFAULT_PAGE.to_string()),
+            };
+            get_trials(run.clone(), params)
         },
     );
     view! {
         <form class="trial-filters" method="get">
             <input type="hidden" name="tab" value="rounds"/>
-            <label>"Round "<input type="number" name="round" min="0" prop:value=move || round.get().map(|r| r.to_string()).unwrap_or_default()/></label>
+            <label>"Round "<input type="number" name="round" min="0" prop:value=move || round.get().unwrap_or_default()/></label>
             <label>"Stage "<input type="text" name="stage" list="stages" prop:value=move || stage.get().unwrap_or_default()/></label>
             <label>"Outcome "
                 <select name="outcome" prop:value=move || outcome.get().unwrap_or_default()>
