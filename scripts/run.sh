@@ -6,5 +6,5 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 scripts/setup.sh
-cargo leptos build --release
+cargo leptos build --release -P   # -P: precompressed .br/.gz copies of the bundle
 exec target/release/runboard serve "$@"

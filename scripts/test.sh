@@ -18,7 +18,7 @@ step "unit and integration tests"
 # Never build `app` with both ssr and hydrate: test the native crates only.
 cargo test -p runboard -p app -p server
 step "release build of the site"
-cargo leptos build --release
+cargo leptos build --release -P   # -P: precompressed .br/.gz copies of the bundle
 step "records match docs/schemas"
 python3 scripts/check-schemas.py target/release/runboard
 step "end-to-end (Chromium)"

@@ -4,15 +4,22 @@
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Makes each temporary name unique within the process: two writers of one
+/// file (two threads, two tasks) must never share a temporary file.
+static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// Writes `bytes` to a temporary file beside `path`, fsyncs it, renames it over
 /// `path`, then fsyncs the directory so the rename itself is durable.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{}.tmp-{}-{n}", name.to_string_lossy(), std::process::id()));
     let result = (|| {
-        let mut f = File::create(&tmp)?;
+        // `create_new`: a leftover of a crashed writer is never written through.
+        let mut f = fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, path)?;
@@ -37,5 +44,28 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"{\"a\":2}");
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn two_writers_of_one_file_in_one_process_do_not_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = std::sync::Arc::new(dir.path().join("state.json"));
+        let writers: Vec<_> = (0..8)
+            .map(|i| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    let body = format!("{{\"writer\":{i},\"pad\":\"{}\"}}", "x".repeat(100_000));
+                    for _ in 0..20 {
+                        write_atomic(&p, body.as_bytes()).unwrap();
+                        // Whatever is there is one writer's whole file.
+                        let read = fs::read_to_string(&*p).unwrap();
+                        assert!(read.ends_with("\"}") && read.len() > 100_000, "torn: {} bytes", read.len());
+                    }
+                })
+            })
+            .collect();
+        writers.into_iter().for_each(|w| w.join().unwrap());
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
     }
 }

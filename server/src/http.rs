@@ -98,6 +98,11 @@ pub fn app(state: AppState) -> Router {
             move || app::shell(leptos.clone()),
         )
         .fallback(static_or_404)
+        // Compressed when the client accepts br or gzip: the JSON API, pages,
+        // and static files without a precompressed copy. Never the version
+        // streams (text/event-stream is left alone, unbuffered), images, or
+        // what is already encoded (precompressed assets).
+        .layer(tower_http::compression::CompressionLayer::new())
         .layer(middleware::from_fn_with_state(state.access.clone(), auth::guard))
         .layer(middleware::from_fn_with_state(state.last_request.clone(), note_request))
         .with_state(state)
@@ -171,12 +176,15 @@ fn version_events(
 ) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
     struct Follow {
         rx: tokio::sync::watch::Receiver<crate::follow::Seen>,
+        /// The version this stream sent last.
+        sent: Option<String>,
         done: bool,
         last_request: Arc<AtomicI64>,
         shutdown: CancellationToken,
     }
     let start = Follow {
         rx: s.watchers.follow(key, every, &s.shutdown, version),
+        sent: None,
         done: false,
         last_request: s.last_request.clone(),
         shutdown: s.shutdown.clone(),
@@ -195,10 +203,12 @@ fn version_events(
                     // browser's EventSource: say it in the data, too.
                     return Some((Ok(Event::default().event("gone").data("gone")), f));
                 }
-                Some(Some(v)) => {
+                Some(Some(v)) if f.sent.as_ref() != Some(&v) => {
                     f.last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
+                    f.sent = Some(v.clone());
                     return Some((Ok(Event::default().event("version").data(v)), f));
                 }
+                Some(Some(_)) => {}
             }
             tokio::select! {
                 changed = f.rx.changed() => if changed.is_err() && !matches!(*f.rx.borrow(), Some(None)) { return None },
@@ -277,8 +287,8 @@ async fn api_not_found(req: Request) -> AppError {
 }
 
 async fn static_or_404(State(s): State<AppState>, headers: HeaderMap, req: Request) -> Response {
-    match s.assets.resolve(req.uri().path()) {
-        Some(path) => s.assets.respond(&path, &headers).await,
+    match s.assets.respond(req.uri().path(), &headers).await {
+        Some(res) => res,
         None => AppError::not_found(format!("nothing at {}", req.uri().path())).into_response(),
     }
 }

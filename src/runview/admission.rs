@@ -3,6 +3,7 @@
 //! (seed 001). Each is read from the best source the run has and says which; none
 //! is made up — a value nothing gives is `None`.
 
+use super::events::{EventKind, RunEvent};
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -92,13 +93,12 @@ pub fn number_after(text: &str, word: &str) -> Option<f64> {
 }
 
 /// The t thresholds `admission` events give, by round (the latest per round).
-pub fn thresholds_from_events(events: &[Value]) -> BTreeMap<u32, f64> {
+pub fn thresholds_from_events(events: &[RunEvent]) -> BTreeMap<u32, f64> {
     events
         .iter()
-        .filter(|v| v["event"] == "admission")
-        .filter_map(|v| {
-            let round = u32::try_from(v["round"].as_u64()?).ok()?;
-            Some((round, v["t_threshold"].as_f64().filter(|f| f.is_finite())?))
+        .filter_map(|e| match e.kind {
+            EventKind::Admission { round: Some(round), t_threshold: Some(t), .. } => Some((round, t)),
+            _ => None,
         })
         .collect()
 }
@@ -179,7 +179,7 @@ mod tests {
             ]
         );
         // An admission event outranks what the trials say.
-        let events = [json!({"event": "admission", "round": 4, "t_threshold": 3.1})];
+        let events = [RunEvent::from_value(&json!({"event": "admission", "round": 4, "t_threshold": 3.1}))];
         let from_events = thresholds_from_events(&events);
         let r = round_thresholds(&from_events, &rounds);
         assert_eq!((r[4].t, r[4].source), (Some(3.1), Some(AdmissionEvent)));

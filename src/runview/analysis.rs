@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::admission::RoundThreshold;
 use super::diagnosis::{diagnose, Finding};
+use super::refusal::RefusalKind;
 use super::view::TrialView;
 
 /// Unscored trials refused for the same reason at the same stage.
@@ -126,18 +127,10 @@ pub fn collisions(trials: &[&TrialView]) -> Vec<Collision> {
     let mut out = Vec::new();
     for t in trials {
         let Some(reason) = &t.reason else { continue };
-        let lower = reason.to_lowercase();
-        let kind = match t.stage.as_deref() {
-            Some("gate") if lower.contains("duplicate of") && lower.contains("own") => None,
-            Some("gate")
-                if ["rewrite", "refinement of parameters", "shared subtree"].iter().any(|k| lower.contains(k)) =>
-            {
-                Some(CollisionKind::Code)
-            }
-            Some("admission") if lower.contains("correlation") && lower.contains("above") => {
-                Some(CollisionKind::Ranking)
-            }
-            _ => None,
+        let kind = match super::refusal::of_trial(t) {
+            RefusalKind::CodeCollision => Some(CollisionKind::Code),
+            RefusalKind::RankingCollision => Some(CollisionKind::Ranking),
+            RefusalKind::OwnRepeat | RefusalKind::LowCoverage | RefusalKind::Other => None,
         };
         if let Some(kind) = kind {
             out.push(Collision {

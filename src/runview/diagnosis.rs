@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::admission::RoundThreshold;
+use super::refusal::{self, RefusalKind};
 use super::view::{RoundView, TrialView};
 
 /// Below this many trials nothing is diagnosed: too few to tell a pattern.
@@ -61,12 +62,10 @@ impl Trial<'_> {
     }
 }
 
-fn reason_has(t: &TrialView, stage: &str, words: &[&str]) -> bool {
-    t.stage.as_deref() == Some(stage)
-        && t.reason.as_deref().is_some_and(|r| {
-            let r = r.to_lowercase();
-            words.iter().all(|w| r.contains(w))
-        })
+/// Whether the attempt was refused the way `kind` says (the one classifier
+/// the analysis uses too).
+fn refused_as(t: &TrialView, kind: RefusalKind) -> bool {
+    refusal::of_trial(t) == kind
 }
 
 /// Counts the trials (among `pool`) that meet `problem`, and reports them when
@@ -137,7 +136,7 @@ pub fn diagnose(rounds: &[Arc<RoundView>], thresholds: &[RoundThreshold]) -> Vec
             "The agent proposes its own earlier candidates again.",
             "The memory or the plan is not steering it away from what it already tried.",
         ),
-        |t| t.any(|a| reason_has(a, "gate", &["duplicate of", "own"])),
+        |t| t.any(|a| refused_as(a, RefusalKind::OwnRepeat)),
     );
     rule(
         &mut out,
@@ -148,7 +147,7 @@ pub fn diagnose(rounds: &[Arc<RoundView>], thresholds: &[RoundThreshold]) -> Vec
             "Many candidates cover too little of the universe to be scored.",
             "Candidates lean on sparse fields or long windows; check the datasets' coverage.",
         ),
-        |t| t.any(|a| reason_has(a, "evaluator", &["coverage"])),
+        |t| t.any(|a| refused_as(a, RefusalKind::LowCoverage)),
     );
     rule(
         &mut out,
@@ -159,7 +158,7 @@ pub fn diagnose(rounds: &[Arc<RoundView>], thresholds: &[RoundThreshold]) -> Vec
             "Scored candidates correlate with existing factors above the limit.",
             "The search is circling known factors: see the ranking collisions and the admission map.",
         ),
-        |t| t.any(|a| reason_has(a, "admission", &["correlation", "above"])),
+        |t| t.any(|a| refused_as(a, RefusalKind::RankingCollision)),
     );
     rule(
         &mut out,

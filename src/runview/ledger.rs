@@ -8,6 +8,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use super::events::RunEvent;
 use super::view::{RoundView, TrialView};
 use crate::json::{describe_error, from_slice_lenient};
 
@@ -352,10 +353,10 @@ impl LedgerState {
     }
 }
 
-/// Everything parsed from an events file so far.
+/// Everything parsed from an events file so far, each line typed once.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EventsLog {
-    pub events: Vec<Value>,
+    pub events: Vec<RunEvent>,
     pub problems: Vec<(usize, String)>,
     pub lines: usize,
 }
@@ -369,7 +370,7 @@ impl Incremental for EventsLog {
         match from_slice_lenient::<Value>(line) {
             Ok(v) if v.is_object() => {
                 self.problems.extend(event_wrong_types(&v).into_iter().map(|w| (n, w.to_string())));
-                self.events.push(v);
+                self.events.push(RunEvent::from_value(&v));
             }
             Ok(_) => self.problems.push((n, "not a JSON object".into())),
             Err(e) => self.problems.push((n, describe_error(&e))),

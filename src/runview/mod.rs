@@ -11,12 +11,14 @@
 //! - [`records`] — the records, parsed leniently (missing fields are `None`, never
 //!   made up).
 //! - [`jsonl`] — line-oriented files that a writer may be appending to.
+//! - [`events`] — the events file's lines, typed once as they are read.
 //! - [`ledger`] — the ledger and events parsed incrementally (appended bytes only).
 //! - [`summary`] — what the run list shows of a run, and its status rules.
 //! - [`view`] — `RunView`, one run read whole, each part degrading on its own.
 //! - [`admission`] — each round's t threshold, the correlation limit, the limits.
 //! - [`plans`], [`lineage`], [`trialgraph`], [`intraday`] — how trials relate.
 //! - [`acceptance`] — acceptance and hold-out reports.
+//! - [`refusal`] — what a refusal says (collision, own repeat, coverage…), one classifier.
 //! - [`analysis`], [`diagnosis`] — what the trials say read together.
 //! - [`trials`] — the rounds tab's filters and pages.
 //! - [`diff`] — memory versions compared line by line.
@@ -27,6 +29,7 @@ pub mod admission;
 pub mod analysis;
 pub mod diagnosis;
 pub mod diff;
+pub mod events;
 pub mod files;
 pub mod intraday;
 pub mod jsonl;
@@ -34,6 +37,7 @@ pub mod ledger;
 pub mod lineage;
 pub mod plans;
 pub mod records;
+pub mod refusal;
 pub mod summary;
 pub mod trialgraph;
 pub mod trials;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::events::{EventKind, RunEvent};
 use super::view::RoundView;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,7 +58,7 @@ pub fn plan_slots(event: &Value) -> Vec<PlanSlot> {
 }
 
 /// The plans of a run, by round. `events` is `None` for a run without events.
-pub fn plans(events: Option<&[Value]>, rounds_written: u32, ledger_rounds: &[Arc<RoundView>]) -> Vec<PlanView> {
+pub fn plans(events: Option<&[RunEvent]>, rounds_written: u32, ledger_rounds: &[Arc<RoundView>]) -> Vec<PlanView> {
     let Some(events) = events else {
         return ledger_rounds
             .iter()
@@ -70,22 +71,22 @@ pub fn plans(events: Option<&[Value]>, rounds_written: u32, ledger_rounds: &[Arc
             .collect();
     };
     // The latest plan of each round, and whether a resume came after it.
-    let mut latest: BTreeMap<u32, (&Value, bool)> = BTreeMap::new();
-    for v in events {
-        match v["event"].as_str() {
-            Some("plan") => {
-                if let Some(round) = v["round"].as_u64().and_then(|r| u32::try_from(r).ok()) {
-                    latest.insert(round, (v, false));
-                }
+    let mut latest: BTreeMap<u32, (&[PlanSlot], bool)> = BTreeMap::new();
+    for ev in events {
+        match &ev.kind {
+            EventKind::Plan { round: Some(round), slots } => {
+                latest.insert(*round, (slots, false));
             }
-            Some("resume") => latest.values_mut().for_each(|(_, resumed_since)| *resumed_since = true),
+            EventKind::Open { resumed: true, .. } => {
+                latest.values_mut().for_each(|(_, resumed_since)| *resumed_since = true)
+            }
             _ => {}
         }
     }
     latest
         .into_iter()
         .filter(|(round, (_, resumed_since))| !(*resumed_since && *round > rounds_written))
-        .map(|(round, (v, _))| PlanView { round, slots: plan_slots(v), source: PlanSource::Event })
+        .map(|(round, (slots, _))| PlanView { round, slots: slots.to_vec(), source: PlanSource::Event })
         .collect()
 }
 
@@ -109,6 +110,7 @@ mod tests {
             json!({"event": "plan", "round": 1, "slots": [1, 2]}),
             json!({"event": "plan", "round": 1, "slots": [{"slot": 1, "parents": ["r00s1"]}, {"slot": 3}]}),
         ];
+        let events: Vec<RunEvent> = events.iter().map(RunEvent::from_value).collect();
         let p = plans(Some(&events), 1, &[]);
         assert_eq!(p.len(), 1);
         assert_eq!(
@@ -127,11 +129,12 @@ mod tests {
             json!({"event": "resume"}),
         ];
         // The state counts round 1: written before the resume. Round 2 was under way.
+        let events: Vec<RunEvent> = events.iter().map(RunEvent::from_value).collect();
         let p = plans(Some(&events), 1, &[]);
         assert_eq!(p.iter().map(|p| p.round).collect::<Vec<_>>(), [1]);
         // Planned again after the resume: that plan is the round's.
         let mut again = events.to_vec();
-        again.push(json!({"event": "plan", "round": 2, "slots": [3]}));
+        again.push(RunEvent::from_value(&json!({"event": "plan", "round": 2, "slots": [3]})));
         let p = plans(Some(&again), 1, &[]);
         assert_eq!(p[1].slots, [PlanSlot { slot: 3, picked: None }]);
     }

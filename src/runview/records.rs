@@ -59,45 +59,6 @@ pub struct Stop {
     pub reason: Option<String>,
 }
 
-/// One line of `events.jsonl`, read flat: the `event` kind plus the fields the
-/// console uses. Kinds this build does not know are kept as their name.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EventLine {
-    #[serde(default)]
-    pub at: Option<String>,
-    #[serde(default)]
-    pub event: String,
-    #[serde(default)]
-    pub phase: Option<String>,
-    #[serde(default)]
-    pub round: Option<u32>,
-    #[serde(default)]
-    pub host: Option<String>,
-    #[serde(default)]
-    pub pid: Option<u32>,
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-/// The event kinds that open a run's process.
-pub const OPEN_EVENTS: [&str; 2] = ["open", "resume"];
-/// The event a run writes when it stops (cleanly or on request).
-pub const STOP_EVENT: &str = "stop";
-/// The event a run writes when it enters a phase.
-pub const PHASE_EVENT: &str = "phase";
-
-impl EventLine {
-    pub fn at(&self) -> Option<Timestamp> {
-        self.at.as_deref().and_then(Timestamp::parse_rfc3339)
-    }
-    pub fn is_open(&self) -> bool {
-        OPEN_EVENTS.contains(&self.event.as_str())
-    }
-    pub fn is_stop(&self) -> bool {
-        self.event == STOP_EVENT
-    }
-}
-
 impl StateFile {
     pub fn opened_at(&self) -> Option<Timestamp> {
         self.opened_at.as_deref().and_then(Timestamp::parse_rfc3339)

@@ -7,7 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::records::{EventLine, Snapshot, StateFile};
+use super::events::{EventKind, RunEvent};
+use super::records::{Snapshot, StateFile};
 use crate::json::from_slice_lenient;
 use crate::Timestamp;
 
@@ -73,14 +74,22 @@ pub enum ProcessCheck {
 /// What the events file says, read from its end back to the latest open.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EventsTail {
-    /// The latest `open` or `resume`.
-    pub last_open: Option<EventLine>,
-    /// A `stop` after the latest open, if any.
-    pub stop_after_open: Option<EventLine>,
+    /// The latest `open` or `resume`: who opened the run, where.
+    pub last_open: Option<Opened>,
+    /// The reason of a `stop` after the latest open, if one came (`Some(None)`:
+    /// a stop without a reason).
+    pub stop_after_open: Option<Option<String>>,
     /// The latest phase entered (after the latest open).
     pub last_phase: Option<String>,
     /// Lines that could not be parsed (a broken line degrades nothing else).
     pub bad_lines: usize,
+}
+
+/// The process that opened the run, as its `open`/`resume` event says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Opened {
+    pub host: Option<String>,
+    pub pid: Option<u32>,
 }
 
 impl EventsTail {
@@ -89,30 +98,32 @@ impl EventsTail {
     /// whole file, as long as the tail contains the latest open.
     pub fn from_lines<'a>(lines: impl IntoIterator<Item = &'a [u8]>) -> Self {
         let mut bad_lines = 0;
-        let events = lines.into_iter().filter_map(|line| {
-            let parsed = from_slice_lenient::<EventLine>(line).ok();
-            bad_lines += usize::from(parsed.is_none());
-            parsed
-        });
-        let mut tail = Self::from_events(events);
+        let events: Vec<RunEvent> = lines
+            .into_iter()
+            .filter_map(|line| {
+                let parsed = from_slice_lenient::<serde_json::Value>(line).ok().filter(|v| v.is_object());
+                bad_lines += usize::from(parsed.is_none());
+                parsed.map(|v| RunEvent::from_value(&v))
+            })
+            .collect();
+        let mut tail = Self::from_events(&events);
         tail.bad_lines = bad_lines;
         tail
     }
 
     /// The same, from events already parsed.
-    pub fn from_events(events: impl IntoIterator<Item = EventLine>) -> Self {
+    pub fn from_events(events: &[RunEvent]) -> Self {
         let mut tail = Self::default();
         for ev in events {
-            if ev.is_open() {
-                tail.stop_after_open = None;
-                tail.last_phase = None;
-                tail.last_open = Some(ev);
-            } else if ev.is_stop() {
-                tail.stop_after_open = Some(ev);
-            } else if ev.event == super::records::PHASE_EVENT {
-                if let Some(phase) = ev.phase {
-                    tail.last_phase = Some(phase);
+            match &ev.kind {
+                EventKind::Open { host, pid, .. } => {
+                    tail.stop_after_open = None;
+                    tail.last_phase = None;
+                    tail.last_open = Some(Opened { host: host.clone(), pid: *pid });
                 }
+                EventKind::Stop { reason } => tail.stop_after_open = Some(reason.clone()),
+                EventKind::Phase { phase: Some(phase), .. } => tail.last_phase = Some(phase.clone()),
+                _ => {}
             }
         }
         tail
@@ -244,8 +255,8 @@ pub fn summarise(input: ListInputs) -> RunRow {
 
 /// With events, a stop counts only when a stop event follows the latest open.
 fn status_with_events(ev: &EventsTail, process: &ProcessCheck, has_state: bool) -> RunStatus {
-    if let Some(stop) = &ev.stop_after_open {
-        return RunStatus::Stopped { reason: stop.reason.clone() };
+    if let Some(reason) = &ev.stop_after_open {
+        return RunStatus::Stopped { reason: reason.clone() };
     }
     if ev.last_open.is_none() && !has_state {
         return RunStatus::Starting;
@@ -348,7 +359,7 @@ mod tests {
 {"event":"phase","phase":"evaluate"}
 {"event":"stop","reason":"done"}"#,
         );
-        assert_eq!(stopped.stop_after_open.as_ref().unwrap().reason.as_deref(), Some("done"));
+        assert_eq!(stopped.stop_after_open, Some(Some("done".to_owned())));
         let resumed = lines(
             r#"{"event":"open","host":"h","pid":1}
 {"event":"stop","reason":"done"}

@@ -16,10 +16,11 @@ use super::admission::{
     ThresholdSource,
 };
 use super::diff::{diff_lines, DiffLine};
+use super::events::{last_open, EventKind, RunEvent};
 use super::intraday::{is_intraday, session_operators};
 use super::ledger::{EventsLog, LedgerState};
 use super::plans::{plans, PlanView};
-use super::records::{EventLine, StateFile};
+use super::records::StateFile;
 use super::summary::{summarise, EventsTail, ListInputs, ProcessCheck, RunRow};
 use crate::json::{describe_error, from_slice_lenient};
 use crate::Timestamp;
@@ -334,6 +335,119 @@ fn problem(part: &str, reason: impl Into<String>) -> Problem {
     Problem { part: part.to_owned(), reason: reason.into() }
 }
 
+/// The calls the events name, each with what it concerned and its tokens.
+fn calls_from_events(events: &[RunEvent]) -> Vec<CallEvent> {
+    let mut calls: BTreeMap<u32, CallEvent> = BTreeMap::new();
+    let blank = |call| CallEvent {
+        call,
+        round: None,
+        slots: Vec::new(),
+        purpose: None,
+        tokens: None,
+        truncated: None,
+        started_at: None,
+        ended_at: None,
+    };
+    for ev in events {
+        match &ev.kind {
+            EventKind::CallStart { call: Some(n), round, slots, purpose } => {
+                let c = calls.entry(*n).or_insert_with(|| blank(*n));
+                c.round = *round;
+                c.slots = slots.clone();
+                c.purpose = purpose.clone();
+                c.started_at = ev.at.clone();
+            }
+            EventKind::CallEnd { call: Some(n), round, tokens, truncated } => {
+                let c = calls.entry(*n).or_insert_with(|| blank(*n));
+                c.round = c.round.or(*round);
+                c.tokens = *tokens;
+                c.truncated = *truncated;
+                c.ended_at = ev.at.clone();
+            }
+            _ => {}
+        }
+    }
+    calls.into_values().collect()
+}
+
+/// The round being written now, replayed from the events since the last open
+/// (`since`): a round a resume dropped left its events before that open. Only
+/// the calls begun since then are its own — a call that began before a resume
+/// belongs to the dropped round, even when it names the same round number.
+fn round_in_progress(since: &[RunEvent], rounds_written: u32, calls: &[CallEvent]) -> Option<InProgress> {
+    let round = since.iter().filter_map(RunEvent::round).max()?;
+    if round <= rounds_written {
+        return None;
+    }
+    let slots: Vec<u32> = since
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::Plan { round: Some(r), slots } if *r == round => Some(slots.iter().map(|s| s.slot).collect()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let phase = since.iter().rev().find_map(|e| match &e.kind {
+        EventKind::Phase { round: Some(r), phase } if *r == round => phase.clone(),
+        _ => None,
+    });
+    let begun_since: BTreeSet<u32> = since
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::CallStart { call: Some(n), .. } => Some(n),
+            _ => None,
+        })
+        .collect();
+    let calls = calls.iter().filter(|c| c.round == Some(round) && begun_since.contains(&c.call)).cloned().collect();
+    Some(InProgress { round, phase, pending: slots.clone(), slots, calls })
+}
+
+/// Each memory version compared with the one before that could be read; a
+/// version that cannot be read is a problem of its own.
+fn memory_versions(
+    mut versions: Vec<(u32, Result<String, String>)>,
+    problems: &mut Vec<Problem>,
+) -> Vec<MemoryVersion> {
+    versions.sort_by_key(|(n, _)| *n);
+    let mut memory: Vec<MemoryVersion> = Vec::new();
+    for (round, text) in versions {
+        match text {
+            Err(e) => problems.push(problem(&format!("memory/round_{round:02}.md"), e)),
+            Ok(text) => {
+                let diff = memory.last().and_then(|prev| diff_lines(&prev.text, &text));
+                memory.push(MemoryVersion { round, text, diff });
+            }
+        }
+    }
+    memory
+}
+
+/// The accepted factors, each with its round's threshold: from each round's
+/// tally, so this costs O(rounds + accepted), not O(trials).
+fn accepted_factors(
+    rounds: &[Arc<RoundView>],
+    thresholds: &[RoundThreshold],
+    session_ops: &BTreeSet<String>,
+) -> Vec<AcceptedFactor> {
+    rounds
+        .iter()
+        .zip(thresholds)
+        .flat_map(|(r, th)| r.accepted().map(move |t| (t, th)))
+        .map(|(t, th)| AcceptedFactor {
+            factor: t.factor.clone().or_else(|| t.trial.clone()).unwrap_or_else(|| format!("round {}", t.round)),
+            round: t.round,
+            trial: t.trial.clone(),
+            t: t.t,
+            directed_t: t.directed_t(),
+            max_abs_corr: t.max_abs_corr,
+            t_threshold: th.t,
+            threshold_source: th.source,
+            intraday: is_intraday(t, session_ops),
+            code: t.code.clone(),
+        })
+        .collect()
+}
+
 /// Reads a view from the run's files. `probe(host, pid)` says what is known of
 /// the process that opened the run last.
 pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessCheck) -> RunView {
@@ -350,8 +464,8 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         _ => 0,
     };
 
-    // Events: every complete line, in order, borrowed from the reader's log.
-    let mut raw_events: &[Value] = &[];
+    // Events: every line, typed once by the reader, borrowed from its log.
+    let mut events: &[RunEvent] = &[];
     let events_present = input.events.is_some();
     if let Some(ev) = &input.events {
         match ev {
@@ -360,11 +474,11 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
                 for (line, reason) in &log.problems {
                     problems.push(problem("events.jsonl", format!("line {line}: {reason}")));
                 }
-                raw_events = &log.events;
+                events = &log.events;
             }
         }
     }
-    let tail = EventsTail::from_events(raw_events.iter().map(|v| EventLine::deserialize(v).unwrap_or_default()));
+    let tail = EventsTail::from_events(events);
     let process = match tail.last_open.as_ref().and_then(|o| Some((o.host.clone()?, o.pid?))) {
         Some((host, pid)) => probe(&host, pid),
         None => ProcessCheck::NotRecorded,
@@ -382,78 +496,16 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         version: input.version,
     });
 
-    // Calls, from the events: what each concerned and its tokens.
-    let last_open = raw_events.iter().rposition(|v| matches!(v["event"].as_str(), Some("open" | "resume")));
-    let mut calls: BTreeMap<u32, CallEvent> = BTreeMap::new();
-    for v in raw_events {
-        let Some(n) = v["call"].as_u64().map(|n| n as u32) else { continue };
-        let entry = calls.entry(n).or_insert_with(|| CallEvent {
-            call: n,
-            round: None,
-            slots: Vec::new(),
-            purpose: None,
-            tokens: None,
-            truncated: None,
-            started_at: None,
-            ended_at: None,
-        });
-        match v["event"].as_str() {
-            Some("call_start") => {
-                entry.round = v["round"].as_u64().map(|r| r as u32);
-                entry.slots = v["slots"]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(|s| s.as_u64()).map(|s| s as u32).collect())
-                    .unwrap_or_default();
-                entry.purpose = v["purpose"].as_str().map(str::to_owned);
-                entry.started_at = v["at"].as_str().map(str::to_owned);
-            }
-            Some("call_end") => {
-                entry.round = entry.round.or(v["round"].as_u64().map(|r| r as u32));
-                entry.tokens = v["tokens"].as_u64();
-                entry.truncated = v["truncated"].as_bool();
-                entry.ended_at = v["at"].as_str().map(str::to_owned);
-            }
-            _ => {}
-        }
-    }
-    let calls: Vec<CallEvent> = calls.into_values().collect();
+    let calls = calls_from_events(events);
     let tokens_total = calls.iter().filter_map(|c| c.tokens).sum();
     // Without events, the calls are counted from the call files.
     let calls_total = if events_present { calls.len() as u32 } else { input.call_files.len() as u32 };
-
-    // The round in progress: replayed from the events since the last open; a
-    // round a resume dropped left its events before that open.
-    let in_progress = last_open.and_then(|start| {
-        let since = &raw_events[start..];
-        let round = since.iter().filter_map(|v| v["round"].as_u64()).map(|r| r as u32).max()?;
-        if round <= rounds_written {
-            return None;
-        }
-        let slots: Vec<u32> = since
-            .iter()
-            .rev()
-            .find(|v| v["event"] == "plan" && v["round"].as_u64() == Some(u64::from(round)))
-            .map(|v| super::plans::plan_slots(v).into_iter().map(|s| s.slot).collect())
-            .unwrap_or_default();
-        let phase = since
-            .iter()
-            .rev()
-            .find(|v| v["event"] == "phase" && v["round"].as_u64() == Some(u64::from(round)))
-            .and_then(|v| v["phase"].as_str().map(str::to_owned));
-        // Only the calls made since the last open: a call that began before a
-        // resume belongs to the round the resume dropped, even when it names the
-        // same round number as the one now in progress.
-        let since_calls: BTreeSet<u32> = since
-            .iter()
-            .filter(|v| v["event"] == "call_start")
-            .filter_map(|v| v["call"].as_u64())
-            .map(|n| n as u32)
-            .collect();
-        let round_calls: Vec<CallEvent> =
-            calls.iter().filter(|c| c.round == Some(round) && since_calls.contains(&c.call)).cloned().collect();
-        Some(InProgress { round, phase, pending: slots.clone(), slots, calls: round_calls })
+    let last_open = last_open(events);
+    let in_progress = last_open.and_then(|i| round_in_progress(&events[i..], rounds_written, &calls));
+    let opened_with = last_open.and_then(|i| match &events[i].kind {
+        EventKind::Open { settings, .. } => settings.clone(),
+        _ => None,
     });
-    let opened_with = last_open.and_then(|i| raw_events[i].get("settings").cloned());
 
     // Trials of the written rounds: the state bounds which ledger rounds are read.
     let mut rounds = Vec::new();
@@ -470,19 +522,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         }
     }
 
-    // Memory versions, each compared with the one before.
-    let mut memory: Vec<MemoryVersion> = Vec::new();
-    let mut versions = input.memory;
-    versions.sort_by_key(|(n, _)| *n);
-    for (round, text) in versions {
-        match text {
-            Err(e) => problems.push(problem(&format!("memory/round_{round:02}.md"), e)),
-            Ok(text) => {
-                let diff = memory.last().and_then(|prev| diff_lines(&prev.text, &text));
-                memory.push(MemoryVersion { round, text, diff });
-            }
-        }
-    }
+    let memory = memory_versions(input.memory, &mut problems);
     for (folder, reason) in input.folder_problems {
         problems.push(problem(&folder, reason));
     }
@@ -493,28 +533,10 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         problems.insert(0, problem("state.json", e.clone()));
     }
 
-    // What admission judged the trials by, and what it accepted: from each round's
-    // tally, so this costs O(rounds + accepted), not O(trials).
-    let thresholds = round_thresholds(&thresholds_from_events(raw_events), &rounds);
+    let thresholds = round_thresholds(&thresholds_from_events(events), &rounds);
     let limit = correlation_limit(opened_with.as_ref(), &rounds);
     let session_ops = snapshot.as_ref().map(session_operators).unwrap_or_default();
-    let accepted = rounds
-        .iter()
-        .zip(&thresholds)
-        .flat_map(|(r, th)| r.accepted().map(move |t| (t, th)))
-        .map(|(t, th)| AcceptedFactor {
-            factor: t.factor.clone().or_else(|| t.trial.clone()).unwrap_or_else(|| format!("round {}", t.round)),
-            round: t.round,
-            trial: t.trial.clone(),
-            t: t.t,
-            directed_t: t.directed_t(),
-            max_abs_corr: t.max_abs_corr,
-            t_threshold: th.t,
-            threshold_source: th.source,
-            intraday: is_intraday(t, &session_ops),
-            code: t.code.clone(),
-        })
-        .collect();
+    let accepted = accepted_factors(&rounds, &thresholds, &session_ops);
     let round_counts = rounds
         .iter()
         .map(|r| RoundCount {
@@ -525,7 +547,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
             tokens: r.tally().tokens,
         })
         .collect();
-    let plans = plans(events_present.then_some(raw_events), rounds_written, &rounds);
+    let plans = plans(events_present.then_some(events), rounds_written, &rounds);
 
     RunView {
         row,

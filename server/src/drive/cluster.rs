@@ -23,7 +23,7 @@ use super::http::request;
 use super::monitor::Monitor;
 use super::runset::RunSet;
 use super::supervisor::Supervisor;
-use super::{BatchCtx, RunnerEnd};
+use super::{BatchCtx, DriveError, RunnerEnd};
 
 /// How the startup went, when it did not end in a running cluster.
 enum Startup {
@@ -38,7 +38,7 @@ pub(crate) async fn run(
     cells: &[Cell],
     ctx: &BatchCtx<'_>,
     sup: &mut Supervisor,
-) -> anyhow::Result<RunnerEnd> {
+) -> Result<RunnerEnd, DriveError> {
     let BatchCtx { runset, env, grace, interactive, stop } = ctx;
     let (runset, grace, interactive, stop) = (*runset, *grace, *interactive, *stop);
     let mut monitor = Monitor::new(interactive);
@@ -87,9 +87,9 @@ async fn start(
     runset: &RunSet,
     base: &BTreeMap<String, String>,
     stop: &CancellationToken,
-) -> anyhow::Result<Startup> {
+) -> Result<Startup, DriveError> {
     let m = &cfg.manager;
-    let argv = fill(&m.command, base).map_err(anyhow::Error::msg)?;
+    let argv = fill(&m.command, base).map_err(DriveError::Template)?;
     let manager = sup.spawn(&m.name, &argv, &m.env)?;
     runset.event("spawn", json!({"name": m.name, "pid": sup.procs[manager].pid}));
     // Health: every interval, up to the timeout, checking the manager is alive
@@ -144,7 +144,7 @@ async fn start_group(
     runset: &RunSet,
     base: &BTreeMap<String, String>,
     stop: &CancellationToken,
-) -> anyhow::Result<Option<Startup>> {
+) -> Result<Option<Startup>, DriveError> {
     let delay = Duration::from_secs_f64(svc.start_delay_s.unwrap_or(default_delay).max(0.0));
     for i in 0..svc.count {
         tokio::select! {
@@ -161,7 +161,7 @@ async fn start_group(
         }
         let mut vars = base.clone();
         vars.insert("index".into(), i.to_string());
-        let argv = fill(&svc.command, &vars).map_err(anyhow::Error::msg)?;
+        let argv = fill(&svc.command, &vars).map_err(DriveError::Template)?;
         let mut env = svc.env.clone();
         if !svc.displays.is_empty() {
             env.insert("DISPLAY".into(), svc.displays[i as usize % svc.displays.len()].clone());

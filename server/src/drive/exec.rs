@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::monitor::Monitor;
 use super::supervisor::Supervisor;
-use super::{BatchCtx, RunnerEnd};
+use super::{BatchCtx, DriveError, RunnerEnd};
 
 /// The cells running now, by their index in the supervisor.
 type Running = HashMap<usize, CellRecord>;
@@ -25,7 +25,7 @@ pub(crate) async fn run(
     cells: &[Cell],
     ctx: &BatchCtx<'_>,
     sup: &mut Supervisor,
-) -> anyhow::Result<RunnerEnd> {
+) -> Result<RunnerEnd, DriveError> {
     let mut monitor = Monitor::new(ctx.interactive);
     let mut running = Running::new();
     let mut attempted = 0usize;
@@ -55,7 +55,7 @@ async fn drive_cells(
     monitor: &mut Monitor,
     running: &mut Running,
     attempted: &mut usize,
-) -> anyhow::Result<(BatchStatus, String)> {
+) -> Result<(BatchStatus, String), DriveError> {
     let BatchCtx { runset, env, stop, .. } = ctx;
     let existing = runset.read_cells();
     let mut queue = cells.iter();
@@ -65,12 +65,12 @@ async fn drive_cells(
         while running.len() < parallel && !stop.is_cancelled() {
             let Some(cell) = queue.next() else { break };
             let out = runset.out_dir().join(&cell.id);
-            std::fs::create_dir_all(&out)?;
+            std::fs::create_dir_all(&out).map_err(DriveError::io("creating", &out))?;
             let mut vars = cell_vars(cell);
             vars.insert("out".into(), out.display().to_string());
             vars.insert("runset".into(), env["RUNBOARD_RUNSET"].clone());
             vars.insert("logs".into(), env["RUNBOARD_LOG_DIR"].clone());
-            let argv = fill(&cfg.command, &vars).map_err(anyhow::Error::msg)?;
+            let argv = fill(&cfg.command, &vars).map_err(DriveError::Template)?;
             let mut cell_env = cfg.env.clone();
             cell_env.insert("RUNBOARD_CELL".into(), cell.id.clone());
             cell_env.insert("RUNBOARD_CELL_DIR".into(), out.display().to_string());

@@ -50,6 +50,43 @@ pub struct DriveOptions {
     pub grace_s: Option<f64>,
 }
 
+/// A failure of the driver itself once it has started (a folder or record it
+/// cannot write, a process it cannot start): what it was doing, and on what.
+#[derive(Debug, thiserror::Error)]
+pub enum DriveError {
+    #[error("{doing} {}: {source}", path.display())]
+    Io {
+        doing: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("starting {name} ({program}): {source}")]
+    Spawn {
+        name: String,
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A command template that cannot be filled (the doctor checks first).
+    #[error("{0}")]
+    Template(String),
+    #[error("encoding {what}: {source}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("campaign.toml declares neither [cluster] nor [runner]")]
+    NoRunner,
+}
+
+impl DriveError {
+    pub(crate) fn io<'a>(doing: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Self + 'a {
+        move |source| Self::Io { doing, path: path.to_path_buf(), source }
+    }
+}
+
 /// Why `drive` refused to start: reported with exit code 2, nothing started.
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
@@ -159,7 +196,7 @@ pub struct DriveEnd {
     pub runset: PathBuf,
 }
 
-pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Result<Result<DriveEnd, Refusal>> {
+pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result<DriveEnd, Refusal>, DriveError> {
     // Load.
     let spec = match load_spec(&opts.spec) {
         Ok(s) => s,
@@ -267,7 +304,10 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Resul
     }
     let mark = reaper::new_mark();
     if !runset.dir.join("spec.json").exists() {
-        crate::atomic::write_atomic(&runset.dir.join("spec.json"), &serde_json::to_vec_pretty(&spec)?)?;
+        let path = runset.dir.join("spec.json");
+        let bytes =
+            serde_json::to_vec_pretty(&spec).map_err(|source| DriveError::Encode { what: "the spec", source })?;
+        crate::atomic::write_atomic(&path, &bytes).map_err(DriveError::io("writing", &path))?;
     }
     runset.write_outcome(&outcome)?;
     runset.log(&format!(
@@ -297,7 +337,7 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Resul
     let grace_s = match (&cfg.cluster, &cfg.runner) {
         (Some(c), _) => c.grace_s,
         (None, Some(r)) => r.grace_s,
-        (None, None) => anyhow::bail!("campaign.toml declares neither [cluster] nor [runner]"),
+        (None, None) => return Err(DriveError::NoRunner),
     };
     let grace = Duration::from_secs_f64(opts.grace_s.unwrap_or(grace_s).max(0.0));
     let mut sup = supervisor::Supervisor::new(&runset.logs_dir(), env.clone());
@@ -347,8 +387,9 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> anyhow::Resul
     outcome.reason = reason;
     outcome.ended_at = Some(crate::clock::now().to_rfc3339());
     runset.write_outcome(&outcome)?;
-    let word = serde_json::to_value(outcome.status)?.as_str().unwrap_or_default().to_owned();
+    let word =
+        serde_json::to_value(outcome.status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
     runset.log(&format!("batch {} ended {word}: {}", spec.label, outcome.reason));
-    runset.event("batch_end", serde_json::to_value(&outcome)?);
+    runset.event("batch_end", serde_json::to_value(&outcome).unwrap_or_default());
     Ok(Ok(DriveEnd { outcome, runset: runset_dir }))
 }

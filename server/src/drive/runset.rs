@@ -18,10 +18,10 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use runboard::drive::records::{BatchOutcome, CellRecord};
 use serde_json::{json, Value};
 
+use super::DriveError;
 use crate::atomic::write_atomic;
 
 pub struct RunSet {
@@ -43,9 +43,9 @@ impl RunSet {
         self.dir.join("out")
     }
 
-    pub fn create(&self) -> anyhow::Result<()> {
+    pub fn create(&self) -> Result<(), DriveError> {
         for d in [self.cells_dir(), self.logs_dir(), self.out_dir()] {
-            fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+            fs::create_dir_all(&d).map_err(DriveError::io("creating", &d))?;
         }
         Ok(())
     }
@@ -58,7 +58,9 @@ impl RunSet {
         for e in entries.flatten() {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "json") {
-                if let Some(r) = fs::read(&p).ok().and_then(|b| serde_json::from_slice::<CellRecord>(&b).ok()) {
+                // Read only if regular: a FIFO here must not hang the driver.
+                let read = crate::fsread::read_regular(&p).ok();
+                if let Some(r) = read.and_then(|b| serde_json::from_slice::<CellRecord>(&b).ok()) {
                     out.insert(r.cell.clone(), r);
                 }
             }
@@ -66,18 +68,22 @@ impl RunSet {
         out
     }
 
-    pub fn write_cell(&self, rec: &CellRecord) -> anyhow::Result<()> {
+    pub fn write_cell(&self, rec: &CellRecord) -> Result<(), DriveError> {
         let path = self.cells_dir().join(format!("{}.json", rec.cell));
-        write_atomic(&path, &serde_json::to_vec_pretty(rec)?).with_context(|| format!("writing {}", path.display()))
+        let bytes =
+            serde_json::to_vec_pretty(rec).map_err(|source| DriveError::Encode { what: "a cell record", source })?;
+        write_atomic(&path, &bytes).map_err(DriveError::io("writing", &path))
     }
 
-    pub fn write_outcome(&self, outcome: &BatchOutcome) -> anyhow::Result<()> {
+    pub fn write_outcome(&self, outcome: &BatchOutcome) -> Result<(), DriveError> {
         let path = self.dir.join("batch_outcome.json");
-        write_atomic(&path, &serde_json::to_vec_pretty(outcome)?).with_context(|| format!("writing {}", path.display()))
+        let bytes =
+            serde_json::to_vec_pretty(outcome).map_err(|source| DriveError::Encode { what: "the outcome", source })?;
+        write_atomic(&path, &bytes).map_err(DriveError::io("writing", &path))
     }
 
     pub fn read_spec_label(&self) -> Option<String> {
-        let v: Value = serde_json::from_slice(&fs::read(self.dir.join("spec.json")).ok()?).ok()?;
+        let v: Value = serde_json::from_slice(&crate::fsread::read_regular(&self.dir.join("spec.json")).ok()?).ok()?;
         v["label"].as_str().map(str::to_owned)
     }
 

@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use runboard::drive::records::ProcessStatus;
 use tokio::process::{Child, Command};
 
 use super::reaper::{self, Sentinel, MARK_VAR};
+use super::DriveError;
 
 /// One started process.
 pub struct Tracked {
@@ -116,20 +116,19 @@ impl Supervisor {
         name: &str,
         argv: &[String],
         extra_env: &BTreeMap<String, String>,
-    ) -> anyhow::Result<usize> {
-        let (program, args) = argv.split_first().context("empty command")?;
+    ) -> Result<usize, DriveError> {
+        let (program, args) =
+            argv.split_first().ok_or_else(|| DriveError::Template(format!("{name}: empty command")))?;
         let log = self.log_dir.join(format!("{name}.log"));
-        let out = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .with_context(|| format!("opening {}", log.display()))?;
-        let err = out.try_clone()?;
+        let out = OpenOptions::new().create(true).append(true).open(&log).map_err(DriveError::io("opening", &log))?;
+        let err = out.try_clone().map_err(DriveError::io("opening", &log))?;
         let mut cmd = Command::new(program);
         cmd.args(args).envs(&self.env).envs(extra_env).stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
         die_with_parent(&mut cmd);
-        let child = cmd.spawn().with_context(|| format!("starting {name}: {program}"))?;
-        let pid = child.id().context("child has no pid")?;
+        let spawn_error = |source| DriveError::Spawn { name: name.to_owned(), program: program.clone(), source };
+        let child = cmd.spawn().map_err(spawn_error)?;
+        // A child that exited and was reaped already has no PID to track.
+        let pid = child.id().ok_or_else(|| spawn_error(std::io::Error::from(std::io::ErrorKind::NotFound)))?;
         if let Some(s) = self.sentinel.as_mut() {
             s.group(pid);
         }

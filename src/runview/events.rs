@@ -1,0 +1,156 @@
+//! `events.jsonl`, typed: each line is parsed once, when it is read, into a
+//! [`RunEvent`]; every reader (the round in progress, calls, plans, admission
+//! thresholds, the list's status) matches on the enum instead of poking at
+//! JSON. A known field of the wrong type reads as `None` and is reported (see
+//! `ledger::event_wrong_types`); kinds this build does not know are kept by
+//! name, so a newer writer stays readable.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::plans::{plan_slots, PlanSlot};
+
+/// One line of the events file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEvent {
+    /// When, as the writer wrote it (RFC 3339).
+    pub at: Option<String>,
+    pub kind: EventKind,
+}
+
+/// What happened, with the fields each kind carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The campaign started (`open`) or re-opened (`resume`) the run.
+    Open { resumed: bool, host: Option<String>, pid: Option<u32>, settings: Option<Value> },
+    /// The run stopped (finished, asked to stop, budget…).
+    Stop { reason: Option<String> },
+    /// The run entered a phase (`plan`, `propose`, `admit`, …).
+    Phase { phase: Option<String>, round: Option<u32> },
+    /// The plan of a round: a slot per pending trial, with the parents picked.
+    Plan { round: Option<u32>, slots: Vec<PlanSlot> },
+    /// An LLM call began.
+    CallStart { call: Option<u32>, round: Option<u32>, slots: Vec<u32>, purpose: Option<String> },
+    /// An LLM call ended.
+    CallEnd { call: Option<u32>, round: Option<u32>, tokens: Option<u64>, truncated: Option<bool> },
+    /// What admission judged a round by.
+    Admission { round: Option<u32>, t_threshold: Option<f64>, correlation_limit: Option<f64> },
+    /// A kind this build does not read (kept by name; `round` if it gives one).
+    Other { name: String, round: Option<u32> },
+}
+
+fn u32_of(v: &Value, key: &str) -> Option<u32> {
+    v.get(key)?.as_u64().and_then(|n| u32::try_from(n).ok())
+}
+
+fn str_of(v: &Value, key: &str) -> Option<String> {
+    v.get(key)?.as_str().map(str::to_owned)
+}
+
+fn f64_of(v: &Value, key: &str) -> Option<f64> {
+    v.get(key)?.as_f64().filter(|f| f.is_finite())
+}
+
+impl RunEvent {
+    /// Reads one event line (already parsed as JSON; non-finite numbers as null).
+    pub fn from_value(v: &Value) -> Self {
+        let name = v.get("event").and_then(Value::as_str).unwrap_or("");
+        let round = u32_of(v, "round");
+        let kind = match name {
+            "open" | "resume" => EventKind::Open {
+                resumed: name == "resume",
+                host: str_of(v, "host"),
+                pid: u32_of(v, "pid"),
+                settings: v.get("settings").filter(|s| s.is_object()).cloned(),
+            },
+            "stop" => EventKind::Stop { reason: str_of(v, "reason") },
+            "phase" => EventKind::Phase { phase: str_of(v, "phase"), round },
+            "plan" => EventKind::Plan { round, slots: plan_slots(v) },
+            "call_start" => EventKind::CallStart {
+                call: u32_of(v, "call"),
+                round,
+                slots: v
+                    .get("slots")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_u64).filter_map(|s| u32::try_from(s).ok()).collect())
+                    .unwrap_or_default(),
+                purpose: str_of(v, "purpose"),
+            },
+            "call_end" => EventKind::CallEnd {
+                call: u32_of(v, "call"),
+                round,
+                tokens: v.get("tokens").and_then(Value::as_u64),
+                truncated: v.get("truncated").and_then(Value::as_bool),
+            },
+            "admission" => EventKind::Admission {
+                round,
+                t_threshold: f64_of(v, "t_threshold"),
+                correlation_limit: f64_of(v, "correlation_limit"),
+            },
+            other => EventKind::Other { name: other.to_owned(), round },
+        };
+        Self { at: str_of(v, "at"), kind }
+    }
+
+    /// The round it names, whatever its kind.
+    pub fn round(&self) -> Option<u32> {
+        match &self.kind {
+            EventKind::Phase { round, .. }
+            | EventKind::Plan { round, .. }
+            | EventKind::CallStart { round, .. }
+            | EventKind::CallEnd { round, .. }
+            | EventKind::Admission { round, .. }
+            | EventKind::Other { round, .. } => *round,
+            EventKind::Open { .. } | EventKind::Stop { .. } => None,
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        matches!(self.kind, EventKind::Open { .. })
+    }
+
+    pub fn at(&self) -> Option<crate::Timestamp> {
+        self.at.as_deref().and_then(crate::Timestamp::parse_rfc3339)
+    }
+}
+
+/// The index of the latest `open`/`resume` in `events`.
+pub fn last_open(events: &[RunEvent]) -> Option<usize> {
+    events.iter().rposition(RunEvent::is_open)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_kind_reads_its_fields_and_unknown_kinds_keep_their_name() {
+        let ev = |v: Value| RunEvent::from_value(&v).kind;
+        assert_eq!(
+            ev(json!({"event": "resume", "host": "box", "pid": 7, "settings": {"a": 1}})),
+            EventKind::Open { resumed: true, host: Some("box".into()), pid: Some(7), settings: Some(json!({"a": 1})) }
+        );
+        assert_eq!(
+            ev(json!({"event": "call_start", "call": 3, "round": 2, "slots": [1, "x", 2], "purpose": "propose"})),
+            EventKind::CallStart { call: Some(3), round: Some(2), slots: vec![1, 2], purpose: Some("propose".into()) }
+        );
+        assert_eq!(
+            ev(json!({"event": "call_end", "call": "3", "tokens": 10})),
+            EventKind::CallEnd { call: None, round: None, tokens: Some(10), truncated: None }
+        );
+        assert_eq!(
+            ev(json!({"event": "admission", "round": 4, "t_threshold": 3.1})),
+            EventKind::Admission { round: Some(4), t_threshold: Some(3.1), correlation_limit: None }
+        );
+        assert_eq!(
+            ev(json!({"event": "lease", "round": 9})),
+            EventKind::Other { name: "lease".into(), round: Some(9) }
+        );
+        let plan = ev(json!({"event": "plan", "round": 1, "slots": [{"slot": 1, "parents": ["a"]}, 3]}));
+        let EventKind::Plan { slots, .. } = plan else { panic!() };
+        assert_eq!(slots[0].picked.as_deref(), Some(&["a".to_owned()][..]));
+        assert_eq!((slots[1].slot, slots[1].picked.is_none()), (3, true));
+    }
+}
