@@ -2,7 +2,7 @@
 //!
 //! Campaign code written in Python emits `NaN`, `Infinity` and `-Infinity` for a
 //! correlation over an empty pool and the like. Those are not JSON, and a view must
-//! convert to strict JSON for the browser, so they read as `null` (seed 001). The
+//! convert to strict JSON for the browser, so they read as `null`. The
 //! fast path is plain `serde_json`; only bytes that fail it are rewritten.
 
 use serde::de::DeserializeOwned;

@@ -4,6 +4,7 @@
 
 use proptest::prelude::*;
 use runboard::runview::ledger::{EventsLog, Incremental, LedgerState};
+use runboard::runview::memory::MemoryLog;
 use runboard::runview::summary::EventsTail;
 use runboard::runview::view::{read_view, ViewInputs};
 use runboard::runview::ProcessCheck;
@@ -60,7 +61,7 @@ proptest! {
             events: Some(Ok(&events)),
             call_files: vec![1, 2],
             call_files_after_state: Some(1),
-            memory: memory.into_iter().enumerate().map(|(i, m)| (i as u32, Ok(m))).collect(),
+            memory: &MemoryLog::from_texts(memory.into_iter().enumerate().map(|(i, m)| (i as u32, Ok(m))).collect()),
             folder_problems: Vec::new(),
             state_written: None,
             last_call_written: None,

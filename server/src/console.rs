@@ -73,7 +73,7 @@ impl Console for LocalConsole {
         self.view_of(name).map(|(_, v)| RunView {
             rounds: Vec::new(),
             calls: Vec::new(),
-            memory: Vec::new(),
+            memory: Arc::default(),
             ..(*v).clone()
         })
     }
@@ -105,7 +105,7 @@ impl Console for LocalConsole {
     }
 
     fn run_memory(&self, name: &str) -> Result<Vec<MemoryVersion>, ApiError> {
-        self.view_of(name).map(|(_, v)| v.memory.clone())
+        self.view_of(name).map(|(_, v)| (*v.memory).clone())
     }
 
     fn run_trial_graphs(&self, name: &str) -> Result<Vec<GraphEntry>, ApiError> {

@@ -178,7 +178,7 @@ impl ProcessProbe {
     }
 
     /// What is known of process `pid` on `host`: looked for only on this host;
-    /// elsewhere it is unknown, never gone (seed 001). Hosts are compared by
+    /// elsewhere it is unknown, never gone. Hosts are compared by
     /// their short names, case-insensitively: a writer that records its full
     /// domain name (`box.lab.example`) is on the host named `box`.
     pub fn check(&self, host: &str, pid: u32) -> ProcessCheck {

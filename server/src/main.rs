@@ -121,13 +121,24 @@ enum RunsCommand {
     },
 }
 
+/// At most this many threads do blocking work (file reads) at once.
+const BLOCKING_THREADS: usize = 32;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("RUNBOARD_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
-    let rt = match tokio::runtime::Runtime::new() {
+    // The blocking pool (file reads, process checks) is bounded: under load,
+    // requests queue for a thread instead of each growing the process by one
+    // (tokio's default allows 512), and idle threads leave after 5 s.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(BLOCKING_THREADS)
+        .thread_keep_alive(Duration::from_secs(5))
+        .build();
+    let rt = match rt {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("runboard: cannot start the async runtime: {e}");

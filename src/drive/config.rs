@@ -51,7 +51,7 @@ pub struct ServiceConfig {
     #[serde(default = "one")]
     pub count: u32,
     /// Pause before starting each process of the group. Rooms default to 2 s,
-    /// players to 1 s (as the seed's orchestrator).
+    /// players to 1 s (the orchestrator's spacing).
     #[serde(default)]
     pub start_delay_s: Option<f64>,
     /// Assigned round-robin as `DISPLAY`; empty: inherited.

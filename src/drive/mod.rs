@@ -1,4 +1,4 @@
-//! The batch driver's decisions (seed 002): what a campaign's cluster is, what the
+//! The batch driver's decisions: what a campaign's cluster is, what the
 //! doctor finds before anything starts, which cells remain on resume, how a
 //! command template is filled, the statuses of processes and cells, and the
 //! records a run set keeps. The server's `drive` adapter spawns and watches the

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::Cell;
 
-/// A process the driver started (seed 002, `ProcessStatus`).
+/// A process the driver started (`ProcessStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ProcessStatus {

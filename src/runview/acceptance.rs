@@ -1,4 +1,4 @@
-//! Acceptance reports (seed 001): `acceptance/<segment>[_<digest>].json`, what the
+//! Acceptance reports: `acceptance/<segment>[_<digest>].json`, what the
 //! accepted factors did on a data segment. A report that records opens of the
 //! hold-out (the hold-out lock's opens) is a hold-out report.
 //!

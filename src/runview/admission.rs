@@ -1,6 +1,6 @@
 //! What admission judged a run's trials by: each round's t threshold, the
 //! correlation limit, and the least coverage and decile monotonicity it required
-//! (seed 001). Each is read from the best source the run has and says which; none
+//!. Each is read from the best source the run has and says which; none
 //! is made up — a value nothing gives is `None`.
 
 use super::events::{EventKind, RunEvent};
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::view::{RoundView, TrialView};
 
 /// The least coverage and decile monotonicity admission required, as the run's
-/// last open recorded them (`AdmissionLimits` in the seed).
+/// last open recorded them .
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AdmissionLimits {
     pub min_coverage: f64,

@@ -1,4 +1,4 @@
-//! The diagnosis of a run (seed 001): what is going wrong, read from its trials by
+//! The diagnosis of a run: what is going wrong, read from its trials by
 //! rules private to this module, their thresholds fixed here. Each finding counts
 //! trials, not attempts: a trial is counted once whichever of its attempts met
 //! the problem.

@@ -1,4 +1,4 @@
-//! Intraday detection (seed 001): a trial, and an accepted factor, is intraday
+//! Intraday detection: a trial, and an accepted factor, is intraday
 //! when the graph the gate built for it holds a session aggregation — an operator
 //! of the run's snapshotted operator file whose class is a `SessionAggregation`.
 //! A run whose snapshot records no intraday dataset has none.

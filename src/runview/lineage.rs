@@ -1,4 +1,4 @@
-//! A trial's lineage (seed 001): the trials it was derived from, generation by
+//! A trial's lineage: the trials it was derived from, generation by
 //! generation, computed from the ledger with the admission limits the run was
 //! last opened with (the defaults without events), so each ancestor says whether
 //! it met them.

@@ -1,4 +1,4 @@
-//! What a run directory means (seed 001).
+//! What a run directory means.
 //!
 //! A *run directory* is what one agent campaign writes: a folder holding
 //! `snapshot.json` (written on the campaign's first start, before its first
@@ -21,7 +21,7 @@
 //! - [`refusal`] — what a refusal says (collision, own repeat, coverage…), one classifier.
 //! - [`analysis`], [`diagnosis`] — what the trials say read together.
 //! - [`trials`] — the rounds tab's filters and pages.
-//! - [`diff`] — memory versions compared line by line.
+//! - [`memory`], [`diff`] — memory versions, kept between reads, compared line by line.
 //! - [`version`] — a cheap token that changes whenever a run writes.
 
 pub mod acceptance;
@@ -35,6 +35,7 @@ pub mod intraday;
 pub mod jsonl;
 pub mod ledger;
 pub mod lineage;
+pub mod memory;
 pub mod plans;
 pub mod records;
 pub mod refusal;

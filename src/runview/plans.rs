@@ -1,4 +1,4 @@
-//! Each round's plan (seed 001): its slots and, with events, the parents the
+//! Each round's plan: its slots and, with events, the parents the
 //! planner picked for each slot.
 //!
 //! A round's plan is its latest `plan` event, unless a resume dropped the round

@@ -1,4 +1,4 @@
-//! What the run list shows of a run (seed 001, `RunSummary`), and the rules that
+//! What the run list shows of a run (the run list's row), and the rules that
 //! decide a run's status from what its files say.
 //!
 //! The list reads of each run only what it shows: the snapshot, the state file,
@@ -67,7 +67,7 @@ pub enum ProcessCheck {
     Alive { host: String, pid: u32 },
     /// On this host, and gone.
     Gone { host: String, pid: u32 },
-    /// On another host: unknown, never "gone" (seed 001).
+    /// On another host: unknown, never "gone".
     OtherHost { host: String, pid: u32 },
 }
 

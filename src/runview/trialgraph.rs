@@ -1,4 +1,4 @@
-//! A round's trial graph (seed 001): `trial_graph/round_NN.json`, the pool of
+//! A round's trial graph: `trial_graph/round_NN.json`, the pool of
 //! candidates the planner chose parents from before round NN, with the edges
 //! between them, ranked again by the graph's pick order. A round without the file
 //! has none.

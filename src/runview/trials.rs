@@ -269,7 +269,7 @@ mod tests {
                 events: None,
                 call_files: Vec::new(),
                 call_files_after_state: None,
-                memory: Vec::new(),
+                memory: Box::leak(Box::default()),
                 folder_problems: Vec::new(),
                 state_written: None,
                 last_call_written: None,

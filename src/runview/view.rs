@@ -1,4 +1,4 @@
-//! `RunView`: a read-only snapshot of one run, as its page shows it (seed 001).
+//! `RunView`: a read-only snapshot of one run, as its page shows it.
 //!
 //! [`read_view`] is pure: the adapter hands it the bytes of the run's files (and a
 //! way to ask whether a process is alive on this host) and gets the view back.
@@ -15,10 +15,11 @@ use super::admission::{
     correlation_limit, number_after, round_thresholds, thresholds_from_events, AdmissionLimits, RoundThreshold,
     ThresholdSource,
 };
-use super::diff::{diff_lines, DiffLine};
+use super::diff::DiffLine;
 use super::events::{last_open, EventKind, RunEvent};
 use super::intraday::{is_intraday, session_operators};
 use super::ledger::{EventsLog, LedgerState};
+use super::memory::MemoryLog;
 use super::plans::{plans, PlanView};
 use super::records::StateFile;
 use super::summary::{summarise, EventsTail, ListInputs, ProcessCheck, RunRow};
@@ -297,9 +298,11 @@ pub struct RunView {
     /// (a long run makes thousands): asked for on their own.
     #[serde(skip)]
     pub calls: Vec<CallEvent>,
-    /// Every memory version with its diff; asked for on their own, too.
+    /// Every memory version with its diff; asked for on their own, too. Shared
+    /// with the reader's memory log, so a view re-made after a write costs no
+    /// copy of the memory.
     #[serde(skip)]
-    pub memory: Vec<MemoryVersion>,
+    pub memory: Arc<Vec<MemoryVersion>>,
     /// How many memory versions there are.
     pub memory_versions: usize,
     pub problems: Vec<Problem>,
@@ -320,8 +323,8 @@ pub struct ViewInputs<'a> {
     /// For a run without events: how many call files were written after the state
     /// file (the calls of the round in progress). `None` for a run with events.
     pub call_files_after_state: Option<u32>,
-    /// `(NN, text)` of each `memory/round_NN.md`.
-    pub memory: Vec<(u32, Result<String, String>)>,
+    /// The memory versions (`memory/round_NN.md`) as the reader keeps them.
+    pub memory: &'a MemoryLog,
     /// Folders of the run that were not read, `(folder, reason)` (one leading
     /// outside the campaign root, say).
     pub folder_problems: Vec<(String, String)>,
@@ -400,26 +403,6 @@ fn round_in_progress(since: &[RunEvent], rounds_written: u32, calls: &[CallEvent
         .collect();
     let calls = calls.iter().filter(|c| c.round == Some(round) && begun_since.contains(&c.call)).cloned().collect();
     Some(InProgress { round, phase, pending: slots.clone(), slots, calls })
-}
-
-/// Each memory version compared with the one before that could be read; a
-/// version that cannot be read is a problem of its own.
-fn memory_versions(
-    mut versions: Vec<(u32, Result<String, String>)>,
-    problems: &mut Vec<Problem>,
-) -> Vec<MemoryVersion> {
-    versions.sort_by_key(|(n, _)| *n);
-    let mut memory: Vec<MemoryVersion> = Vec::new();
-    for (round, text) in versions {
-        match text {
-            Err(e) => problems.push(problem(&format!("memory/round_{round:02}.md"), e)),
-            Ok(text) => {
-                let diff = memory.last().and_then(|prev| diff_lines(&prev.text, &text));
-                memory.push(MemoryVersion { round, text, diff });
-            }
-        }
-    }
-    memory
 }
 
 /// The accepted factors, each with its round's threshold: from each round's
@@ -522,7 +505,11 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         }
     }
 
-    let memory = memory_versions(input.memory, &mut problems);
+    // Memory versions: compared once each, as the reader's log read them.
+    for (round, reason) in input.memory.problems() {
+        problems.push(problem(&format!("memory/round_{round:02}.md"), reason));
+    }
+    let memory = input.memory.versions().clone();
     for (folder, reason) in input.folder_problems {
         problems.push(problem(&folder, reason));
     }
@@ -596,7 +583,7 @@ mod tests {
             events: events.map(Ok),
             call_files: vec![1, 2, 3],
             call_files_after_state: events.is_none().then_some(2),
-            memory: Vec::new(),
+            memory: Box::leak(Box::default()),
             folder_problems: Vec::new(),
             state_written: None,
             last_call_written: None,
@@ -705,7 +692,11 @@ mod tests {
             "{\"round\":1}\nnot json\n{\"round\":2}\n",
             Some("{\"event\":\"open\"}\n{oops\n"),
         );
-        i.memory = vec![(2, Ok("a\nb\n".into())), (3, Err("not a regular file".into())), (4, Ok("a\nc\n".into()))];
+        i.memory = Box::leak(Box::new(MemoryLog::from_texts(vec![
+            (2, Ok("a\nb\n".into())),
+            (3, Err("not a regular file".into())),
+            (4, Ok("a\nc\n".into())),
+        ])));
         let v = read_view(i, &here);
         assert_eq!(v.rounds.len(), 2);
         let parts: Vec<(&str, &str)> = v.problems.iter().map(|p| (p.part.as_str(), p.reason.as_str())).collect();

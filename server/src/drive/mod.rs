@@ -1,4 +1,4 @@
-//! `runboard drive SPEC_OR_DIR`: runs one batch (seed 002). This is what every
+//! `runboard drive SPEC_OR_DIR`: runs one batch. This is what every
 //! launcher backend runs as its unit, so it stands alone:
 //!
 //! 1. **Load** every `*.json` under the spec path (or the one file). Nothing to

@@ -132,7 +132,7 @@ impl RunIndex {
         self.parses.load(Ordering::Relaxed)
     }
 
-    /// Every run directory under the root, latest written first (seed: `list_runs`).
+    /// Every run directory under the root, latest written first (`list_runs`).
     pub fn list(&self) -> RunList {
         let (dirs, skipped) = find_run_dirs(&self.root);
         let mut rows = Vec::with_capacity(dirs.len());
@@ -168,7 +168,7 @@ impl RunIndex {
     }
 
     /// The run directory the list names `name` (its folder name, or its path
-    /// relative to the root); `None` when it names none so (seed: `find_run`).
+    /// relative to the root); `None` when it names none so (`find_run`).
     ///
     /// A name found before is looked up again only while its directory still
     /// holds a snapshot; otherwise the root is walked.
@@ -272,7 +272,7 @@ impl RunIndex {
         }
     }
 
-    /// The version of one run (seed: `run_version`): `stat` only.
+    /// The version of one run (`run_version`): `stat` only.
     pub fn run_version(&self, dir: &Path) -> String {
         version_of(dir)
     }

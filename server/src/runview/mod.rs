@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use runboard::runview::view::RunView;
 use runboard::runview::RunList;
 
-/// The runs under `root`, the latest written first (seed: `list_runs`). A
+/// The runs under `root`, the latest written first (`list_runs`). A
 /// one-off read; the console keeps a [`RunIndex`] so that re-listing parses only
 /// what changed.
 pub fn list_runs(root: &Path) -> RunList {
@@ -25,18 +25,18 @@ pub fn list_runs(root: &Path) -> RunList {
 }
 
 /// The run directory the list of `root` names `name` (its folder name or its path
-/// relative to the root); `None` when it names none so (seed: `find_run`).
+/// relative to the root); `None` when it names none so (`find_run`).
 pub fn find_run(root: &Path, name: &str) -> Option<PathBuf> {
     RunIndex::new(root).find(name)
 }
 
 /// A text that changes whenever the run in `run_dir` writes, from `stat` alone:
-/// a page polls it before reading the run again (seed: `run_version`).
+/// a page polls it before reading the run again (`run_version`).
 pub fn run_version(run_dir: &Path) -> String {
     index::version_of(run_dir)
 }
 
-/// `RunView::read(run_dir)` (seed 001): one run read whole, read-only. The core's
+/// `RunView::read(run_dir)`: one run read whole, read-only. The core's
 /// `RunView` does no I/O, so reading it from disk is this adapter's extension.
 pub trait ReadRunView {
     fn read(run_dir: &Path) -> RunView;

@@ -6,6 +6,7 @@ use std::path::Path;
 use runboard::runview::acceptance::{self, ReportEntry};
 use runboard::runview::files::{self, VERSIONED};
 use runboard::runview::ledger::{EventsLog, Incremental, LedgerState};
+use runboard::runview::memory::MemoryLog;
 use runboard::runview::trialgraph::{self, GraphEntry};
 use runboard::runview::view::{read_view, CallView, RunView, ViewInputs};
 use runboard::runview::RunVersion;
@@ -27,6 +28,8 @@ pub struct Cursor<S> {
 pub struct RunCursors {
     ledger: Option<Cursor<LedgerState>>,
     events: Option<Cursor<EventsLog>>,
+    /// The memory versions read so far, each read and compared once.
+    memory: MemoryLog,
 }
 
 impl RunCursors {
@@ -119,13 +122,40 @@ type Read<T> = Result<T, String>;
 /// A file of a folder: its name, the key its name gave, and its bytes.
 type FolderFile<T> = (String, T, Read<Vec<u8>>);
 
-/// `(NN, text)` of each `memory/round_NN.md`, or why the folder is not read.
-fn memory_versions(within: &Within, dir: &Path) -> Read<Vec<(u32, Read<String>)>> {
-    let round = |name: &str| name.strip_prefix("round_")?.strip_suffix(".md")?.parse().ok();
-    Ok(read_folder(within, dir, files::MEMORY_DIR, round)?
-        .into_iter()
-        .map(|(_, n, bytes)| (n, bytes.map(|b| String::from_utf8_lossy(&b).into_owned())))
-        .collect())
+/// Brings the run's memory log up to its `memory/` folder: lists the
+/// `round_NN.md` files with their stamps and reads only those that are new or
+/// changed. `Err` (the reason) when the folder leads outside the root.
+fn refresh_memory(within: &Within, dir: &Path, log: &mut MemoryLog) -> Read<()> {
+    let folder = dir.join(files::MEMORY_DIR);
+    let listing: Vec<(u32, String)> = if fs::symlink_metadata(&folder).is_err() {
+        Vec::new()
+    } else {
+        within.check(&folder)?;
+        let round = |name: &str| name.strip_prefix("round_")?.strip_suffix(".md")?.parse::<u32>().ok();
+        fs::read_dir(&folder)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| {
+                        let n = round(e.file_name().to_str()?)?;
+                        // The stamp as a token: identity, size, time. No stamp
+                        // (a dangling link), no token: read it every time.
+                        let token = stamp_of(&e.path())
+                            .map(|s| format!("{}:{}:{}:{}", s.dev, s.ino, s.len, s.mtime_ns))
+                            .unwrap_or_default();
+                        Some((n, token))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    log.refresh(&listing, |n| {
+        let path = folder.join(format!("round_{n:02}.md"));
+        // The name as listed may have more digits than two (`round_100.md`).
+        let path = if path.exists() { path } else { folder.join(format!("round_{n}.md")) };
+        within.read(&path).map(|b| String::from_utf8_lossy(&b).into_owned())
+    });
+    Ok(())
 }
 
 /// Brings the cursors of the run in `dir` up to date, reading only what its
@@ -138,7 +168,7 @@ pub fn refresh(within: &Within, dir: &Path, cursors: &mut RunCursors) -> u64 {
     after.saturating_sub(before)
 }
 
-/// Reads the run in `dir` (seed: `RunView.read`); `cursors` carries the reading
+/// Reads the run in `dir` (`RunView::read`); `cursors` carries the reading
 /// position in its growing files from the previous read of the same run. Every
 /// file read must resolve inside `within`'s root; one that does not is that
 /// part's problem.
@@ -155,12 +185,13 @@ pub fn read_run(
     let state = within.read_opt(&dir.join(files::STATE));
     let ledger = advance(&mut cursors.ledger, within, &dir.join(files::LEDGER));
     let events = advance(&mut cursors.events, within, &dir.join(files::EVENTS));
-    let call_files_after_state = events.is_none().then(|| calls_after(dir, stamps[1].as_ref()));
+    let has_events = events.is_some();
+    let call_files_after_state = (!has_events).then(|| calls_after(dir, stamps[1].as_ref()));
     let mut folder_problems = Vec::new();
-    let memory = memory_versions(within, dir).unwrap_or_else(|reason| {
+    if let Err(reason) = refresh_memory(within, dir, &mut cursors.memory) {
         folder_problems.push((format!("{}/", files::MEMORY_DIR), reason));
-        Vec::new()
-    });
+        cursors.memory = MemoryLog::default();
+    }
     // The call files are only counted and named here; each is read (confined)
     // when asked for. A calls folder leading out is not counted.
     if let Err(reason) = confined_folder(within, dir, files::CALLS_DIR) {
@@ -174,8 +205,14 @@ pub fn read_run(
         ledger,
         events,
         call_files_after_state,
-        call_files: if confined_folder(within, dir, files::CALLS_DIR).is_ok() { call_numbers(dir) } else { Vec::new() },
-        memory,
+        // Only a run without events counts its calls from the files (listing a
+        // folder of thousands of calls on every read would cost O(calls)).
+        call_files: if !has_events && confined_folder(within, dir, files::CALLS_DIR).is_ok() {
+            call_numbers(dir)
+        } else {
+            Vec::new()
+        },
+        memory: &cursors.memory,
         folder_problems,
         state_written: stamps[1].as_ref().map(stamp_time),
         last_call_written: stamps[4].as_ref().map(stamp_time),
