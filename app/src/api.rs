@@ -14,11 +14,12 @@ use leptos::prelude::*;
 use runboard::runview::acceptance::ReportEntry;
 use runboard::runview::analysis::RunAnalysis;
 use runboard::runview::lineage::Lineage;
+pub use runboard::runview::listing::ListParams;
+use runboard::runview::listing::RunPage;
 use runboard::runview::trialgraph::GraphEntry;
 pub use runboard::runview::trials::TrialParams;
 use runboard::runview::trials::{BadQuery, TrialPage};
 use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunView};
-use runboard::runview::RunList;
 use serde::{Deserialize, Serialize};
 use server_fn::error::{FromServerFnError, ServerFnErrorErr};
 
@@ -137,10 +138,10 @@ pub mod ssr {
     use runboard::runview::acceptance::ReportEntry;
     use runboard::runview::analysis::RunAnalysis;
     use runboard::runview::lineage::Lineage;
+    use runboard::runview::listing::{ListQuery, RunPage};
     use runboard::runview::trialgraph::GraphEntry;
     use runboard::runview::trials::{TrialPage, TrialQuery};
     use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunView};
-    use runboard::runview::RunList;
     use std::sync::Arc;
 
     /// Every read the console answers, typed. Implemented by the `server`
@@ -148,7 +149,8 @@ pub mod ssr {
     /// runtime. A run is named by its folder name or its path under the root.
     pub trait Console: Send + Sync + 'static {
         fn campaign(&self) -> CampaignInfo;
-        fn list_runs(&self) -> RunList;
+        /// The run list, filtered, sorted and paged as `query` asks.
+        fn list_runs(&self, query: &ListQuery) -> Result<RunPage, ApiError>;
         fn run_view(&self, name: &str) -> Result<RunView, ApiError>;
         fn run_version(&self, name: &str) -> Result<String, ApiError>;
         fn run_analysis(&self, name: &str) -> Result<RunAnalysis, ApiError>;
@@ -202,9 +204,10 @@ pub async fn get_campaign() -> Result<CampaignInfo, ApiError> {
     ssr::answer("reading the campaign", |c| Ok(c.campaign())).await
 }
 
+/// A page of the run list, the query as the page's URL carries it.
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "runs")]
-pub async fn list_runs() -> Result<RunList, ApiError> {
-    ssr::answer("listing runs", |c| Ok(c.list_runs())).await
+pub async fn list_runs(#[server(default)] params: ListParams) -> Result<RunPage, ApiError> {
+    ssr::answer("listing runs", move |c| c.list_runs(&params.parse()?)).await
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run")]
@@ -224,7 +227,7 @@ pub async fn get_analysis(name: String) -> Result<RunAnalysis, ApiError> {
 
 /// A page of a run's trials, the query as the page's URL carries it.
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_trials")]
-pub async fn get_trials(name: String, params: TrialParams) -> Result<TrialPage, ApiError> {
+pub async fn get_trials(name: String, #[server(default)] params: TrialParams) -> Result<TrialPage, ApiError> {
     ssr::answer("reading a run's trials", move |c| c.run_trials(&name, &params.parse()?)).await
 }
 

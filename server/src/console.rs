@@ -8,10 +8,10 @@ use app::api::{ApiError, CampaignInfo};
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
 use runboard::runview::acceptance::ReportEntry;
 use runboard::runview::lineage::{lineage, Lineage};
+use runboard::runview::listing::{ListQuery, RunPage};
 use runboard::runview::trialgraph::GraphEntry;
 use runboard::runview::trials::{trial_page, TrialPage, TrialQuery};
 use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunView};
-use runboard::runview::RunList;
 
 use crate::runview::RunIndex;
 
@@ -64,8 +64,8 @@ impl Console for LocalConsole {
         self.info.clone()
     }
 
-    fn list_runs(&self) -> RunList {
-        self.runs.list()
+    fn list_runs(&self, query: &ListQuery) -> Result<RunPage, ApiError> {
+        Ok(runboard::runview::listing::page(self.runs.list(), query))
     }
 
     fn run_view(&self, name: &str) -> Result<RunView, ApiError> {

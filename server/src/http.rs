@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use app::api::ssr::Console;
-use app::api::{parse_call_number, ApiError, TrialParams};
+use app::api::{parse_call_number, ApiError, ListParams, TrialParams};
 use axum::extract::{FromRef, Path, Query, Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
@@ -136,8 +136,9 @@ async fn campaign(State(s): State<AppState>) -> Result<impl IntoResponse, AppErr
     read(&s, "reading the campaign", |c| Ok(c.campaign())).await
 }
 
-async fn runs(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
-    read(&s, "listing runs", |c| Ok(c.list_runs())).await
+async fn runs(State(s): State<AppState>, Query(params): Query<ListParams>) -> Result<impl IntoResponse, AppError> {
+    let query = params.parse().map_err(ApiError::from)?;
+    read(&s, "listing runs", move |c| c.list_runs(&query)).await
 }
 
 async fn runs_version(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {

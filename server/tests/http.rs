@@ -662,3 +662,29 @@ async fn responses_are_compressed_for_clients_that_accept_it_but_streams_are_not
     assert_eq!(res.headers()[header::CONTENT_TYPE], "text/event-stream");
     assert!(res.headers().get(header::CONTENT_ENCODING).is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_list_is_filtered_sorted_and_paged_on_the_server() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let json = |b: Vec<u8>| serde_json::from_slice::<Value>(&b).unwrap();
+    let all = json(send(&st, get("/api/runs")).await.2);
+    assert_eq!((all["total"].as_u64(), all["matching"].as_u64(), all["offset"].as_u64()), (Some(3), Some(3), Some(0)));
+    let page = json(send(&st, get("/api/runs?sort=path&limit=1&offset=1")).await.2);
+    let paths: Vec<&str> = page["runs"].as_array().unwrap().iter().map(|r| r["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["runs/b/deeper/second"]);
+    assert_eq!(page["matching"], 3);
+    let unreadable = json(send(&st, get("/api/runs?status=unreadable")).await.2);
+    assert_eq!(unreadable["matching"], 1);
+    // The page's server function answers the same query alike.
+    let sfn = json(send(&st, get("/sfn/runs?params[sort]=path&params[limit]=1&params[offset]=1")).await.2);
+    assert_eq!(sfn["runs"], page["runs"]);
+    for (uri, why) in [
+        ("/api/runs?status=dead", "status=\"dead\": not one of starting, running, stopped, interrupted, unreadable"),
+        ("/api/runs?limit=x", "limit=\"x\": not a whole number ≥ 0"),
+    ] {
+        let (status, _, body) = send(&st, get(uri)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(json(body)["error"], why);
+    }
+}

@@ -14,6 +14,7 @@
 //! - [`events`] — the events file's lines, typed once as they are read.
 //! - [`ledger`] — the ledger and events parsed incrementally (appended bytes only).
 //! - [`summary`] — what the run list shows of a run, and its status rules.
+//! - [`listing`] — the run list filtered, sorted and paged (its one query parser).
 //! - [`view`] — `RunView`, one run read whole, each part degrading on its own.
 //! - [`admission`] — each round's t threshold, the correlation limit, the limits.
 //! - [`plans`], [`lineage`], [`trialgraph`], [`intraday`] — how trials relate.
@@ -35,6 +36,7 @@ pub mod intraday;
 pub mod jsonl;
 pub mod ledger;
 pub mod lineage;
+pub mod listing;
 pub mod memory;
 pub mod plans;
 pub mod records;

@@ -1,24 +1,39 @@
 //! The Runs view: every run directory under the campaign root, latest written
-//! first, with its status in words. Filters live in the URL (`?q=…&status=…`) so a
-//! filtered list can be linked. The list follows the disk: the server pushes the
-//! cheap list version when it changes (looked at every 2 s) and the page re-reads
-//! the list only then.
+//! first, with its status in words, a page of [`PAGE`] rows at a time. Filters
+//! and the page live in the URL (`?q=…&status=…&page=…`) so a filtered list can
+//! be linked; the server filters and pages (a campaign of 10,000 runs sends one
+//! page). The list follows the disk: the server pushes the cheap list version
+//! when it changes (looked at every 2 s) and the page re-reads only then.
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
-use runboard::runview::{RunList, RunRow};
+use runboard::runview::listing::STATUSES;
+use runboard::runview::RunRow;
 use runboard::timefmt::ago;
 
-use crate::api::list_runs;
+use crate::api::{list_runs, ListParams};
 
-const STATUSES: [&str; 5] = ["starting", "running", "stopped", "interrupted", "unreadable"];
+/// Rows per page.
+pub const PAGE: usize = 100;
 
 #[component]
 pub fn RunsPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let runs = Resource::new(move || refresh.get(), |_| list_runs());
     let (query, set_query) = query_signal::<String>("q");
     let (status, set_status) = query_signal::<String>("status");
+    let (page, set_page) = query_signal::<usize>("page");
+    let runs = Resource::new(
+        move || (refresh.get(), query.get(), status.get(), page.get().unwrap_or(0)),
+        |(_, q, status, page)| {
+            list_runs(ListParams {
+                status,
+                q,
+                sort: None,
+                offset: Some((page * PAGE).to_string()),
+                limit: Some(PAGE.to_string()),
+            })
+        },
+    );
 
     #[cfg(feature = "hydrate")]
     crate::live::follow(
@@ -31,22 +46,6 @@ pub fn RunsPage() -> impl IntoView {
         || {},
     );
 
-    let filtered = move |list: &RunList| -> Vec<RunRow> {
-        let q = query.get().unwrap_or_default().to_lowercase();
-        let st = status.get().unwrap_or_default();
-        list.runs
-            .iter()
-            .filter(|r| st.is_empty() || r.status.label() == st)
-            .filter(|r| {
-                q.is_empty()
-                    || r.path.to_lowercase().contains(&q)
-                    || r.model.as_deref().unwrap_or("").to_lowercase().contains(&q)
-                    || r.status_text.to_lowercase().contains(&q)
-            })
-            .cloned()
-            .collect()
-    };
-
     view! {
         <section class="runs">
             <div class="toolbar">
@@ -58,6 +57,7 @@ pub fn RunsPage() -> impl IntoView {
                     prop:value=move || query.get().unwrap_or_default()
                     on:input=move |ev| {
                         let v = event_target_value(&ev);
+                        set_page.set(None);
                         set_query.set(if v.is_empty() { None } else { Some(v) });
                     }
                 />
@@ -65,6 +65,7 @@ pub fn RunsPage() -> impl IntoView {
                     class="status-filter"
                     on:change=move |ev| {
                         let v = event_target_value(&ev);
+                        set_page.set(None);
                         set_status.set(if v.is_empty() { None } else { Some(v) });
                     }
                     prop:value=move || status.get().unwrap_or_default()
@@ -77,14 +78,24 @@ pub fn RunsPage() -> impl IntoView {
                 {move || runs.get().map(|res| match res {
                     Err(e) => view! { <p class="error">"Could not list runs: " {e.to_string()}</p> }.into_any(),
                     Ok(list) => {
-                        let rows = filtered(&list);
-                        let total = list.runs.len();
+                        let (matching, total, offset) = (list.matching, list.total, list.offset);
+                        let rows = list.runs;
                         let now = list.generated_at;
-                        let skipped = list.skipped.clone();
+                        let skipped = list.skipped;
+                        let shown = if rows.is_empty() { String::new() } else { format!(" (showing {}–{})", offset + 1, offset + rows.len()) };
+                        let pages = matching.div_ceil(PAGE).max(1);
+                        let current = offset / PAGE;
                         view! {
-                            <p class="count" data-count=rows.len()>
-                                {format!("{} of {} runs", rows.len(), total)}
+                            <p class="count" data-count=matching>
+                                {format!("{matching} of {total} runs{shown}")}
                             </p>
+                            {(pages > 1).then(|| view! {
+                                <nav class="pager runs-pager">
+                                    {(current > 0).then(|| view! { <a class="prev" href="" on:click=move |ev| { ev.prevent_default(); set_page.set(Some(current - 1)); }>"← newer"</a> })}
+                                    <span>{format!(" page {} of {pages} ", current + 1)}</span>
+                                    {(current + 1 < pages).then(|| view! { <a class="next" href="" on:click=move |ev| { ev.prevent_default(); set_page.set(Some(current + 1)); }>"older →"</a> })}
+                                </nav>
+                            })}
                             {if rows.is_empty() {
                                 view! { <p class="empty">"No run directories match. A run directory is any folder holding snapshot.json."</p> }.into_any()
                             } else {
