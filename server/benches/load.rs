@@ -62,7 +62,7 @@ fn main() {
     eprintln!("generated 200 runs in {:.1} s", t.elapsed().as_secs_f64());
     let live = root.join("runs/live/growing");
     let mut writer = Command::new(bin())
-        .args(["simulate-run", "--rounds", "100000", "--slots", "3", "--step-ms", "60", "--seed", "99"])
+        .args(["simulate-run", "--rounds", "100000", "--slots", "3", "--step-ms", "30", "--seed", "99"])
         .arg(&live)
         .stdout(Stdio::null())
         .spawn()

@@ -5,10 +5,14 @@
 //! `ledger::event_wrong_types`); kinds this build does not know are kept by
 //! name, so a newer writer stays readable.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::plans::{plan_slots, PlanSlot};
+use super::summary::{EventsTail, Opened};
+use super::view::CallEvent;
 
 /// One line of the events file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,6 +116,100 @@ impl RunEvent {
 
     pub fn at(&self) -> Option<crate::Timestamp> {
         self.at.as_deref().and_then(crate::Timestamp::parse_rfc3339)
+    }
+}
+
+/// What the readers need of the events, kept up to date one event at a time as
+/// the file grows, so a view of a long run costs what was appended since the
+/// last read, not a pass over every event.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventsDigest {
+    /// The latest open, a stop after it, the latest phase.
+    pub tail: EventsTail,
+    /// Every call, by number: what it concerned and its tokens.
+    pub calls: BTreeMap<u32, CallEvent>,
+    /// The settings of the latest open.
+    pub opened_with: Option<Value>,
+    /// The t threshold of each round's latest `admission` event.
+    pub thresholds: BTreeMap<u32, f64>,
+    /// Each round's latest plan, and whether a resume came after it.
+    pub plans: BTreeMap<u32, (Vec<PlanSlot>, bool)>,
+    /// What happened since the latest open (the round in progress).
+    pub since_open: SinceOpen,
+    /// Whether the run was ever opened.
+    pub opened: bool,
+}
+
+/// The events since the latest open, digested.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SinceOpen {
+    /// The highest round any event names.
+    pub max_round: Option<u32>,
+    /// Each round's latest plan: its slots.
+    pub plans: BTreeMap<u32, Vec<u32>>,
+    /// Each round's latest phase.
+    pub phases: BTreeMap<u32, String>,
+    /// The calls begun.
+    pub calls: BTreeSet<u32>,
+}
+
+impl EventsDigest {
+    pub fn from_events(events: &[RunEvent]) -> Self {
+        let mut d = Self::default();
+        events.iter().for_each(|e| d.add(e));
+        d
+    }
+
+    /// Takes one more event into account (in file order).
+    pub fn add(&mut self, ev: &RunEvent) {
+        if let Some(r) = ev.round() {
+            self.since_open.max_round = Some(self.since_open.max_round.map_or(r, |m| m.max(r)));
+        }
+        match &ev.kind {
+            EventKind::Open { resumed, host, pid, settings } => {
+                self.opened = true;
+                self.tail.stop_after_open = None;
+                self.tail.last_phase = None;
+                self.tail.last_open = Some(Opened { host: host.clone(), pid: *pid });
+                self.opened_with = settings.clone();
+                self.since_open = SinceOpen::default();
+                if *resumed {
+                    self.plans.values_mut().for_each(|(_, resumed_since)| *resumed_since = true);
+                }
+            }
+            EventKind::Stop { reason } => self.tail.stop_after_open = Some(reason.clone()),
+            EventKind::Phase { phase, round } => {
+                if let Some(p) = phase {
+                    self.tail.last_phase = Some(p.clone());
+                    if let Some(r) = round {
+                        self.since_open.phases.insert(*r, p.clone());
+                    }
+                }
+            }
+            EventKind::Plan { round: Some(r), slots } => {
+                self.plans.insert(*r, (slots.clone(), false));
+                self.since_open.plans.insert(*r, slots.iter().map(|s| s.slot).collect());
+            }
+            EventKind::CallStart { call: Some(n), round, slots, purpose } => {
+                let c = self.calls.entry(*n).or_insert_with(|| CallEvent::numbered(*n));
+                c.round = *round;
+                c.slots = slots.clone();
+                c.purpose = purpose.clone();
+                c.started_at = ev.at.clone();
+                self.since_open.calls.insert(*n);
+            }
+            EventKind::CallEnd { call: Some(n), round, tokens, truncated } => {
+                let c = self.calls.entry(*n).or_insert_with(|| CallEvent::numbered(*n));
+                c.round = c.round.or(*round);
+                c.tokens = *tokens;
+                c.truncated = *truncated;
+                c.ended_at = ev.at.clone();
+            }
+            EventKind::Admission { round: Some(r), t_threshold: Some(t), .. } => {
+                self.thresholds.insert(*r, *t);
+            }
+            _ => {}
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::events::RunEvent;
+use super::events::{EventsDigest, RunEvent};
 use super::view::{RoundView, TrialView};
 use crate::json::{describe_error, from_slice_lenient};
 
@@ -356,7 +356,10 @@ impl LedgerState {
 /// Everything parsed from an events file so far, each line typed once.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EventsLog {
-    pub events: Vec<RunEvent>,
+    /// How many events were read (each is digested, not kept).
+    pub count: usize,
+    /// What the readers need of them, kept up to date as lines are fed.
+    pub digest: EventsDigest,
     pub problems: Vec<(usize, String)>,
     pub lines: usize,
 }
@@ -370,7 +373,8 @@ impl Incremental for EventsLog {
         match from_slice_lenient::<Value>(line) {
             Ok(v) if v.is_object() => {
                 self.problems.extend(event_wrong_types(&v).into_iter().map(|w| (n, w.to_string())));
-                self.events.push(RunEvent::from_value(&v));
+                self.digest.add(&RunEvent::from_value(&v));
+                self.count += 1;
             }
             Ok(_) => self.problems.push((n, "not a JSON object".into())),
             Err(e) => self.problems.push((n, describe_error(&e))),
@@ -468,8 +472,36 @@ mod tests {
         let e = EventsLog::from_bytes(
             b"{\"event\":\"call_start\",\"call\":\"7\",\"round\":2}\n{\"event\":\"stop\",\"reason\":null}\n",
         );
-        assert_eq!(e.events.len(), 2);
+        assert_eq!(e.count, 2);
         assert_eq!(e.problems, [(1, "`call` is a string, not a whole number; read as null".to_owned())]);
+    }
+
+    #[test]
+    fn the_events_digest_fed_in_pieces_equals_the_whole_file_read_at_once() {
+        let text = concat!(
+            "{\"event\":\"open\",\"host\":\"h\",\"pid\":1,\"settings\":{\"a\":1}}\n",
+            "{\"event\":\"plan\",\"round\":1,\"slots\":[1,2]}\n",
+            "{\"event\":\"call_start\",\"call\":1,\"round\":1,\"slots\":[1]}\n",
+            "{\"event\":\"call_end\",\"call\":1,\"round\":1,\"tokens\":9}\n",
+            "{\"event\":\"admission\",\"round\":1,\"t_threshold\":2.5}\n",
+            "{\"event\":\"resume\",\"host\":\"h\",\"pid\":2}\n",
+            "{\"event\":\"phase\",\"phase\":\"propose\",\"round\":2}\n",
+            "{\"event\":\"stop\",\"reason\":\"done\"}\n",
+        );
+        let whole = EventsLog::from_bytes(text.as_bytes());
+        for cut in [1, 40, 77, 150, 200, text.len() - 3] {
+            let mut pieces = EventsLog::default();
+            let mut offset = pieces.feed(&text.as_bytes()[..cut]);
+            offset += pieces.feed(&text.as_bytes()[offset..]);
+            assert_eq!(offset, text.len());
+            assert_eq!(pieces, whole, "cut at {cut}");
+        }
+        let d = &whole.digest;
+        assert_eq!(d.tail.stop_after_open, Some(Some("done".into())));
+        assert_eq!(d.plans[&1].1, true, "a resume came after round 1's plan");
+        assert_eq!(d.since_open.max_round, Some(2));
+        assert!(d.since_open.calls.is_empty(), "call 1 began before the resume");
+        assert_eq!((d.calls[&1].tokens, d.thresholds[&1]), (Some(9), 2.5));
     }
 
     #[test]

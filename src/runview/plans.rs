@@ -14,7 +14,6 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::events::{EventKind, RunEvent};
 use super::view::RoundView;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,8 +57,14 @@ pub fn plan_slots(event: &Value) -> Vec<PlanSlot> {
 }
 
 /// The plans of a run, by round. `events` is `None` for a run without events.
-pub fn plans(events: Option<&[RunEvent]>, rounds_written: u32, ledger_rounds: &[Arc<RoundView>]) -> Vec<PlanView> {
-    let Some(events) = events else {
+/// `latest` is each round's latest plan event and whether a resume came after
+/// it (`EventsDigest::plans`); `None` for a run without events.
+pub fn plans(
+    latest: Option<&BTreeMap<u32, (Vec<PlanSlot>, bool)>>,
+    rounds_written: u32,
+    ledger_rounds: &[Arc<RoundView>],
+) -> Vec<PlanView> {
+    let Some(latest) = latest else {
         return ledger_rounds
             .iter()
             .filter(|r| (1..=rounds_written).contains(&r.round))
@@ -70,23 +75,10 @@ pub fn plans(events: Option<&[RunEvent]>, rounds_written: u32, ledger_rounds: &[
             })
             .collect();
     };
-    // The latest plan of each round, and whether a resume came after it.
-    let mut latest: BTreeMap<u32, (&[PlanSlot], bool)> = BTreeMap::new();
-    for ev in events {
-        match &ev.kind {
-            EventKind::Plan { round: Some(round), slots } => {
-                latest.insert(*round, (slots, false));
-            }
-            EventKind::Open { resumed: true, .. } => {
-                latest.values_mut().for_each(|(_, resumed_since)| *resumed_since = true)
-            }
-            _ => {}
-        }
-    }
     latest
-        .into_iter()
-        .filter(|(round, (_, resumed_since))| !(*resumed_since && *round > rounds_written))
-        .map(|(round, (slots, _))| PlanView { round, slots: slots.to_vec(), source: PlanSource::Event })
+        .iter()
+        .filter(|(round, (_, resumed_since))| !(*resumed_since && **round > rounds_written))
+        .map(|(round, (slots, _))| PlanView { round: *round, slots: slots.clone(), source: PlanSource::Event })
         .collect()
 }
 
@@ -95,6 +87,11 @@ mod tests {
     use super::*;
     use crate::runview::view::TrialView;
     use serde_json::json;
+
+    fn digest(events: &[Value]) -> crate::runview::events::EventsDigest {
+        let events: Vec<_> = events.iter().map(crate::runview::events::RunEvent::from_value).collect();
+        crate::runview::events::EventsDigest::from_events(&events)
+    }
 
     fn round(n: u32, slots: &[u32]) -> Arc<RoundView> {
         Arc::new(RoundView::new(
@@ -110,8 +107,7 @@ mod tests {
             json!({"event": "plan", "round": 1, "slots": [1, 2]}),
             json!({"event": "plan", "round": 1, "slots": [{"slot": 1, "parents": ["r00s1"]}, {"slot": 3}]}),
         ];
-        let events: Vec<RunEvent> = events.iter().map(RunEvent::from_value).collect();
-        let p = plans(Some(&events), 1, &[]);
+        let p = plans(Some(&digest(&events).plans), 1, &[]);
         assert_eq!(p.len(), 1);
         assert_eq!(
             p[0].slots,
@@ -129,13 +125,12 @@ mod tests {
             json!({"event": "resume"}),
         ];
         // The state counts round 1: written before the resume. Round 2 was under way.
-        let events: Vec<RunEvent> = events.iter().map(RunEvent::from_value).collect();
-        let p = plans(Some(&events), 1, &[]);
+        let p = plans(Some(&digest(&events).plans), 1, &[]);
         assert_eq!(p.iter().map(|p| p.round).collect::<Vec<_>>(), [1]);
         // Planned again after the resume: that plan is the round's.
         let mut again = events.to_vec();
-        again.push(RunEvent::from_value(&json!({"event": "plan", "round": 2, "slots": [3]})));
-        let p = plans(Some(&again), 1, &[]);
+        again.push(json!({"event": "plan", "round": 2, "slots": [3]}));
+        let p = plans(Some(&digest(&again).plans), 1, &[]);
         assert_eq!(p[1].slots, [PlanSlot { slot: 3, picked: None }]);
     }
 

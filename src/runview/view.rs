@@ -12,17 +12,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::admission::{
-    correlation_limit, number_after, round_thresholds, thresholds_from_events, AdmissionLimits, RoundThreshold,
-    ThresholdSource,
+    correlation_limit, number_after, round_thresholds, AdmissionLimits, RoundThreshold, ThresholdSource,
 };
 use super::diff::DiffLine;
-use super::events::{last_open, EventKind, RunEvent};
+use super::events::{EventsDigest, SinceOpen};
 use super::intraday::{is_intraday, session_operators};
 use super::ledger::{EventsLog, LedgerState};
 use super::memory::MemoryLog;
 use super::plans::{plans, PlanView};
 use super::records::StateFile;
-use super::summary::{summarise, EventsTail, ListInputs, ProcessCheck, RunRow};
+use super::summary::{summarise, ListInputs, ProcessCheck, RunRow};
 use crate::json::{describe_error, from_slice_lenient};
 use crate::Timestamp;
 
@@ -194,6 +193,22 @@ pub struct CallEvent {
     pub ended_at: Option<String>,
 }
 
+impl CallEvent {
+    /// A call known by its number only (so far).
+    pub fn numbered(call: u32) -> Self {
+        Self {
+            call,
+            round: None,
+            slots: Vec::new(),
+            purpose: None,
+            tokens: None,
+            truncated: None,
+            started_at: None,
+            ended_at: None,
+        }
+    }
+}
+
 /// The round being written now, replayed from the events since the last open.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InProgress {
@@ -338,71 +353,18 @@ fn problem(part: &str, reason: impl Into<String>) -> Problem {
     Problem { part: part.to_owned(), reason: reason.into() }
 }
 
-/// The calls the events name, each with what it concerned and its tokens.
-fn calls_from_events(events: &[RunEvent]) -> Vec<CallEvent> {
-    let mut calls: BTreeMap<u32, CallEvent> = BTreeMap::new();
-    let blank = |call| CallEvent {
-        call,
-        round: None,
-        slots: Vec::new(),
-        purpose: None,
-        tokens: None,
-        truncated: None,
-        started_at: None,
-        ended_at: None,
-    };
-    for ev in events {
-        match &ev.kind {
-            EventKind::CallStart { call: Some(n), round, slots, purpose } => {
-                let c = calls.entry(*n).or_insert_with(|| blank(*n));
-                c.round = *round;
-                c.slots = slots.clone();
-                c.purpose = purpose.clone();
-                c.started_at = ev.at.clone();
-            }
-            EventKind::CallEnd { call: Some(n), round, tokens, truncated } => {
-                let c = calls.entry(*n).or_insert_with(|| blank(*n));
-                c.round = c.round.or(*round);
-                c.tokens = *tokens;
-                c.truncated = *truncated;
-                c.ended_at = ev.at.clone();
-            }
-            _ => {}
-        }
-    }
-    calls.into_values().collect()
-}
-
-/// The round being written now, replayed from the events since the last open
-/// (`since`): a round a resume dropped left its events before that open. Only
-/// the calls begun since then are its own — a call that began before a resume
-/// belongs to the dropped round, even when it names the same round number.
-fn round_in_progress(since: &[RunEvent], rounds_written: u32, calls: &[CallEvent]) -> Option<InProgress> {
-    let round = since.iter().filter_map(RunEvent::round).max()?;
+/// The round being written now, from the events since the last open: a round
+/// a resume dropped left its events before that open. Only the calls begun
+/// since then are its own — a call that began before a resume belongs to the
+/// dropped round, even when it names the same round number.
+fn round_in_progress(since: &SinceOpen, rounds_written: u32, calls: &BTreeMap<u32, CallEvent>) -> Option<InProgress> {
+    let round = since.max_round?;
     if round <= rounds_written {
         return None;
     }
-    let slots: Vec<u32> = since
-        .iter()
-        .rev()
-        .find_map(|e| match &e.kind {
-            EventKind::Plan { round: Some(r), slots } if *r == round => Some(slots.iter().map(|s| s.slot).collect()),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let phase = since.iter().rev().find_map(|e| match &e.kind {
-        EventKind::Phase { round: Some(r), phase } if *r == round => phase.clone(),
-        _ => None,
-    });
-    let begun_since: BTreeSet<u32> = since
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::CallStart { call: Some(n), .. } => Some(n),
-            _ => None,
-        })
-        .collect();
-    let calls = calls.iter().filter(|c| c.round == Some(round) && begun_since.contains(&c.call)).cloned().collect();
-    Some(InProgress { round, phase, pending: slots.clone(), slots, calls })
+    let slots = since.plans.get(&round).cloned().unwrap_or_default();
+    let calls = since.calls.iter().filter_map(|n| calls.get(n)).filter(|c| c.round == Some(round)).cloned().collect();
+    Some(InProgress { round, phase: since.phases.get(&round).cloned(), pending: slots.clone(), slots, calls })
 }
 
 /// The accepted factors, each with its round's threshold: from each round's
@@ -447,8 +409,9 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         _ => 0,
     };
 
-    // Events: every line, typed once by the reader, borrowed from its log.
-    let mut events: &[RunEvent] = &[];
+    // Events: digested by the reader as it read them (each line once).
+    let empty = EventsDigest::default();
+    let mut digest = &empty;
     let events_present = input.events.is_some();
     if let Some(ev) = &input.events {
         match ev {
@@ -457,11 +420,11 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
                 for (line, reason) in &log.problems {
                     problems.push(problem("events.jsonl", format!("line {line}: {reason}")));
                 }
-                events = &log.events;
+                digest = &log.digest;
             }
         }
     }
-    let tail = EventsTail::from_events(events);
+    let tail = &digest.tail;
     let process = match tail.last_open.as_ref().and_then(|o| Some((o.host.clone()?, o.pid?))) {
         Some((host, pid)) => probe(&host, pid),
         None => ProcessCheck::NotRecorded,
@@ -479,16 +442,13 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         version: input.version,
     });
 
-    let calls = calls_from_events(events);
+    let calls: Vec<CallEvent> = digest.calls.values().cloned().collect();
     let tokens_total = calls.iter().filter_map(|c| c.tokens).sum();
     // Without events, the calls are counted from the call files.
     let calls_total = if events_present { calls.len() as u32 } else { input.call_files.len() as u32 };
-    let last_open = last_open(events);
-    let in_progress = last_open.and_then(|i| round_in_progress(&events[i..], rounds_written, &calls));
-    let opened_with = last_open.and_then(|i| match &events[i].kind {
-        EventKind::Open { settings, .. } => settings.clone(),
-        _ => None,
-    });
+    let in_progress =
+        if digest.opened { round_in_progress(&digest.since_open, rounds_written, &digest.calls) } else { None };
+    let opened_with = digest.opened_with.clone();
 
     // Trials of the written rounds: the state bounds which ledger rounds are read.
     let mut rounds = Vec::new();
@@ -520,7 +480,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         problems.insert(0, problem("state.json", e.clone()));
     }
 
-    let thresholds = round_thresholds(&thresholds_from_events(events), &rounds);
+    let thresholds = round_thresholds(&digest.thresholds, &rounds);
     let limit = correlation_limit(opened_with.as_ref(), &rounds);
     let session_ops = snapshot.as_ref().map(session_operators).unwrap_or_default();
     let accepted = accepted_factors(&rounds, &thresholds, &session_ops);
@@ -534,7 +494,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
             tokens: r.tally().tokens,
         })
         .collect();
-    let plans = plans(events_present.then_some(events), rounds_written, &rounds);
+    let plans = plans(events_present.then_some(&digest.plans), rounds_written, &rounds);
 
     RunView {
         row,
