@@ -178,12 +178,10 @@ impl EventsDigest {
                 }
             }
             EventKind::Stop { reason } => self.tail.stop_after_open = Some(reason.clone()),
-            EventKind::Phase { phase, round } => {
-                if let Some(p) = phase {
-                    self.tail.last_phase = Some(p.clone());
-                    if let Some(r) = round {
-                        self.since_open.phases.insert(*r, p.clone());
-                    }
+            EventKind::Phase { phase: Some(p), round } => {
+                self.tail.last_phase = Some(p.clone());
+                if let Some(r) = round {
+                    self.since_open.phases.insert(*r, p.clone());
                 }
             }
             EventKind::Plan { round: Some(r), slots } => {

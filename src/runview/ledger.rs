@@ -498,7 +498,7 @@ mod tests {
         }
         let d = &whole.digest;
         assert_eq!(d.tail.stop_after_open, Some(Some("done".into())));
-        assert_eq!(d.plans[&1].1, true, "a resume came after round 1's plan");
+        assert!(d.plans[&1].1, "a resume came after round 1's plan");
         assert_eq!(d.since_open.max_round, Some(2));
         assert!(d.since_open.calls.is_empty(), "call 1 began before the resume");
         assert_eq!((d.calls[&1].tokens, d.thresholds[&1]), (Some(9), 2.5));
