@@ -129,17 +129,27 @@ impl Within {
     }
 
     /// Opens a regular file inside the root for reading; returns it and its length.
+    ///
+    /// The check is made on what the open descriptor refers to
+    /// (`/proc/self/fd/N`, one `readlink`), not on the path beforehand: it
+    /// costs one system call instead of a `realpath`'s one per path component
+    /// (10,000 runs list 30,000 files), and a folder swapped for a symlink
+    /// between a check and the open cannot get around it. Opening a regular
+    /// file for reading (never a FIFO: see [`open_file`]) does nothing to it,
+    /// so a file outside is opened, found outside, and closed unread.
     pub fn open(&self, path: &Path) -> Result<(File, u64), String> {
-        let real = self.check(path)?;
-        let (file, len) = open_file(&real)?;
-        // What the descriptor really refers to: a component swapped for a
-        // symlink after the check would show here.
-        if let Ok(opened) = fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&file))) {
-            if !opened.starts_with(&self.root) {
-                return Err(OUTSIDE_ROOT.to_owned());
-            }
+        let (file, len) = open_file(path)?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        let real = match fs::read_link(format!("/proc/self/fd/{fd}")) {
+            Ok(p) => p,
+            // No /proc: resolve the path instead.
+            Err(_) => self.check(path)?,
+        };
+        if real.starts_with(&self.root) {
+            Ok((file, len))
+        } else {
+            Err(OUTSIDE_ROOT.to_owned())
         }
-        Ok((file, len))
     }
 
     /// Reads a whole regular file inside the root.
