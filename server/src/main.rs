@@ -18,36 +18,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the web console (the bundled demo campaign when no --root is given).
-    Serve {
-        /// The campaign folder to serve.
-        #[arg(long)]
-        root: Option<PathBuf>,
-        #[arg(long, default_value = "127.0.0.1")]
-        host: String,
-        #[arg(long, default_value_t = 8850)]
-        port: u16,
-        /// Exit after this many minutes without a request (fractions allowed); 0 or less disables it.
-        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
-        idle_minutes: f64,
-        /// Required when --host is not a loopback address [env: RUNBOARD_TOKEN; set but empty counts as unset].
-        #[arg(long)]
-        token: Option<String>,
-        /// A Host name to answer besides localhost, 127.0.0.1, ::1 and the bound address (repeatable).
-        #[arg(long = "allow-host", value_name = "NAME")]
-        allow_hosts: Vec<String>,
-        /// Seconds a connection has to send a whole request head, from opening or its previous response.
-        #[arg(long, value_name = "SECONDS")]
-        header_timeout: Option<f64>,
-        /// Connections served at once (default 512, fewer under a low descriptor limit).
-        #[arg(long, value_name = "N")]
-        max_connections: Option<usize>,
-        /// Where runboard keeps its own data, such as the demo campaign.
-        #[arg(long, env = "RUNBOARD_DATA_DIR")]
-        data_dir: Option<PathBuf>,
-        /// The built site (pkg/, public files); found beside the binary by default.
-        #[arg(long)]
-        site_root: Option<PathBuf>,
-    },
+    Serve(ServeOptions),
     /// Run one batch: load the spec, check it, start its processes, watch, tear down.
     Drive {
         /// A committed spec file, or a folder of spec files (every *.json below it).
@@ -160,33 +131,8 @@ fn main() -> ExitCode {
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve {
-            root,
-            host,
-            port,
-            idle_minutes,
-            token,
-            allow_hosts,
-            header_timeout,
-            max_connections,
-            data_dir,
-            site_root,
-        } => {
-            // The environment's token when none is given; exported empty, it
-            // is unset (how a shell clears it). Anything else is checked in `serve`.
-            let token = token.or_else(|| std::env::var("RUNBOARD_TOKEN").ok().filter(|t| !t.is_empty()));
-            let opts = ServeOptions {
-                root,
-                host,
-                port,
-                idle_minutes,
-                token,
-                allow_hosts,
-                header_timeout_s: header_timeout,
-                max_connections,
-                data_dir,
-                site_root,
-            };
+        Command::Serve(opts) => {
+            let opts = opts.with_env_token();
             let ended = serve(opts).await?;
             if ended == Ended::Idle {
                 println!("runboard: stopped after being idle");

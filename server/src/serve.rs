@@ -11,22 +11,46 @@ use crate::auth::Access;
 use crate::console::LocalConsole;
 use crate::http::{app, AppState};
 
-#[derive(Debug, Clone)]
+/// `runboard serve`'s options: the command line's flags, parsed by clap.
+#[derive(Debug, Clone, clap::Args)]
 pub struct ServeOptions {
+    /// The campaign folder to serve.
+    #[arg(long)]
     pub root: Option<PathBuf>,
+    #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
+    #[arg(long, default_value_t = 8850)]
     pub port: u16,
-    /// Exit after this many minutes without a request; zero or less: never.
+    /// Exit after this many minutes without a request (fractions allowed); 0 or less disables it.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub idle_minutes: f64,
+    /// Required when --host is not a loopback address [env: RUNBOARD_TOKEN; set but empty counts as unset].
+    #[arg(long)]
     pub token: Option<String>,
-    /// Host names requests may name besides the loopback names and the bound address.
+    /// A Host name to answer besides localhost, 127.0.0.1, ::1 and the bound address (repeatable).
+    #[arg(long = "allow-host", value_name = "NAME")]
     pub allow_hosts: Vec<String>,
-    /// Seconds a connection has to send a request head (default 10).
+    /// Seconds a connection has to send a whole request head, from opening or its previous response.
+    #[arg(long = "header-timeout", value_name = "SECONDS")]
     pub header_timeout_s: Option<f64>,
-    /// Connections served at once (default: see `listen::Limits::standard`).
+    /// Connections served at once (default 512, fewer under a low descriptor limit).
+    #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// Where runboard keeps its own data, such as the demo campaign.
+    #[arg(long, env = "RUNBOARD_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// The built site (pkg/, public files); found beside the binary by default.
+    #[arg(long)]
     pub site_root: Option<PathBuf>,
+}
+
+impl ServeOptions {
+    /// The token from `--token`, else from `RUNBOARD_TOKEN`; exported empty, the
+    /// variable is unset (how a shell clears it). Anything else is checked.
+    pub fn with_env_token(mut self) -> Self {
+        self.token = self.token.or_else(|| std::env::var("RUNBOARD_TOKEN").ok().filter(|t| !t.is_empty()));
+        self
+    }
 }
 
 /// Why the server stopped.

@@ -24,7 +24,7 @@ impl Drop for Served {
 }
 
 fn serve(args: &[&str], site: &Path) -> Served {
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .arg("serve")
         .args(["--port", "0", "--site-root"])
         .arg(site)
@@ -34,6 +34,11 @@ fn serve(args: &[&str], site: &Path) -> Served {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    served(child)
+}
+
+/// A started `runboard serve` (its stdout piped), once it has printed its address.
+fn served(mut child: Child) -> Served {
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
@@ -285,22 +290,21 @@ async fn three_hundred_idle_connections_do_not_starve_a_server_with_256_descript
     let (tmp, root) = common::campaign().await;
     let site = common::site(tmp.path());
     // `ulimit -n 256` for the server only; `exec` keeps the PID ours.
-    let mut child = Command::new("sh")
-        .args(["-c", "ulimit -n 256 && exec \"$0\" serve --port 0 --header-timeout 2 --root \"$1\" --site-root \"$2\""])
-        .arg(BIN)
-        .arg(&root)
-        .arg(&site)
-        .env_remove("RUNBOARD_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line.split("at http://").nth(1).unwrap().trim().trim_end_matches('/').to_owned();
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    let s = Served { child, addr };
+    let s = served(
+        Command::new("sh")
+            .args([
+                "-c",
+                "ulimit -n 256 && exec \"$0\" serve --port 0 --header-timeout 2 --root \"$1\" --site-root \"$2\"",
+            ])
+            .arg(BIN)
+            .arg(&root)
+            .arg(&site)
+            .env_remove("RUNBOARD_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let idle: Vec<TcpStream> = (0..300).filter_map(|_| TcpStream::connect(&s.addr).ok()).collect();
     assert!(idle.len() >= 250, "only {} connections opened", idle.len());
     // A real request still gets its answer, bounded by the header timeout's

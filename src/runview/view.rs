@@ -138,6 +138,8 @@ pub struct RoundTally {
     pub quoted_threshold: Option<f64>,
     /// The first correlation limit a refusal of the round quotes.
     pub quoted_limit: Option<f64>,
+    /// The stages that decided the round's trials.
+    pub stages: BTreeSet<String>,
 }
 
 impl RoundView {
@@ -154,6 +156,11 @@ impl RoundView {
         tally.tokens += t.tokens.unwrap_or(0);
         if let Some(slot) = t.slot {
             tally.slots.insert(slot);
+        }
+        if let Some(stage) = &t.stage {
+            if !tally.stages.contains(stage) {
+                tally.stages.insert(stage.clone());
+            }
         }
         if t.is_accepted() {
             tally.accepted.push(self.trials.len());
