@@ -36,7 +36,7 @@ impl LocalConsole {
             Err(e) => anyhow::bail!("{}: {e}", root.join(CONFIG_FILE).display()),
         };
         let info = CampaignInfo { name: cfg.name, root: root.to_string_lossy().into_owned(), demo };
-        Ok(Self { info, runs: RunIndex::new(root) })
+        Ok(Self { info, runs: RunIndex::new(root).watched() })
     }
 
     pub fn root(&self) -> PathBuf {

@@ -327,3 +327,45 @@ async fn a_run_without_events_counts_the_calls_of_its_round_in_progress_from_cal
     assert_eq!(during.calls_in_progress, Some(2));
     assert_eq!(during.calls_total, before.calls_total + 2, "without events, calls are counted from their files");
 }
+
+/// Asks `f` until it holds (bounded): file-system events arrive asynchronously.
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !f() {
+        assert!(std::time::Instant::now() < until, "{what}: not within 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn a_watched_index_rereads_only_what_changed_and_walks_when_runs_come_or_go() {
+    let (_tmp, root) = common::campaign().await;
+    let index = RunIndex::new(&root).watched();
+    let first = index.list();
+    let v1 = index.list_version();
+    assert_eq!(v1, first.version, "the list and its version agree");
+    let walks = index.walks();
+    assert!(walks >= 1);
+    // Nothing changed: neither the list nor its version walks again.
+    assert_eq!(index.list().version, v1);
+    assert_eq!(index.list_version(), v1);
+    assert_eq!(index.walks(), walks, "answered from the watch, no walk");
+
+    // A run writes: its row and the version change, still without a walk.
+    let dir = root.join("runs/b/deeper/second");
+    let mut f = std::fs::OpenOptions::new().append(true).open(dir.join("events.jsonl")).unwrap();
+    std::io::Write::write_all(&mut f, b"{\"event\":\"phase\",\"phase\":\"plan\",\"round\":9}\n").unwrap();
+    let now = server::runview::run_version(&dir);
+    eventually("the new version", || index.list_version() != v1);
+    eventually("the row's new version", || index.list().runs.iter().any(|r| r.name == "second" && r.version == now));
+    assert_eq!(index.list_version(), index.list().version);
+    assert_eq!(index.walks(), walks, "a write inside a known run is read alone");
+
+    // A run appears, and one goes: the root is walked, and the list says so.
+    common::write_run(&root.join("runs/c/third"), 1, 9).await;
+    eventually("the new run", || index.list().runs.iter().any(|r| r.name == "third"));
+    std::fs::remove_dir_all(root.join("runs/a/first")).unwrap();
+    eventually("the removed run", || index.list().runs.iter().all(|r| r.name != "first"));
+    eventually("the version over what is there", || index.list_version() == index.list().version);
+    assert!(index.walks() > walks);
+}

@@ -6,6 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use runboard::json::{describe_error, from_slice_lenient};
 use runboard::runview::files::{self, VERSIONED};
@@ -94,6 +95,25 @@ pub struct RunIndex {
     /// every second, and walking the whole root for each poll would cost a tree
     /// walk per open page per second.
     found: Mutex<HashMap<String, PathBuf>>,
+    /// The root's file-system watch, when the index keeps itself current by it
+    /// (`watched`); `None`: every list walks.
+    watch: Option<super::watch::TreeWatch>,
+    /// What the last list and version found, kept current from the watch.
+    listing: Mutex<Listing>,
+    /// Full walks made (a figure for tests and benches).
+    walks: AtomicU64,
+}
+
+/// The list as last made, by run directory, and when it was last walked whole.
+#[derive(Default)]
+struct Listing {
+    rows: HashMap<PathBuf, RunRow>,
+    skipped: Vec<SkippedFolder>,
+    rows_walked: Option<Instant>,
+    /// Each run's version by its path relative to the root (sorted, as the
+    /// list's version is computed over them).
+    versions: std::collections::BTreeMap<String, (PathBuf, String)>,
+    versions_walked: Option<Instant>,
 }
 
 impl RunIndex {
@@ -114,7 +134,23 @@ impl RunIndex {
             views_read: AtomicU64::new(0),
             views_cached: AtomicU64::new(0),
             found: Mutex::new(HashMap::new()),
+            watch: None,
+            listing: Mutex::new(Listing::default()),
+            walks: AtomicU64::new(0),
         }
+    }
+
+    /// Keeps the list current from a file-system watch of the root: a list or
+    /// version call then re-reads only the runs that changed (see `watch`).
+    /// Without a watch (it could not be set up) every call walks, as before.
+    pub fn watched(mut self) -> Self {
+        self.watch = super::watch::TreeWatch::start(&self.root);
+        self
+    }
+
+    /// How many full walks of the root lists and versions have made.
+    pub fn walks(&self) -> u64 {
+        self.walks.load(Ordering::Relaxed)
     }
 
     pub fn root(&self) -> &Path {
@@ -133,7 +169,51 @@ impl RunIndex {
     }
 
     /// Every run directory under the root, latest written first (`list_runs`).
+    /// With a watch, only the runs that changed (and those whose process was
+    /// alive) are looked at again; the root is walked when the watch saw
+    /// anything else, and at least every `RESCAN_EVERY`.
     pub fn list(&self) -> RunList {
+        let Some(watch) = &self.watch else { return self.list_walked().0 };
+        let changes = watch.take(super::watch::Reader::Rows);
+        let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = listing.rows_walked.is_some_and(|t| t.elapsed() < super::watch::RESCAN_EVERY);
+        let gone = changes.runs.iter().any(|d| d.join(files::SNAPSHOT).symlink_metadata().is_err());
+        if changes.structural || !fresh || gone {
+            let (list, dirs) = self.list_walked();
+            watch.set_runs(&dirs);
+            listing.rows = dirs.into_iter().zip(list.runs.iter().cloned()).collect();
+            listing.skipped = list.skipped.clone();
+            listing.rows_walked = Some(Instant::now());
+            return list;
+        }
+        // The changed runs, and the live ones: a process ending changes no file.
+        let live = listing
+            .rows
+            .iter()
+            .filter(|(_, r)| matches!(r.process, ProcessCheck::Alive { .. }))
+            .map(|(d, _)| d.clone());
+        let again: HashSet<PathBuf> = changes.runs.into_iter().chain(live).collect();
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        for dir in again {
+            let stamps = stamps_of(&dir);
+            let parsed = match cache.get(&dir) {
+                Some(p) if p.stamps == stamps => p.clone(),
+                _ => self.parse(&dir, stamps),
+            };
+            listing.rows.insert(dir.clone(), self.row(&dir, &parsed));
+            cache.insert(dir, parsed);
+        }
+        drop(cache);
+        let mut rows: Vec<RunRow> = listing.rows.values().cloned().collect();
+        rows.sort_by(|a, b| a.path.cmp(&b.path));
+        let version = RunVersion::of_list(rows.iter().map(|r| (r.path.as_str(), r.version.as_str()))).0;
+        sort_latest_first(&mut rows);
+        RunList { runs: rows, skipped: listing.skipped.clone(), version, generated_at: crate::clock::now() }
+    }
+
+    /// The list made by walking the whole root; also returns each row's folder.
+    fn list_walked(&self) -> (RunList, Vec<PathBuf>) {
+        self.walks.fetch_add(1, Ordering::Relaxed);
         let (dirs, skipped) = find_run_dirs(&self.root);
         // Each run's files are stat'ed, and read only when they changed; the
         // work is spread over the machine's cores (a cold list of 10,000 runs
@@ -164,28 +244,63 @@ impl RunIndex {
             workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
         });
         let mut rows = Vec::with_capacity(parsed.len());
+        let mut found = Vec::with_capacity(parsed.len());
         let mut fresh = HashMap::with_capacity(parsed.len());
         for (dir, row, p) in parsed {
             rows.push(row);
+            found.push(dir.clone());
             fresh.insert(dir, p);
         }
         // Runs that disappeared drop out of the cache with this swap.
         *cache = fresh;
         drop(cache);
         // The list's version is over rows in path order, as `list_version` computes it.
-        rows.sort_by(|a, b| a.path.cmp(&b.path));
-        let version = RunVersion::of_list(rows.iter().map(|r| (r.path.as_str(), r.version.as_str()))).0;
+        // Rows and their folders, in the same (path) order.
+        let mut pairs: Vec<(RunRow, PathBuf)> = rows.into_iter().zip(found).collect();
+        pairs.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        let version = RunVersion::of_list(pairs.iter().map(|(r, _)| (r.path.as_str(), r.version.as_str()))).0;
+        let (mut rows, dirs): (Vec<RunRow>, Vec<PathBuf>) = pairs.into_iter().unzip();
+        // Latest first for the list; the folders keep the rows' path order,
+        // matched again by path below.
+        let by_path: HashMap<String, PathBuf> = rows.iter().map(|r| r.path.clone()).zip(dirs).collect();
         sort_latest_first(&mut rows);
-        RunList { runs: rows, skipped, version, generated_at: crate::clock::now() }
+        let dirs = rows.iter().filter_map(|r| by_path.get(&r.path).cloned()).collect();
+        (RunList { runs: rows, skipped, version, generated_at: crate::clock::now() }, dirs)
     }
 
-    /// The version of the whole list, from directory walks and `stat` alone.
+    /// The version of the whole list, from `stat` alone: with a watch, only the
+    /// runs that changed are stat'ed again (the root is walked when the watch
+    /// saw anything else, and at least every `RESCAN_EVERY`).
     pub fn list_version(&self) -> String {
+        let Some(watch) = &self.watch else { return self.version_walked().0 };
+        let changes = watch.take(super::watch::Reader::Versions);
+        let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = listing.versions_walked.is_some_and(|t| t.elapsed() < super::watch::RESCAN_EVERY);
+        let gone = changes.runs.iter().any(|d| d.join(files::SNAPSHOT).symlink_metadata().is_err());
+        if changes.structural || !fresh || gone {
+            let (version, versions) = self.version_walked();
+            let dirs: Vec<PathBuf> = versions.values().map(|(d, _)| d.clone()).collect();
+            watch.set_runs(&dirs);
+            listing.versions = versions;
+            listing.versions_walked = Some(Instant::now());
+            return version;
+        }
+        for dir in changes.runs {
+            listing.versions.insert(self.relative(&dir), (dir.clone(), version_of(&dir)));
+        }
+        RunVersion::of_list(listing.versions.iter().map(|(p, (_, v))| (p.as_str(), v.as_str()))).0
+    }
+
+    /// The list's version made by walking the root, and each run's version.
+    fn version_walked(&self) -> (String, std::collections::BTreeMap<String, (PathBuf, String)>) {
+        self.walks.fetch_add(1, Ordering::Relaxed);
         let (dirs, _) = find_run_dirs(&self.root);
-        let mut pairs: Vec<(String, String)> =
-            dirs.iter().map(|d| (self.relative(d), RunVersion::of_files(&stamps_of(d)).0)).collect();
-        pairs.sort();
-        RunVersion::of_list(pairs.iter().map(|(p, v)| (p.as_str(), v.as_str()))).0
+        let versions: std::collections::BTreeMap<String, (PathBuf, String)> = dirs
+            .into_iter()
+            .map(|d| (self.relative(&d), (d.clone(), RunVersion::of_files(&stamps_of(&d)).0)))
+            .collect();
+        let version = RunVersion::of_list(versions.iter().map(|(p, (_, v))| (p.as_str(), v.as_str()))).0;
+        (version, versions)
     }
 
     /// The run directory the list names `name` (its folder name, or its path

@@ -7,6 +7,7 @@
 
 mod index;
 mod read;
+mod watch;
 
 pub use crate::fsread::{stamp_of, ProcessProbe, Within};
 pub use index::{find_run_dirs, RunIndex};
