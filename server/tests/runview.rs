@@ -341,6 +341,7 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 async fn a_watched_index_rereads_only_what_changed_and_walks_when_runs_come_or_go() {
     let (_tmp, root) = common::campaign().await;
     let index = RunIndex::new(&root).watched();
+    eventually("the watch is set up", || index.is_watching());
     let first = index.list();
     let v1 = index.list_version();
     assert_eq!(v1, first.version, "the list and its version agree");

@@ -96,8 +96,9 @@ pub struct RunIndex {
     /// walk per open page per second.
     found: Mutex<HashMap<String, PathBuf>>,
     /// The root's file-system watch, when the index keeps itself current by it
-    /// (`watched`); `None`: every list walks.
-    watch: Option<super::watch::TreeWatch>,
+    /// (`watched`); set up in the background (10,000 runs take a second or
+    /// more), every list walks until it is there, or if it cannot be.
+    watch: Arc<std::sync::OnceLock<super::watch::TreeWatch>>,
     /// What the last list and version found, kept current from the watch.
     listing: Mutex<Listing>,
     /// Full walks made (a figure for tests and benches).
@@ -134,7 +135,7 @@ impl RunIndex {
             views_read: AtomicU64::new(0),
             views_cached: AtomicU64::new(0),
             found: Mutex::new(HashMap::new()),
-            watch: None,
+            watch: Arc::default(),
             listing: Mutex::new(Listing::default()),
             walks: AtomicU64::new(0),
         }
@@ -143,9 +144,19 @@ impl RunIndex {
     /// Keeps the list current from a file-system watch of the root: a list or
     /// version call then re-reads only the runs that changed (see `watch`).
     /// Without a watch (it could not be set up) every call walks, as before.
-    pub fn watched(mut self) -> Self {
-        self.watch = super::watch::TreeWatch::start(&self.root);
+    pub fn watched(self) -> Self {
+        let (slot, root) = (self.watch.clone(), self.root.clone());
+        std::thread::spawn(move || {
+            if let Some(w) = super::watch::TreeWatch::start(&root) {
+                let _ = slot.set(w);
+            }
+        });
         self
+    }
+
+    /// Whether the watch is set up (tests wait for it).
+    pub fn is_watching(&self) -> bool {
+        self.watch.get().is_some()
     }
 
     /// How many full walks of the root lists and versions have made.
@@ -173,7 +184,7 @@ impl RunIndex {
     /// alive) are looked at again; the root is walked when the watch saw
     /// anything else, and at least every `RESCAN_EVERY`.
     pub fn list(&self) -> RunList {
-        let Some(watch) = &self.watch else { return self.list_walked().0 };
+        let Some(watch) = self.watch.get() else { return self.list_walked().0 };
         let changes = watch.take(super::watch::Reader::Rows);
         let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         let fresh = listing.rows_walked.is_some_and(|t| t.elapsed() < super::watch::RESCAN_EVERY);
@@ -272,7 +283,7 @@ impl RunIndex {
     /// runs that changed are stat'ed again (the root is walked when the watch
     /// saw anything else, and at least every `RESCAN_EVERY`).
     pub fn list_version(&self) -> String {
-        let Some(watch) = &self.watch else { return self.version_walked().0 };
+        let Some(watch) = self.watch.get() else { return self.version_walked().0 };
         let changes = watch.take(super::watch::Reader::Versions);
         let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         let fresh = listing.versions_walked.is_some_and(|t| t.elapsed() < super::watch::RESCAN_EVERY);
