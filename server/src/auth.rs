@@ -68,8 +68,12 @@ impl AllowedHosts {
     }
 
     fn describe(&self) -> String {
-        let mut names = self.names.clone();
-        names.dedup();
+        let mut names: Vec<&str> = Vec::new();
+        for n in &self.names {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
         let mut text = names.join(", ");
         if self.any_ip {
             text.push_str(", any IP address");
