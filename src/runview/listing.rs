@@ -53,14 +53,7 @@ pub struct ListQuery {
 
 impl ListParams {
     pub fn parse(&self) -> Result<ListQuery, BadQuery> {
-        fn given(v: &Option<String>) -> Option<&str> {
-            v.as_deref().filter(|s| !s.is_empty())
-        }
-        let bad = |field: &str, value: &str, problem: &str| BadQuery {
-            field: field.into(),
-            value: value.into(),
-            problem: problem.into(),
-        };
+        use super::trials::value::{bad, given, whole};
         let status = match given(&self.status) {
             None => None,
             Some(s) if STATUSES.contains(&s) => Some(s.to_owned()),
@@ -72,10 +65,7 @@ impl ListParams {
             Some("path") => ListSort::Path,
             Some(s) => return Err(bad("sort", s, "not one of latest, oldest, path")),
         };
-        let whole = |field: &str, v: &Option<String>| -> Result<Option<usize>, BadQuery> {
-            given(v).map(|s| s.parse().map_err(|_| bad(field, s, "not a whole number ≥ 0"))).transpose()
-        };
-        let limit = whole("limit", &self.limit)?;
+        let limit = whole::<usize>("limit", &self.limit)?;
         if limit == Some(0) {
             return Err(bad("limit", "0", "must be at least 1"));
         }

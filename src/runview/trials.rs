@@ -97,19 +97,29 @@ pub struct TrialQuery {
     pub limit: usize,
 }
 
+/// The readers of query values both queries' parsers use: an empty value is
+/// the same as none; a refusal names the field, the value and what is wrong.
+pub(crate) mod value {
+    use super::BadQuery;
+
+    pub fn given(v: &Option<String>) -> Option<&str> {
+        v.as_deref().filter(|s| !s.is_empty())
+    }
+
+    pub fn bad(field: &str, value: &str, problem: &str) -> BadQuery {
+        BadQuery { field: field.into(), value: value.into(), problem: problem.into() }
+    }
+
+    pub fn whole<T: std::str::FromStr>(field: &str, v: &Option<String>) -> Result<Option<T>, BadQuery> {
+        given(v).map(|s| s.parse().map_err(|_| bad(field, s, "not a whole number ≥ 0"))).transpose()
+    }
+}
+
 impl TrialParams {
     /// Reads the query; an empty value is the same as none. The error names the
     /// field, the value and what is wrong with it.
     pub fn parse(&self) -> Result<TrialQuery, BadQuery> {
-        fn given(v: &Option<String>) -> Option<&str> {
-            v.as_deref().filter(|s| !s.is_empty())
-        }
-        fn bad(field: &str, value: &str, problem: &str) -> BadQuery {
-            BadQuery { field: field.into(), value: value.into(), problem: problem.into() }
-        }
-        fn whole<T: std::str::FromStr>(field: &str, v: &Option<String>) -> Result<Option<T>, BadQuery> {
-            given(v).map(|s| s.parse().map_err(|_| bad(field, s, "not a whole number ≥ 0"))).transpose()
-        }
+        use value::{bad, given, whole};
         let outcome = given(&self.outcome)
             .map(|o| OutcomeFilter::parse(o).map_err(|_| bad("outcome", o, "not one of accepted, refused, unscored")))
             .transpose()?;

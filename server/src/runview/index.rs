@@ -187,9 +187,7 @@ impl RunIndex {
         let Some(watch) = self.watch.get() else { return self.list_walked().0 };
         let changes = watch.take(super::watch::Reader::Rows);
         let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
-        let fresh = listing.rows_walked.is_some_and(|t| t.elapsed() < super::watch::RESCAN_EVERY);
-        let gone = changes.runs.iter().any(|d| d.join(files::SNAPSHOT).symlink_metadata().is_err());
-        if changes.structural || !fresh || gone {
+        if must_walk(&changes, listing.rows_walked) {
             let (list, dirs) = self.list_walked();
             watch.set_runs(&dirs);
             listing.rows = dirs.into_iter().zip(list.runs.iter().cloned()).collect();
@@ -286,9 +284,7 @@ impl RunIndex {
         let Some(watch) = self.watch.get() else { return self.version_walked().0 };
         let changes = watch.take(super::watch::Reader::Versions);
         let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
-        let fresh = listing.versions_walked.is_some_and(|t| t.elapsed() < super::watch::RESCAN_EVERY);
-        let gone = changes.runs.iter().any(|d| d.join(files::SNAPSHOT).symlink_metadata().is_err());
-        if changes.structural || !fresh || gone {
+        if must_walk(&changes, listing.versions_walked) {
             let (version, versions) = self.version_walked();
             let dirs: Vec<PathBuf> = versions.values().map(|(d, _)| d.clone()).collect();
             watch.set_runs(&dirs);
@@ -489,6 +485,15 @@ impl RunIndex {
         }
         row
     }
+}
+
+/// Whether the watch's `changes` (since a list last walked at `walked`) call
+/// for walking the root again: something besides known runs changed, a changed
+/// run is no longer a run (its snapshot went), or the last walk is too old.
+fn must_walk(changes: &super::watch::Changes, walked: Option<Instant>) -> bool {
+    let fresh = walked.is_some_and(|t| t.elapsed() < super::watch::RESCAN_EVERY);
+    let gone = changes.runs.iter().any(|d| d.join(files::SNAPSHOT).symlink_metadata().is_err());
+    changes.structural || !fresh || gone
 }
 
 /// The version of the run in `dir`, from `stat` alone.
