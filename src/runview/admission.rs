@@ -3,7 +3,6 @@
 //!. Each is read from the best source the run has and says which; none
 //! is made up — a value nothing gives is `None`.
 
-use super::events::{EventKind, RunEvent};
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -92,17 +91,6 @@ pub fn number_after(text: &str, word: &str) -> Option<f64> {
     rest[..end].trim_end_matches('.').parse().ok().filter(|f: &f64| f.is_finite())
 }
 
-/// The t thresholds `admission` events give, by round (the latest per round).
-pub fn thresholds_from_events(events: &[RunEvent]) -> BTreeMap<u32, f64> {
-    events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Admission { round: Some(round), t_threshold: Some(t), .. } => Some((round, t)),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Each written round's t threshold: the one its admission events give; without
 /// them the one an accepted factor of the round says, else the one its refusals
 /// quote, carried over from the round before when the round gives none; `None`
@@ -142,6 +130,7 @@ pub fn correlation_limit(opened_with: Option<&Value>, rounds: &[Arc<RoundView>])
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runview::events::{EventsDigest, RunEvent};
     use serde_json::json;
 
     fn trial(round: u32, accepted: bool, reason: Option<&str>, t_threshold: Option<f64>) -> TrialView {
@@ -180,8 +169,7 @@ mod tests {
         );
         // An admission event outranks what the trials say.
         let events = [RunEvent::from_value(&json!({"event": "admission", "round": 4, "t_threshold": 3.1}))];
-        let from_events = thresholds_from_events(&events);
-        let r = round_thresholds(&from_events, &rounds);
+        let r = round_thresholds(&EventsDigest::from_events(&events).thresholds, &rounds);
         assert_eq!((r[4].t, r[4].source), (Some(3.1), Some(AdmissionEvent)));
     }
 

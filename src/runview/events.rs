@@ -109,14 +109,6 @@ impl RunEvent {
             EventKind::Open { .. } | EventKind::Stop { .. } => None,
         }
     }
-
-    pub fn is_open(&self) -> bool {
-        matches!(self.kind, EventKind::Open { .. })
-    }
-
-    pub fn at(&self) -> Option<crate::Timestamp> {
-        self.at.as_deref().and_then(crate::Timestamp::parse_rfc3339)
-    }
 }
 
 /// What the readers need of the events, kept up to date one event at a time as
@@ -209,11 +201,6 @@ impl EventsDigest {
             _ => {}
         }
     }
-}
-
-/// The index of the latest `open`/`resume` in `events`.
-pub fn last_open(events: &[RunEvent]) -> Option<usize> {
-    events.iter().rposition(RunEvent::is_open)
 }
 
 #[cfg(test)]

@@ -127,10 +127,8 @@ type FolderFile<T> = (String, T, Read<Vec<u8>>);
 /// changed. `Err` (the reason) when the folder leads outside the root.
 fn refresh_memory(within: &Within, dir: &Path, log: &mut MemoryLog) -> Read<()> {
     let folder = dir.join(files::MEMORY_DIR);
-    let listing: Vec<(u32, String)> = if fs::symlink_metadata(&folder).is_err() {
-        Vec::new()
-    } else {
-        within.check(&folder)?;
+    confined_folder(within, dir, files::MEMORY_DIR)?;
+    let listing: Vec<(u32, String)> = {
         let round = |name: &str| name.strip_prefix("round_")?.strip_suffix(".md")?.parse::<u32>().ok();
         fs::read_dir(&folder)
             .map(|entries| {
@@ -241,12 +239,8 @@ fn read_folder<T>(
     sub: &str,
     keep: impl Fn(&str) -> Option<T>,
 ) -> Read<Vec<FolderFile<T>>> {
-    let folder = dir.join(sub);
-    if fs::symlink_metadata(&folder).is_err() {
-        return Ok(Vec::new());
-    }
-    within.check(&folder)?;
-    let Ok(entries) = fs::read_dir(&folder) else { return Ok(Vec::new()) };
+    confined_folder(within, dir, sub)?;
+    let Ok(entries) = fs::read_dir(dir.join(sub)) else { return Ok(Vec::new()) };
     let mut out: Vec<FolderFile<T>> = entries
         .flatten()
         .filter_map(|e| {
