@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks that what runboard writes matches the JSON Schemas in docs/schemas/:
-a simulated run (snapshot, state, ledger, events, calls, acceptance reports, trial graphs) and a driven batch
-(spec, cell records, batch outcome). A third party writing to those schemas
+a simulated run (snapshot, state, ledger, events, calls, acceptance reports, trial graphs), a driven batch
+(spec, cell records, batch outcome), and the console's records (a saved draft, the committed spec, the
+active-batch marker, run tags, unit records, the auto event log). A third party writing to those schemas
 writes what runboard reads."""
 import glob, json, os, subprocess, sys, tempfile
 
@@ -54,6 +55,36 @@ with tempfile.TemporaryDirectory() as tmp:
         check("batch-outcome.schema.json", "batch_outcome.json", json.load(open(os.path.join(runset, "batch_outcome.json"))))
         for f in glob.glob(os.path.join(runset, "cells", "*.json")):
             check("cell-record.schema.json", f, json.load(open(f)))
+
+    # The console's records: a draft saved, launched through the one launch
+    # path (local launcher), then stopped and aborted.
+    con = os.path.join(tmp, "console")
+    os.makedirs(con)
+    with open(os.path.join(con, "campaign.toml"), "w") as f:
+        f.write('schema_version = 1\nname = "console"\n[runner]\ncommand = ["sh", "-c", "exit 0"]\n'
+                '[[tasks]]\nname = "t"\nphases = ["a", "b"]\n')
+    with open(os.path.join(con, "matrix.csv"), "w") as f:
+        f.write("condition,task,phase,seed,repetition\nbase,t,a,1,0\nbase,t,b,1,0\nbase,t,a,2,0\n")
+    run_cli = lambda *a: subprocess.run([binary, *a, "--root", con], check=True, capture_output=True, text=True).stdout
+    saved = json.loads(run_cli("draft", "--label", "d1", "--max-cells", "5", "--save", "--json"))
+    draft = json.load(open(os.path.join(con, saved["path"])))
+    check("batch-spec.schema.json", saved["path"], draft)
+    if len(draft["cells"]) != 2:
+        bad.append(f"draft: {len(draft['cells'])} cells, expected 2 (phase b waits for phase a)")
+    run_cli("launch", saved["path"])
+    import time
+    deadline = time.time() + 60
+    while time.time() < deadline and json.loads(run_cli("status", "--json"))["state"]["state"] != "idle":
+        time.sleep(0.2)
+    run_cli("stop")
+    check("active-batch.schema.json", "active_batch.json", json.load(open(os.path.join(con, "runsets", "active_batch.json"))))
+    check("run-tags.schema.json", "run_tags.json", json.load(open(os.path.join(con, "runsets", "run_tags.json"))))
+    for f in glob.glob(os.path.join(con, ".runboard", "units", "*.json")):
+        check("unit-record.schema.json", f, json.load(open(f)))
+    for i, line in enumerate(open(os.path.join(con, "auto", "log.jsonl")), 1):
+        check("auto-log-line.schema.json", f"auto/log.jsonl:{i}", json.loads(line))
+    for f in glob.glob(os.path.join(con, "specs", "committed", "*.json")):
+        check("batch-spec.schema.json", f, json.load(open(f)))
 
 for b in bad:
     print("schema violation:", b)

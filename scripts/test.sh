@@ -6,6 +6,11 @@ source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 scripts/setup.sh
 step() { printf '\n\033[1;34m== %s\033[0m\n' "$*"; }
+# The servers tests start keep their own data (the demo, the list cache) in a
+# folder of this run, not in the user's.
+RUNBOARD_DATA_DIR="$(mktemp -d)"
+export RUNBOARD_DATA_DIR
+trap 'rm -rf "$RUNBOARD_DATA_DIR"' EXIT
 
 step "format"
 cargo fmt --all --check

@@ -29,6 +29,115 @@ pub struct CampaignConfig {
     /// How cells run when there is no cluster.
     #[serde(default)]
     pub runner: Option<crate::drive::config::RunnerConfig>,
+    /// The task library: each task's phases in chain order.
+    #[serde(default)]
+    pub tasks: Vec<TaskEntry>,
+    /// The model catalogue.
+    #[serde(default)]
+    pub models: Vec<ModelEntry>,
+    /// The endpoint catalogue.
+    #[serde(default)]
+    pub endpoints: Vec<EndpointEntry>,
+    /// Caps a batch's prediction is refused over.
+    #[serde(default)]
+    pub budget: Budget,
+    /// How batches are started (local supervisor by default).
+    #[serde(default)]
+    pub launcher: LauncherConfig,
+    /// Commands the console runs at control points.
+    #[serde(default)]
+    pub hooks: Hooks,
+}
+
+/// A task and its chain: its phases in order. A draft never includes a phase
+/// whose earlier phase (same other factors) the matrix plans but is not yet
+/// covered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskEntry {
+    pub name: String,
+    #[serde(default)]
+    pub phases: Vec<String>,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    /// Served by the campaign's own endpoints.
+    Local,
+    /// A paid API route.
+    Paid,
+}
+
+/// A model the campaign may run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelEntry {
+    pub name: String,
+    pub kind: ModelKind,
+    /// Batches that may be launched with this model per UTC day; none: no cap.
+    #[serde(default)]
+    pub daily_cap: Option<u32>,
+    /// Price per 1,000 tokens (any currency, the same for every model).
+    #[serde(default)]
+    pub price_per_1k_tokens: f64,
+}
+
+/// A physical model server (a lane).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointEntry {
+    pub name: String,
+    /// Its OpenAI-compatible base URL (`http://host:port/v1`).
+    pub url: String,
+    /// What serves it (`vllm`, `sglang`, `llama.cpp`, …).
+    pub backend: String,
+    /// The catalogue models it serves.
+    pub models: Vec<String>,
+    /// The request preset batches on it use.
+    #[serde(default)]
+    pub request_preset: Option<String>,
+}
+
+/// Caps on one batch's prediction (tokens, cost, hours); none: not capped.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    #[serde(default)]
+    pub max_cost: Option<f64>,
+    #[serde(default)]
+    pub max_hours: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LauncherKind {
+    /// A supervising `runboard` process of its own, outliving the server.
+    #[default]
+    Local,
+    /// A transient unit of the systemd user manager.
+    Systemd,
+    /// A Slurm job.
+    Slurm,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LauncherConfig {
+    #[serde(default)]
+    pub kind: LauncherKind,
+    /// SIGTERM → SIGKILL grace when a unit is paused or stopped (seconds,
+    /// default 30).
+    #[serde(default)]
+    pub grace_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hooks {
+    /// Run after a pause or stop ended the unit, to release a held resource
+    /// (a lease); its failure is reported in the stop report, the rest goes on.
+    #[serde(default)]
+    pub release_lease: Option<Vec<String>>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -39,6 +148,8 @@ pub enum CampaignError {
     TooNew { found: u32, supported: u32 },
     #[error("campaign.toml: name must not be empty")]
     EmptyName,
+    #[error("campaign.toml: {0}")]
+    Catalogue(String),
 }
 
 impl CampaignConfig {
@@ -58,7 +169,83 @@ impl CampaignConfig {
         if cfg.name.trim().is_empty() {
             return Err(CampaignError::EmptyName);
         }
+        if let Some(problem) = cfg.catalogue_problems().into_iter().next() {
+            return Err(CampaignError::Catalogue(problem));
+        }
         Ok(cfg)
+    }
+
+    /// What makes the catalogue unusable: names given twice, an endpoint
+    /// serving a model the catalogue lacks, a cap or price out of range.
+    pub fn catalogue_problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut twice = |kind: &str, names: Vec<&str>| {
+            let mut seen = std::collections::BTreeSet::new();
+            for n in names {
+                if n.trim().is_empty() {
+                    out.push(format!("a {kind} has an empty name"));
+                } else if !seen.insert(n) {
+                    out.push(format!("{kind} {n:?} is named twice"));
+                }
+            }
+        };
+        twice("task", self.tasks.iter().map(|t| t.name.as_str()).collect());
+        twice("model", self.models.iter().map(|m| m.name.as_str()).collect());
+        twice("endpoint", self.endpoints.iter().map(|e| e.name.as_str()).collect());
+        for t in &self.tasks {
+            let mut seen = std::collections::BTreeSet::new();
+            if let Some(p) = t.phases.iter().find(|p| !seen.insert(p.as_str())) {
+                out.push(format!("task {:?}: phase {p:?} is named twice", t.name));
+            }
+        }
+        for m in &self.models {
+            if m.daily_cap == Some(0) {
+                out.push(format!("model {:?}: daily_cap must be at least 1 (leave it out for no cap)", m.name));
+            }
+            if !(m.price_per_1k_tokens.is_finite() && m.price_per_1k_tokens >= 0.0) {
+                out.push(format!("model {:?}: price_per_1k_tokens must be a number ≥ 0", m.name));
+            }
+        }
+        for e in &self.endpoints {
+            if !(e.url.starts_with("http://") || e.url.starts_with("https://")) {
+                out.push(format!("endpoint {:?}: url {:?} is not an http(s) URL", e.name, e.url));
+            }
+            for m in &e.models {
+                if self.model(m).is_none() {
+                    out.push(format!("endpoint {:?} serves {m:?}, which is not in [[models]]", e.name));
+                }
+            }
+        }
+        let b = &self.budget;
+        for (what, v) in [("max_cost", b.max_cost), ("max_hours", b.max_hours)] {
+            if v.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
+                out.push(format!("budget.{what} must be a number > 0"));
+            }
+        }
+        if self.launcher.grace_s.is_some_and(|g| !(g.is_finite() && (0.0..=3600.0).contains(&g))) {
+            out.push("launcher.grace_s must be between 0 and 3600 seconds".into());
+        }
+        if self.hooks.release_lease.as_ref().is_some_and(Vec::is_empty) {
+            out.push("hooks.release_lease must name a program".into());
+        }
+        out
+    }
+
+    pub fn model(&self, name: &str) -> Option<&ModelEntry> {
+        self.models.iter().find(|m| m.name == name)
+    }
+
+    pub fn endpoint(&self, name: &str) -> Option<&EndpointEntry> {
+        self.endpoints.iter().find(|e| e.name == name)
+    }
+
+    pub fn task(&self, name: &str) -> Option<&TaskEntry> {
+        self.tasks.iter().find(|t| t.name == name)
+    }
+
+    /// The pause/stop grace in seconds.
+    pub fn grace_s(&self) -> f64 {
+        self.launcher.grace_s.unwrap_or(30.0)
     }
 
     /// The configuration of a folder that has no `campaign.toml`: named after it.
@@ -70,6 +257,12 @@ impl CampaignConfig {
             roster: None,
             cluster: None,
             runner: None,
+            tasks: Vec::new(),
+            models: Vec::new(),
+            endpoints: Vec::new(),
+            budget: Budget::default(),
+            launcher: LauncherConfig::default(),
+            hooks: Hooks::default(),
         }
     }
 }
@@ -92,6 +285,15 @@ mod tests {
             ("schema_version = 9\nname = \"x\"", "newer than this runboard reads"),
             ("schema_version = 1\nname = \" \"", "name must not be empty"),
             ("schema_version = 1\nname = ", "campaign.toml:"),
+            (
+                "schema_version = 1\nname = \"x\"\n[[endpoints]]\nname = \"gpu\"\nurl = \"http://127.0.0.1:1/v1\"\nbackend = \"vllm\"\nmodels = [\"ghost\"]",
+                "endpoint \"gpu\" serves \"ghost\", which is not in [[models]]",
+            ),
+            (
+                "schema_version = 1\nname = \"x\"\n[[models]]\nname = \"m\"\nkind = \"paid\"\ndaily_cap = 0",
+                "daily_cap must be at least 1",
+            ),
+            ("schema_version = 1\nname = \"x\"\n[launcher]\nkind = \"cron\"", "unknown variant `cron`"),
         ];
         for (text, want) in cases {
             let err = CampaignConfig::parse(text).unwrap_err().to_string();

@@ -113,3 +113,47 @@ mod tests {
         assert_eq!(replace_non_finite(br#"{"a": "NaN"}"#), None);
     }
 }
+
+/// A request body as JSON: `T` from the bytes, or why not, naming the field
+/// (`body: cells[0].factors: invalid type: …`). An empty body is `T`'s default
+/// (a control that takes no arguments may be posted without one).
+pub fn from_body<T: serde::de::DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, String> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." || path.is_empty() {
+            format!("body: {inner}")
+        } else {
+            format!("body: {path}: {inner}")
+        }
+    })?;
+    de.end().map_err(|e| format!("body: {e}"))?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod body_tests {
+    use super::*;
+
+    #[derive(Debug, Default, serde::Deserialize, PartialEq)]
+    struct B {
+        #[serde(default)]
+        path: String,
+        #[serde(default)]
+        skip: bool,
+    }
+
+    #[test]
+    fn a_body_is_read_or_refused_naming_the_field() {
+        assert_eq!(from_body::<B>(b" ").unwrap(), B::default());
+        assert_eq!(from_body::<B>(br#"{"path": "specs/a.json"}"#).unwrap().path, "specs/a.json");
+        let e = from_body::<B>(br#"{"skip": "yes"}"#).unwrap_err();
+        assert!(e.starts_with("body: skip: invalid type"), "{e}");
+        assert!(from_body::<B>(b"{} trailing").unwrap_err().starts_with("body: trailing characters"));
+        assert!(from_body::<B>(br#""text""#).unwrap_err().starts_with("body: invalid type"));
+    }
+}

@@ -7,10 +7,24 @@
 //!
 //! Modules are nouns from the product's vocabulary:
 //!
-//! - [`campaign`] — the campaign folder's configuration (`campaign.toml`).
+//! - [`campaign`] — the campaign folder's configuration (`campaign.toml`): the
+//!   task library with its chains, the model and endpoint catalogue, budget
+//!   caps, the launcher and hooks.
+//! - [`matrix`] — the planned cells (`matrix.csv`) and how a row becomes a cell.
+//! - [`coverage`] — where each planned cell stands across every run set, counted
+//!   per factor and on a two-factor grid.
+//! - [`draft`] — the next batch filled from gaps under the chain rules.
+//! - [`launch`] — the one launch path's pure parts: which spec paths may be
+//!   launched; what a launch, resume and stop ask and answer.
+//! - [`live`] — the live state of a batch (idle, starting, running, stopped
+//!   but resumable, aborted, launch failed, unknown) derived from evidence.
+//! - [`preflight`] — what would stop a batch, found before it is launched: the
+//!   doctor's findings, the catalogue, daily caps and the predicted budget.
 //! - [`runview`] — what a run directory (the folder one agent campaign writes)
 //!   means: its records, its events typed once, how a partly written file is
 //!   read, the summary the run list shows, and the trials' queries and pages.
+//! - [`runsets`] — the records about batches beside the run sets: committed
+//!   spec numbering, run set names, run tags, the run index, unit records.
 //! - [`spec`] — the batch spec: parsing (errors name file and field), merging a
 //!   spec folder, stable cell ids.
 //! - [`drive`] — the batch driver's decisions: the cluster and runner
@@ -22,9 +36,16 @@
 //! - [`timefmt`] — timestamps as they appear in records and on pages.
 
 pub mod campaign;
+pub mod coverage;
+pub mod draft;
 pub mod drive;
 pub mod hash;
 pub mod json;
+pub mod launch;
+pub mod live;
+pub mod matrix;
+pub mod preflight;
+pub mod runsets;
 pub mod runview;
 pub mod spec;
 pub mod timefmt;

@@ -167,7 +167,7 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-fn valid_label(s: &str) -> bool {
+pub fn valid_label(s: &str) -> bool {
     (1..=80).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 

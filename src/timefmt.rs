@@ -40,6 +40,16 @@ impl Timestamp {
         }
     }
 
+    /// The start of this instant's UTC day (midnight).
+    pub const fn utc_day_start(self) -> Self {
+        Self(self.0.div_euclid(86_400_000) * 86_400_000)
+    }
+
+    /// The next UTC midnight after this instant.
+    pub const fn next_utc_midnight(self) -> Self {
+        Self(self.utc_day_start().0 + 86_400_000)
+    }
+
     /// `2026-11-30 09:41:07` (UTC), for tables.
     pub fn to_display(self) -> String {
         let full = self.to_rfc3339();
@@ -66,9 +76,89 @@ pub fn ago(then: Timestamp, now: Timestamp) -> String {
     }
 }
 
+/// Serde for a [`Timestamp`] kept in a record as RFC 3339 text (what every
+/// record runboard writes carries; the API sends milliseconds). Reading also
+/// accepts milliseconds.
+pub mod rfc3339 {
+    use super::Timestamp;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&t.to_rfc3339())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Text(String),
+            Millis(i64),
+        }
+        match Either::deserialize(d)? {
+            Either::Millis(ms) => Ok(Timestamp(ms)),
+            Either::Text(t) => Timestamp::parse_rfc3339(&t)
+                .ok_or_else(|| serde::de::Error::custom(format!("{t:?} is not an RFC 3339 timestamp"))),
+        }
+    }
+
+    /// The same for an optional timestamp (`null` when absent).
+    pub mod option {
+        use super::Timestamp;
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer>(t: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
+            match t {
+                Some(t) => s.serialize_str(&t.to_rfc3339()),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
+            #[derive(Deserialize)]
+            struct Wrap(#[serde(with = "super")] Timestamp);
+            Ok(Option::<Wrap>::deserialize(d)?.map(|w| w.0))
+        }
+    }
+}
+
+/// A duration in seconds in words: "45 s", "12 min", "3 h 20 min".
+pub fn duration_words(secs: f64) -> String {
+    let s = if secs.is_finite() { secs.max(0.0).round() as u64 } else { 0 };
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min", s / 60),
+        _ if (s % 3600) / 60 == 0 => format!("{} h", s / 3600),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_carry_rfc3339_and_read_milliseconds_too() {
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct R {
+            #[serde(with = "rfc3339")]
+            at: Timestamp,
+            #[serde(default, with = "rfc3339::option")]
+            end: Option<Timestamp>,
+        }
+        let r = R { at: Timestamp(1_764_582_067_123), end: None };
+        let text = serde_json::to_string(&r).unwrap();
+        assert_eq!(text, r#"{"at":"2025-12-01T09:41:07.123Z","end":null}"#);
+        assert_eq!(serde_json::from_str::<R>(&text).unwrap(), r);
+        let old: R = serde_json::from_str(r#"{"at": 5, "end": "2025-12-01T09:41:07.123Z"}"#).unwrap();
+        assert_eq!((old.at, old.end), (Timestamp(5), Some(Timestamp(1_764_582_067_123))));
+        assert!(serde_json::from_str::<R>(r#"{"at": "yesterday"}"#).is_err());
+    }
+
+    #[test]
+    fn durations_read_in_the_largest_units() {
+        let got: Vec<String> = [45.0, 720.0, 12_000.0, 7200.0, f64::NAN].map(duration_words).to_vec();
+        assert_eq!(got, ["45 s", "12 min", "3 h 20 min", "2 h", "0 s"]);
+    }
 
     #[test]
     fn rfc3339_round_trips_in_utc() {

@@ -19,7 +19,7 @@ use runboard::runview::listing::RunPage;
 use runboard::runview::trialgraph::GraphEntry;
 pub use runboard::runview::trials::TrialParams;
 use runboard::runview::trials::{BadQuery, TrialPage};
-use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunView};
+use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunRounds, RunView};
 use serde::{Deserialize, Serialize};
 use server_fn::error::{FromServerFnError, ServerFnErrorErr};
 
@@ -40,8 +40,13 @@ pub struct CampaignInfo {
 #[error("{error}")]
 pub struct ApiError {
     pub kind: ErrorKind,
-    /// The reason, in words.
+    /// The reason, in words (for a refusal with several reasons, the first
+    /// and how many more).
     pub error: String,
+    /// Every reason, when a refusal has several (a launch's preflight, a
+    /// draft's form): all of them, so they can be fixed in one go.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
 }
 
 /// The kinds of refusal, each with its HTTP status.
@@ -58,6 +63,13 @@ pub enum ErrorKind {
     BadQuery,
     /// 422: the part asked for exists but cannot be read (the reason is given).
     Unreadable,
+    /// 422: a request was understood and refused (a launch's preflight, a
+    /// path outside the campaign, a spec that does not parse); `reasons` lists
+    /// every reason.
+    Refused,
+    /// 409: another action holds the campaign (a stop in progress), or what is
+    /// asked for is already happening.
+    Busy,
     /// 500: the server failed; the detail is in its log.
     Internal,
 }
@@ -66,7 +78,8 @@ impl ErrorKind {
     pub const fn status(self) -> u16 {
         match self {
             Self::NoSuchRun | Self::NoSuchTrial | Self::NotFound => 404,
-            Self::BadQuery | Self::Unreadable => 422,
+            Self::BadQuery | Self::Unreadable | Self::Refused => 422,
+            Self::Busy => 409,
             Self::Internal => 500,
         }
     }
@@ -77,30 +90,48 @@ impl ApiError {
         self.kind.status()
     }
 
+    pub fn new(kind: ErrorKind, error: impl Into<String>) -> Self {
+        Self { kind, error: error.into(), reasons: Vec::new() }
+    }
+
+    /// A refusal with every reason (at least one).
+    pub fn refused(reasons: Vec<String>) -> Self {
+        let error = match reasons.as_slice() {
+            [] => "refused".to_owned(),
+            [one] => one.clone(),
+            [first, rest @ ..] => format!("{first} (and {} more)", rest.len()),
+        };
+        Self { kind: ErrorKind::Refused, error, reasons }
+    }
+
+    pub fn busy(what: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Busy, what)
+    }
+
     pub fn no_such_run(name: &str) -> Self {
-        Self { kind: ErrorKind::NoSuchRun, error: format!("no run named {name}") }
+        Self::new(ErrorKind::NoSuchRun, format!("no run named {name}"))
     }
 
     pub fn no_such_trial(run: &str, trial: &str) -> Self {
-        Self { kind: ErrorKind::NoSuchTrial, error: format!("no written round of {run} holds a trial named {trial}") }
+        Self::new(ErrorKind::NoSuchTrial, format!("no written round of {run} holds a trial named {trial}"))
     }
 
     pub fn not_found(what: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::NotFound, error: what.into() }
+        Self::new(ErrorKind::NotFound, what)
     }
 
     pub fn bad_query(bad: &BadQuery) -> Self {
-        Self { kind: ErrorKind::BadQuery, error: bad.to_string() }
+        Self::new(ErrorKind::BadQuery, bad.to_string())
     }
 
     pub fn unreadable(reason: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::Unreadable, error: reason.into() }
+        Self::new(ErrorKind::Unreadable, reason)
     }
 
     /// A failure of the server's own; `doing` says what it was doing. Log the
     /// detail where it happened (see `ssr::internal`).
     pub fn internal(doing: &str) -> Self {
-        Self { kind: ErrorKind::Internal, error: format!("internal error while {doing}") }
+        Self::new(ErrorKind::Internal, format!("internal error while {doing}"))
     }
 }
 
@@ -117,9 +148,9 @@ impl FromServerFnError for ApiError {
         match e {
             // The arguments did not decode: the request was malformed.
             ServerFnErrorErr::Args(why) | ServerFnErrorErr::MissingArg(why) => {
-                Self { kind: ErrorKind::BadQuery, error: format!("bad arguments: {why}") }
+                Self::new(ErrorKind::BadQuery, format!("bad arguments: {why}"))
             }
-            other => Self { kind: ErrorKind::Internal, error: other.to_string() },
+            other => Self::new(ErrorKind::Internal, other.to_string()),
         }
     }
 }
@@ -135,13 +166,20 @@ pub fn parse_call_number(text: &str) -> Result<u32, ApiError> {
 pub mod ssr {
     //! The seam between the app and the server's adapters.
     use super::{ApiError, CampaignInfo};
+    use super::{CoverageParams, DraftForm};
+    use runboard::coverage::{CellPage, CellParams, CoverageView};
+    use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
+    use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
+    use runboard::live::LiveView;
+    use runboard::preflight::Preflight;
+    use runboard::runsets::RunSetSummary;
     use runboard::runview::acceptance::ReportEntry;
     use runboard::runview::analysis::RunAnalysis;
     use runboard::runview::lineage::Lineage;
     use runboard::runview::listing::{ListQuery, RunPage};
     use runboard::runview::trialgraph::GraphEntry;
     use runboard::runview::trials::{TrialPage, TrialQuery};
-    use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunView};
+    use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunRounds, RunView};
     use std::sync::Arc;
 
     /// Every read the console answers, typed. Implemented by the `server`
@@ -154,6 +192,8 @@ pub mod ssr {
         fn run_view(&self, name: &str) -> Result<RunView, ApiError>;
         fn run_version(&self, name: &str) -> Result<String, ApiError>;
         fn run_analysis(&self, name: &str) -> Result<RunAnalysis, ApiError>;
+        /// Each written round counted, with its threshold and plan.
+        fn run_rounds(&self, name: &str) -> Result<RunRounds, ApiError>;
         /// Call `n` read from its file; `Unreadable` when the file cannot be read.
         fn run_call(&self, name: &str, call: u32) -> Result<CallView, ApiError>;
         /// A page of the run's trials.
@@ -165,6 +205,26 @@ pub mod ssr {
         /// Every memory version, each with its diff from the one before.
         fn run_memory(&self, name: &str) -> Result<Vec<MemoryVersion>, ApiError>;
         fn run_reports(&self, name: &str) -> Result<Vec<ReportEntry>, ApiError>;
+
+        // ---- the console: coverage, drafting, launching, live, control ----
+        /// The live state of the batch, its cells and counts.
+        fn live(&self) -> Result<LiveView, ApiError>;
+        /// Changes whenever the live view may have (`stat` only).
+        fn live_version(&self) -> String;
+        fn coverage(&self, params: &CoverageParams) -> Result<CoverageView, ApiError>;
+        fn cells(&self, params: &CellParams) -> Result<CellPage, ApiError>;
+        fn run_sets(&self) -> Result<Vec<RunSetSummary>, ApiError>;
+        /// What the drafting form offers: factors and levels, tasks, models, endpoints.
+        fn draft_form(&self) -> Result<DraftForm, ApiError>;
+        fn draft_preview(&self, req: &DraftRequest) -> Result<DraftPreview, ApiError>;
+        fn save_draft(&self, req: &DraftRequest) -> Result<SavedDraft, ApiError>;
+        /// The static preflight of a spec (every refusal, and the prediction).
+        fn preflight(&self, path: &str) -> Result<Preflight, ApiError>;
+        /// The one launch path.
+        fn start(&self, req: &LaunchRequest) -> Result<Launched, ApiError>;
+        fn pause(&self) -> Result<StopReport, ApiError>;
+        fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError>;
+        fn resume(&self, req: &ResumeRequest) -> Result<Launched, ApiError>;
     }
 
     pub type ConsoleHandle = Arc<dyn Console>;
@@ -220,6 +280,11 @@ pub async fn get_call(name: String, call: String) -> Result<CallView, ApiError> 
     ssr::answer("reading a call", move |c| c.run_call(&name, parse_call_number(&call)?)).await
 }
 
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_rounds")]
+pub async fn get_rounds(name: String) -> Result<RunRounds, ApiError> {
+    ssr::answer("reading a run's rounds", move |c| c.run_rounds(&name)).await
+}
+
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_analysis")]
 pub async fn get_analysis(name: String) -> Result<RunAnalysis, ApiError> {
     ssr::answer("analysing a run", move |c| c.run_analysis(&name)).await
@@ -254,4 +319,94 @@ pub async fn get_calls(name: String) -> Result<Vec<CallEvent>, ApiError> {
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_memory")]
 pub async fn get_memory(name: String) -> Result<Vec<MemoryVersion>, ApiError> {
     ssr::answer("reading a run's memory", move |c| c.run_memory(&name)).await
+}
+
+// ---- the console ----------------------------------------------------------
+
+use runboard::coverage::{CellPage, CellParams, CoverageView};
+use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
+use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
+use runboard::live::LiveView;
+use runboard::preflight::Preflight;
+use runboard::runsets::RunSetSummary;
+
+/// `?rows=&cols=`: the two factors of the coverage grid.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoverageParams {
+    #[serde(default)]
+    pub rows: Option<String>,
+    #[serde(default)]
+    pub cols: Option<String>,
+}
+
+/// What the drafting form offers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DraftForm {
+    /// Each factor's levels, in matrix order.
+    pub factors: Vec<(String, Vec<String>)>,
+    pub tasks: Vec<runboard::campaign::TaskEntry>,
+    pub models: Vec<runboard::campaign::ModelEntry>,
+    pub endpoints: Vec<runboard::campaign::EndpointEntry>,
+    /// Why the form cannot be used yet (no matrix, a broken `campaign.toml`).
+    pub problems: Vec<String>,
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "live")]
+pub async fn get_live() -> Result<LiveView, ApiError> {
+    ssr::answer("reading the live state", |c| c.live()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "coverage")]
+pub async fn get_coverage(#[server(default)] params: CoverageParams) -> Result<CoverageView, ApiError> {
+    ssr::answer("reading coverage", move |c| c.coverage(&params)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "cells")]
+pub async fn get_cells(#[server(default)] params: CellParams) -> Result<CellPage, ApiError> {
+    ssr::answer("reading cells", move |c| c.cells(&params)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "runsets")]
+pub async fn get_run_sets() -> Result<Vec<RunSetSummary>, ApiError> {
+    ssr::answer("listing run sets", |c| c.run_sets()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "draft_form")]
+pub async fn get_draft_form() -> Result<DraftForm, ApiError> {
+    ssr::answer("reading the drafting form", |c| c.draft_form()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "draft_preview")]
+pub async fn preview_draft(req: DraftRequest) -> Result<DraftPreview, ApiError> {
+    ssr::answer("drafting", move |c| c.draft_preview(&req)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "draft_save")]
+pub async fn save_draft(req: DraftRequest) -> Result<SavedDraft, ApiError> {
+    ssr::answer("saving a draft", move |c| c.save_draft(&req)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "preflight")]
+pub async fn check_preflight(path: String) -> Result<Preflight, ApiError> {
+    ssr::answer("checking a spec", move |c| c.preflight(&path)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "control_start")]
+pub async fn control_start(req: LaunchRequest) -> Result<Launched, ApiError> {
+    ssr::answer("launching", move |c| c.start(&req)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "control_pause")]
+pub async fn control_pause() -> Result<StopReport, ApiError> {
+    ssr::answer("pausing", |c| c.pause()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "control_stop")]
+pub async fn control_stop(req: StopRequest) -> Result<StopReport, ApiError> {
+    ssr::answer("stopping", move |c| c.stop(&req)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "control_resume")]
+pub async fn control_resume(req: ResumeRequest) -> Result<Launched, ApiError> {
+    ssr::answer("resuming", move |c| c.resume(&req)).await
 }

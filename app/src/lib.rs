@@ -54,7 +54,7 @@ pub fn App() -> impl IntoView {
         <Title text="runboard"/>
         <Router>
             <header class="topbar">
-                <a class="brand" href="/runs">"runboard"</a>
+                <a class="brand" href="/live">"runboard"</a>
                 <Transition fallback=|| ()>
                     {move || campaign.get().and_then(Result::ok).map(|c| view! {
                         <span class="campaign" title=c.root.clone()>
@@ -64,12 +64,16 @@ pub fn App() -> impl IntoView {
                     })}
                 </Transition>
                 <nav>
+                    <A href="/live">"Live"</A>
+                    <A href="/coverage">"Coverage"</A>
                     <A href="/runs">"Runs"</A>
                 </nav>
             </header>
             <main>
                 <Routes fallback=|| view! { <p class="empty">"No such page."</p> }>
-                    <Route path=path!("/") view=|| view! { <Redirect path="/runs"/> }/>
+                    <Route path=path!("/") view=|| view! { <Redirect path="/live"/> }/>
+                    <Route path=path!("/live") view=pages::live::LivePage/>
+                    <Route path=path!("/coverage") view=pages::coverage::CoveragePage/>
                     <Route path=path!("/runs") view=pages::runs::RunsPage/>
                     // A run is named by its path relative to the root (folder names
                     // repeat across batches); a bare folder name also finds it.

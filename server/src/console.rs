@@ -4,26 +4,39 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use app::api::ssr::Console;
-use app::api::{ApiError, CampaignInfo};
+use app::api::{ApiError, CampaignInfo, CoverageParams, DraftForm};
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
+use runboard::coverage::{CellPage, CellParams, CoverageView};
+use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
+use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
+use runboard::live::LiveView;
+use runboard::preflight::Preflight;
+use runboard::runsets::RunSetSummary;
 use runboard::runview::acceptance::ReportEntry;
 use runboard::runview::lineage::{lineage, Lineage};
 use runboard::runview::listing::{ListQuery, RunPage};
 use runboard::runview::trialgraph::GraphEntry;
 use runboard::runview::trials::{trial_page, TrialPage, TrialQuery};
-use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunView};
+use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunRounds, RunView};
 
 use crate::runview::RunIndex;
 
 pub struct LocalConsole {
     info: CampaignInfo,
     runs: RunIndex,
+    campaign: crate::campaign::Campaign,
 }
 
 impl LocalConsole {
     /// Opens the campaign at `root` (which must exist). A missing `campaign.toml`
     /// names the campaign after its folder; a broken one is an error.
     pub fn open(root: &Path, demo: bool) -> anyhow::Result<Self> {
+        let mut c = Self::open_unwatched(root, demo)?;
+        c.runs = RunIndex::new(c.root()).watched();
+        Ok(c)
+    }
+
+    fn open_unwatched(root: &Path, demo: bool) -> anyhow::Result<Self> {
         let root = std::fs::canonicalize(root).map_err(|e| anyhow::anyhow!("campaign root {}: {e}", root.display()))?;
         if !root.is_dir() {
             anyhow::bail!("campaign root {} is not a folder", root.display());
@@ -36,7 +49,18 @@ impl LocalConsole {
             Err(e) => anyhow::bail!("{}: {e}", root.join(CONFIG_FILE).display()),
         };
         let info = CampaignInfo { name: cfg.name, root: root.to_string_lossy().into_owned(), demo };
-        Ok(Self { info, runs: RunIndex::new(root).watched() })
+        Ok(Self { info, campaign: crate::campaign::Campaign::open(&root), runs: RunIndex::new(root) })
+    }
+
+    /// Keeps the run list's parsed files in `file` between starts.
+    pub fn with_list_cache(mut self, file: PathBuf) -> Self {
+        self.runs = self.runs.with_list_cache(file);
+        self
+    }
+
+    /// Opens the campaign for one command (no file-system watch).
+    pub fn open_once(root: &Path) -> anyhow::Result<Self> {
+        Self::open_unwatched(root, false)
     }
 
     pub fn root(&self) -> PathBuf {
@@ -45,6 +69,10 @@ impl LocalConsole {
 
     pub fn runs(&self) -> &RunIndex {
         &self.runs
+    }
+
+    pub fn campaign(&self) -> &crate::campaign::Campaign {
+        &self.campaign
     }
 }
 
@@ -65,17 +93,17 @@ impl Console for LocalConsole {
     }
 
     fn list_runs(&self, query: &ListQuery) -> Result<RunPage, ApiError> {
-        Ok(runboard::runview::listing::page(self.runs.list(), query))
+        Ok(runboard::runview::listing::page(&self.runs.list_shared(), query, crate::clock::now()))
     }
 
     fn run_view(&self, name: &str) -> Result<RunView, ApiError> {
-        // What is serialized of it: the trials, calls and memory travel apart.
-        self.view_of(name).map(|(_, v)| RunView {
-            rounds: Vec::new(),
-            calls: Vec::new(),
-            memory: Arc::default(),
-            ..(*v).clone()
-        })
+        // What is serialized of it: the trials, calls, memory and per-round
+        // counts travel apart, and are not even copied.
+        self.view_of(name).map(|(_, v)| v.header())
+    }
+
+    fn run_rounds(&self, name: &str) -> Result<RunRounds, ApiError> {
+        self.view_of(name).map(|(_, v)| v.rounds_summary())
     }
 
     fn run_analysis(&self, name: &str) -> Result<runboard::runview::analysis::RunAnalysis, ApiError> {
@@ -114,5 +142,83 @@ impl Console for LocalConsole {
 
     fn run_reports(&self, name: &str) -> Result<Vec<ReportEntry>, ApiError> {
         self.dir_of(name).map(|dir| crate::runview::read_reports(self.runs.within(), &dir))
+    }
+
+    fn live(&self) -> Result<LiveView, ApiError> {
+        let mut view = self.campaign.live();
+        if let Some(rs) = view.run_set.clone() {
+            // Cells that own a run directory show its rounds.
+            runboard::live::attach_runs(&mut view.cells, &rs, &self.runs.list_shared().runs);
+        }
+        Ok(view)
+    }
+
+    fn live_version(&self) -> String {
+        self.campaign.live_version()
+    }
+
+    fn coverage(&self, params: &CoverageParams) -> Result<CoverageView, ApiError> {
+        self.campaign.coverage_view(params.rows.as_deref(), params.cols.as_deref())
+    }
+
+    fn cells(&self, params: &CellParams) -> Result<CellPage, ApiError> {
+        self.campaign.cells(params)
+    }
+
+    fn run_sets(&self) -> Result<Vec<RunSetSummary>, ApiError> {
+        Ok(self.campaign.run_sets())
+    }
+
+    fn draft_form(&self) -> Result<DraftForm, ApiError> {
+        let matrix = self.campaign.records().matrix();
+        let mut form = DraftForm {
+            factors: matrix
+                .factors
+                .iter()
+                .map(|f| {
+                    let levels = matrix.levels().remove(f).unwrap_or_default();
+                    (f.clone(), levels.iter().map(runboard::matrix::value_text).collect())
+                })
+                .collect(),
+            problems: matrix.problems.clone(),
+            ..Default::default()
+        };
+        match self.campaign.config() {
+            Ok(cfg) => {
+                form.tasks = cfg.tasks;
+                form.models = cfg.models;
+                form.endpoints = cfg.endpoints;
+            }
+            Err(e) => form.problems.push(e.error),
+        }
+        Ok(form)
+    }
+
+    fn draft_preview(&self, req: &DraftRequest) -> Result<DraftPreview, ApiError> {
+        self.campaign.draft_preview(req)
+    }
+
+    fn save_draft(&self, req: &DraftRequest) -> Result<SavedDraft, ApiError> {
+        self.campaign.save_draft(req)
+    }
+
+    fn preflight(&self, path: &str) -> Result<Preflight, ApiError> {
+        self.campaign.preflight(path)
+    }
+
+    fn start(&self, req: &LaunchRequest) -> Result<Launched, ApiError> {
+        self.campaign.start_spec(req)
+    }
+
+    fn pause(&self) -> Result<StopReport, ApiError> {
+        self.campaign.pause()
+    }
+
+    fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError> {
+        self.campaign.stop(req)
+    }
+
+    fn resume(&self, req: &ResumeRequest) -> Result<Launched, ApiError> {
+        self.campaign.resume(req)
     }
 }

@@ -218,6 +218,17 @@ impl ProcessProbe {
     }
 }
 
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`,
+/// field 22): with the PID, what identifies a process — a PID alone may be
+/// reused by an unrelated process after the first one ended.
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: the fields
+    // after it start behind the last ')'; starttime is the 20th of those.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 /// Whether two host names name the same machine: their first labels (before
 /// any `.`), compared case-insensitively. An empty name is no host.
 pub fn same_host(a: &str, b: &str) -> bool {
@@ -229,6 +240,13 @@ pub fn same_host(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_is_known_by_its_start_time() {
+        let me = process_start(std::process::id()).expect("this process has a start time");
+        assert_eq!(process_start(std::process::id()), Some(me), "stable");
+        assert!(process_start(u32::MAX).is_none());
+    }
 
     #[test]
     fn hosts_are_compared_by_short_name_case_insensitively() {

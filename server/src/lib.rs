@@ -8,6 +8,13 @@
 //! - [`auth`] — token and origin checks.  [`assets`] — revalidated static files.
 //! - [`site`] — Leptos site options from the embedded `Leptos.toml`.
 //! - [`console`] — one campaign root and its readers, as the app sees it.
+//! - [`campaign`] — the campaign's records (matrix, run sets, tags, run index,
+//!   marker, unit records), the one launch path, live state, pause/stop/resume,
+//!   and the launchers (`campaign::launcher`).
+//! - [`cli`] — the console from a terminal (status, coverage, draft, launch,
+//!   pause, stop, resume) over the same typed operations.
+//! - [`auto_state`] — the autopilot's state file and event log, as a stop
+//!   turns auto mode off.
 //! - [`runview`] — reading run directories from disk, read-only, with a cache.
 //! - [`demo`] — the generated demo campaign.  [`simulate`] — the simulated agent.
 //! - [`drive`] — `runboard drive`: one batch's processes, from load to teardown.
@@ -18,6 +25,9 @@
 pub mod assets;
 pub mod atomic;
 pub mod auth;
+pub mod auto_state;
+pub mod campaign;
+pub mod cli;
 pub mod clock;
 pub mod console;
 pub mod demo;

@@ -38,6 +38,9 @@ enum Command {
         /// Seconds a terminated process gets before SIGKILL (default: campaign.toml, else 35).
         #[arg(long)]
         grace: Option<f64>,
+        /// Name the new run set (its folder under runsets/); it must not exist.
+        #[arg(long, conflicts_with = "resume_into")]
+        run_set: Option<String>,
     },
     /// (Internal) A batch's sentinel: ends what the batch started if `runboard drive` is killed.
     #[command(name = "__sentinel", hide = true)]
@@ -49,6 +52,21 @@ enum Command {
         #[arg(long)]
         runset: PathBuf,
     },
+    /// (Internal) The local launcher's supervisor of one unit: runs the driver,
+    /// records its PID and how it ended.
+    #[command(name = "__unit", hide = true)]
+    Unit {
+        #[arg(long)]
+        record: PathBuf,
+        #[arg(long)]
+        log: PathBuf,
+        #[arg(long)]
+        grace: f64,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    #[command(flatten)]
+    Console(server::cli::ConsoleCommand),
     /// Run directories under a campaign root.
     Runs {
         #[command(subcommand)]
@@ -139,7 +157,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Drive { spec, resume_into, interactive, force, root, grace } => {
+        Command::Drive { spec, resume_into, interactive, force, root, grace, run_set } => {
             let stop = tokio_util::sync::CancellationToken::new();
             {
                 let stop = stop.clone();
@@ -150,7 +168,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                     stop.cancel();
                 });
             }
-            let opts = server::drive::DriveOptions { spec, resume_into, interactive, force, root, grace_s: grace };
+            let opts =
+                server::drive::DriveOptions { spec, resume_into, interactive, force, root, grace_s: grace, run_set };
             match server::drive::drive(opts, stop).await? {
                 Err(refusal) => {
                     eprintln!("runboard drive: {refusal}");
@@ -178,6 +197,12 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let code =
                 tokio::task::spawn_blocking(move || server::drive::reaper::run_sentinel(&mark, grace, &runset)).await?;
             Ok(ExitCode::from(code))
+        }
+        Command::Console(cmd) => Ok(tokio::task::spawn_blocking(move || server::cli::run(cmd)).await?),
+        Command::Unit { record, log, grace, command } => {
+            let grace = Duration::from_secs_f64(grace.clamp(0.0, 3600.0));
+            let code = server::campaign::launcher::supervise(record, log, grace, command).await;
+            Ok(ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1)))
         }
         Command::Runs { command: RunsCommand::List { root, json } } => {
             anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());

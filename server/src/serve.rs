@@ -99,7 +99,14 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
             (root, true, Some(writer))
         }
     };
-    let console = LocalConsole::open(&root, demo)?;
+    let mut console = LocalConsole::open(&root, demo)?;
+    // What the run list parsed is kept in the data folder between starts (a
+    // restarted server opens only the files that changed); without a data
+    // folder the list works the same, only a first list after a start is slower.
+    if let Ok(data) = crate::demo::data_dir(opts.data_dir.as_deref()) {
+        let key = runboard::hash::fnv1a(console.root().as_os_str().as_encoded_bytes());
+        console = console.with_list_cache(data.join("list-cache").join(format!("{key:016x}.json")));
+    }
 
     let addr = SocketAddr::new(ip, opts.port);
     let listener = match tokio::net::TcpListener::bind(addr).await {

@@ -78,6 +78,8 @@ struct Writer {
     dir: PathBuf,
     rng: Rng,
     calls: u32,
+    /// Tokens its calls used (this attempt).
+    tokens: u64,
 }
 
 /// A trial the planner may pick as a parent (what the simulated agent remembers).
@@ -211,6 +213,7 @@ impl Writer {
             &serde_json::to_vec_pretty(&record)?,
         )?;
         let total = prompt + completion + reasoning;
+        self.tokens += total;
         self.event("call_end", json!({"call": n, "round": round, "tokens": total, "truncated": truncated}))?;
         Ok(total)
     }
@@ -225,8 +228,12 @@ pub async fn simulate_run(
 ) -> anyhow::Result<SimEnd> {
     tokio::pin!(stop);
     fs::create_dir_all(dir)?;
-    let mut w =
-        Writer { dir: dir.to_path_buf(), rng: Rng(opts.seed.max(1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1), calls: 0 };
+    let mut w = Writer {
+        dir: dir.to_path_buf(),
+        rng: Rng(opts.seed.max(1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+        calls: 0,
+        tokens: 0,
+    };
     let mut start_round = 1;
     // What the agent remembers of earlier rounds: read back from the ledger on a resume.
     let mut pool: Vec<PoolEntry> = Vec::new();
@@ -493,5 +500,9 @@ pub async fn simulate_run(
     let at = now();
     w.event("stop", json!({"reason": "finished all rounds"}))?;
     w.state(rounds_written, &opened_at, Some((&at, "finished all rounds")))?;
+    // What a batch's cell reports (the exec runner reads `{out}/result.json`):
+    // the tokens this attempt used, and accepted factors per round as its score.
+    let score = f64::from(factors) / f64::from(opts.rounds.max(1));
+    write_atomic(&dir.join("result.json"), &serde_json::to_vec(&json!({"tokens": w.tokens, "score": score}))?)?;
     Ok(SimEnd::Finished)
 }

@@ -204,7 +204,11 @@ async fn a_run_its_version_and_its_calls_over_rest() {
     assert_eq!(status, StatusCode::OK);
     let view = json(body);
     assert_eq!(view["row"]["path"], "runs/b/deeper/second");
-    assert_eq!(view["round_counts"].as_array().unwrap().len(), 3);
+    assert_eq!(view["rounds_written"], 3);
+    assert!(view.get("round_counts").is_none(), "the per-round table is its own read");
+    let rounds = json(send(&st, get("/api/runs/second/rounds")).await.2);
+    assert_eq!(rounds["round_counts"].as_array().unwrap().len(), 3);
+    assert_eq!(rounds["thresholds"].as_array().unwrap().len(), 3);
     assert!(view.get("rounds").is_none(), "trials come a page at a time, not with the view");
     assert_eq!(view["memory_versions"], 3);
     let memory = json(send(&st, get("/api/runs/second/memory")).await.2);
@@ -567,6 +571,7 @@ async fn every_read_answers_alike_over_rest_and_server_functions() {
         ("/api/runs/{}/calls".into(), "/sfn/run_calls?name={}".into()),
         ("/api/runs/{}/calls/2".into(), "/sfn/run_call?name={}&call=2".into()),
         ("/api/runs/{}/memory".into(), "/sfn/run_memory?name={}".into()),
+        ("/api/runs/{}/rounds".into(), "/sfn/run_rounds?name={}".into()),
         (
             "/api/runs/{}/trials?round=2&limit=3".into(),
             "/sfn/run_trials?name={}&params[round]=2&params[limit]=3".into(),

@@ -7,7 +7,7 @@ use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use runboard::runview::RunStatus;
+use runboard::runview::{RunList, RunStatus};
 use server::runview::RunIndex;
 
 fn paths(index: &RunIndex) -> Vec<String> {
@@ -32,6 +32,37 @@ async fn a_warm_relist_of_an_unchanged_tree_parses_no_file() {
     let reparsed = index.files_parsed() - cold;
     assert!((1..=3).contains(&reparsed), "re-parsed {reparsed} files for one changed run");
     assert_ne!(third.version, second.version);
+}
+
+#[tokio::test]
+async fn a_restarted_index_opens_only_what_changed_since_its_list_cache_was_written() {
+    let (tmp, root) = common::campaign().await;
+    let file = tmp.path().join("data/list-cache/c.json");
+    let first = RunIndex::new(&root).with_list_cache(&file);
+    let before = first.list();
+    assert!(first.files_parsed() >= 5);
+    // Written in the background.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !file.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // "A restart": a new index over the same root and file.
+    let again = RunIndex::new(&root).with_list_cache(&file);
+    let listed = again.list();
+    assert_eq!(listed, RunList { generated_at: listed.generated_at, ..before.clone() });
+    assert_eq!(again.files_parsed(), 0, "nothing changed: no run file opened");
+    common::write_run(&root.join("runs/a/first"), 3, 1).await;
+    let third = RunIndex::new(&root).with_list_cache(&file);
+    let after = third.list();
+    assert!((1..=3).contains(&third.files_parsed()), "only the changed run's files: {}", third.files_parsed());
+    assert_ne!(after.version, before.version);
+    // A damaged or foreign file is not used, and the list is the same.
+    for junk in [&b"{not json"[..], b"[]", b"{\"schema_version\": 99}"] {
+        std::fs::write(&file, junk).unwrap();
+        let fresh = RunIndex::new(&root).with_list_cache(&file);
+        assert_eq!(fresh.list().version, after.version);
+        assert!(fresh.files_parsed() >= 5);
+    }
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::config::{ClusterConfig, RunnerConfig};
-use super::plan::{cell_vars, fill};
+use super::plan::{cell_vars, fill, route_vars};
 use crate::spec::BatchSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -125,8 +125,9 @@ pub fn diagnose(
                 block("runner.command is empty".into());
             }
             let fixed = ["out", "runset", "logs"];
+            let route = route_vars(spec);
             for cell in &spec.cells {
-                let mut vars = cell_vars(cell);
+                let mut vars = cell_vars(&route, cell);
                 vars.extend(fixed.iter().map(|k| ((*k).to_owned(), String::new())));
                 if let Err(e) = fill(&r.command, &vars) {
                     block(format!("runner.command for cell {}: {e}", cell.id));

@@ -46,13 +46,28 @@ pub fn fill(template: &[String], vars: &BTreeMap<String, String>) -> Result<Vec<
         .collect()
 }
 
-/// The template variables of a cell: its id and its factors as text.
-pub fn cell_vars(cell: &Cell) -> BTreeMap<String, String> {
-    let mut vars: BTreeMap<String, String> = cell
-        .factors
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())))
-        .collect();
+/// The batch's route as template variables (`{model}`, `{backend}`,
+/// `{endpoint}`, `{prompt_variant}`, `{request_preset}`), those the spec gives.
+pub fn route_vars(spec: &crate::spec::BatchSpec) -> BTreeMap<String, String> {
+    [
+        ("model", &spec.model),
+        ("backend", &spec.backend),
+        ("endpoint", &spec.endpoint),
+        ("prompt_variant", &spec.prompt_variant),
+        ("request_preset", &spec.request_preset),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.as_ref().map(|v| (k.to_owned(), v.clone())))
+    .collect()
+}
+
+/// The template variables of a cell: the batch's route, then its factors as
+/// text (a factor of the same name wins), and its id.
+pub fn cell_vars(route: &BTreeMap<String, String>, cell: &Cell) -> BTreeMap<String, String> {
+    let mut vars = route.clone();
+    vars.extend(
+        cell.factors.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()))),
+    );
     vars.insert("cell".into(), cell.id.clone());
     vars
 }
@@ -72,7 +87,7 @@ mod tests {
     #[test]
     fn fill_replaces_known_names_and_refuses_unknown_ones() {
         let c = cell("t1");
-        let mut vars = cell_vars(&c);
+        let mut vars = cell_vars(&BTreeMap::new(), &c);
         vars.insert("out".into(), "/o".into());
         let argv =
             fill(&["run".into(), "--task={task}".into(), "{out}/{cell}".into(), "-s{seed}".into()], &vars).unwrap();

@@ -104,22 +104,24 @@ impl ListQuery {
     }
 }
 
-/// The page `q` asks for of `list` (whose rows come latest written first).
-pub fn page(list: RunList, q: &ListQuery) -> RunPage {
+/// The page `q` asks for of `list` (whose rows come latest written first),
+/// made at `now`. Only the rows the filters keep are looked at past the
+/// filter, and only the page's rows are copied.
+pub fn page(list: &RunList, q: &ListQuery, now: Timestamp) -> RunPage {
     let total = list.runs.len();
-    let mut rows: Vec<RunRow> = list.runs.into_iter().filter(|r| q.keeps(r)).collect();
+    let mut rows: Vec<&RunRow> = list.runs.iter().filter(|r| q.keeps(r)).collect();
     match q.sort {
         ListSort::Latest => {}
         ListSort::Oldest => rows.sort_by(|a, b| a.last_written.cmp(&b.last_written).then_with(|| a.path.cmp(&b.path))),
         ListSort::Path => rows.sort_by(|a, b| a.path.cmp(&b.path)),
     }
     let matching = rows.len();
-    let runs: Vec<RunRow> = rows.into_iter().skip(q.offset).take(q.limit.unwrap_or(usize::MAX)).collect();
+    let runs: Vec<RunRow> = rows.into_iter().skip(q.offset).take(q.limit.unwrap_or(usize::MAX)).cloned().collect();
     RunPage {
         runs,
-        skipped: list.skipped,
-        version: list.version,
-        generated_at: list.generated_at,
+        skipped: list.skipped.clone(),
+        version: list.version.clone(),
+        generated_at: now,
         total,
         matching,
         offset: q.offset,
@@ -174,11 +176,18 @@ mod tests {
             p.parse()
         };
         let paths = |p: RunPage| p.runs.into_iter().map(|r| r.path).collect::<Vec<_>>();
-        assert_eq!(paths(page(list.clone(), &q(&[]).unwrap())), ["b/r3", "a/r2", "a/r1"]);
-        let running = page(list.clone(), &q(&[("status", "running"), ("limit", "1")]).unwrap());
+        assert_eq!(paths(page(&list, &q(&[]).unwrap(), Timestamp(50))), ["b/r3", "a/r2", "a/r1"]);
+        let running = page(&list, &q(&[("status", "running"), ("limit", "1")]).unwrap(), Timestamp(50));
         assert_eq!((running.total, running.matching, running.runs.len()), (3, 2, 1));
-        assert_eq!(paths(page(list.clone(), &q(&[("q", "QWEN"), ("sort", "oldest")]).unwrap())), ["a/r1", "b/r3"]);
-        assert_eq!(paths(page(list.clone(), &q(&[("sort", "path"), ("offset", "1")]).unwrap())), ["a/r2", "b/r3"]);
+        assert_eq!(running.generated_at, Timestamp(50), "a page is stamped when it is made, not when the list was");
+        assert_eq!(
+            paths(page(&list, &q(&[("q", "QWEN"), ("sort", "oldest")]).unwrap(), Timestamp(50))),
+            ["a/r1", "b/r3"]
+        );
+        assert_eq!(
+            paths(page(&list, &q(&[("sort", "path"), ("offset", "1")]).unwrap(), Timestamp(50))),
+            ["a/r2", "b/r3"]
+        );
         assert_eq!(
             q(&[("status", "dead")]).unwrap_err().to_string(),
             "status=\"dead\": not one of starting, running, stopped, interrupted, unreadable"

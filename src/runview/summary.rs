@@ -72,7 +72,7 @@ pub enum ProcessCheck {
 }
 
 /// What the events file says, read from its end back to the latest open.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EventsTail {
     /// The latest `open` or `resume`: who opened the run, where.
     pub last_open: Option<Opened>,
@@ -86,7 +86,7 @@ pub struct EventsTail {
 }
 
 /// The process that opened the run, as its `open`/`resume` event says.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Opened {
     pub host: Option<String>,
     pub pid: Option<u32>,

@@ -284,11 +284,22 @@ pub struct RoundCount {
     pub tokens: u64,
 }
 
+/// Each written round counted, with its t threshold and its plan: the rounds
+/// tab's own read (`GET /api/runs/{name}/rounds`). It grows with the run, so it
+/// is not part of the view a live page polls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunRounds {
+    pub round_counts: Vec<RoundCount>,
+    pub plans: Vec<PlanView>,
+    pub thresholds: Vec<RoundThreshold>,
+}
+
 /// A read-only snapshot of one run: its summary, the trials of its written
 /// rounds, its accepted factors and its memory. The trials themselves are not
 /// serialized (a run can hold millions): a page asks for them a page at a time
-/// (`trials::trial_page`) and gets `round_counts` here; calls and memory versions
-/// likewise travel on their own.
+/// (`trials::trial_page`); the per-round counts, plans and thresholds
+/// ([`RunRounds`]), calls and memory versions likewise travel on their own, so
+/// what a live run's page polls costs the same at round 3 and at round 400.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunView {
     pub row: RunRow,
@@ -306,10 +317,17 @@ pub struct RunView {
     /// The written rounds (shared with the reader's cache, hence `Arc`).
     #[serde(skip)]
     pub rounds: Vec<Arc<RoundView>>,
+    /// How many rounds are written (the length of `round_counts`).
+    pub rounds_written: usize,
+    /// Each written round counted; served with `plans` and `thresholds` by
+    /// [`RunView::rounds_summary`], not with the view.
+    #[serde(skip)]
     pub round_counts: Vec<RoundCount>,
     pub accepted: Vec<AcceptedFactor>,
+    #[serde(skip)]
     pub plans: Vec<PlanView>,
     /// Each written round's t threshold.
+    #[serde(skip)]
     pub thresholds: Vec<RoundThreshold>,
     pub correlation_limit: Option<f64>,
     pub admission_limits: AdmissionLimits,
@@ -328,6 +346,46 @@ pub struct RunView {
     /// How many memory versions there are.
     pub memory_versions: usize,
     pub problems: Vec<Problem>,
+}
+
+impl RunView {
+    /// The view as it is served: without the parts that travel on their own
+    /// (trials, calls, memory, per-round counts), so serving it copies none of
+    /// them.
+    pub fn header(&self) -> RunView {
+        RunView {
+            row: self.row.clone(),
+            snapshot_settings: self.snapshot_settings.clone(),
+            has_events: self.has_events,
+            opened_with: self.opened_with.clone(),
+            calls_total: self.calls_total,
+            calls_in_progress: self.calls_in_progress,
+            tokens_total: self.tokens_total,
+            rounds: Vec::new(),
+            rounds_written: self.rounds_written,
+            round_counts: Vec::new(),
+            accepted: self.accepted.clone(),
+            plans: Vec::new(),
+            thresholds: Vec::new(),
+            correlation_limit: self.correlation_limit,
+            admission_limits: self.admission_limits,
+            session_operators: self.session_operators.clone(),
+            in_progress: self.in_progress.clone(),
+            calls: Vec::new(),
+            memory: Arc::default(),
+            memory_versions: self.memory_versions,
+            problems: self.problems.clone(),
+        }
+    }
+
+    /// The per-round counts, plans and thresholds.
+    pub fn rounds_summary(&self) -> RunRounds {
+        RunRounds {
+            round_counts: self.round_counts.clone(),
+            plans: self.plans.clone(),
+            thresholds: self.thresholds.clone(),
+        }
+    }
 }
 
 /// The run's files, as the adapter read them. `None`: the file does not exist;
@@ -491,7 +549,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
     let limit = correlation_limit(opened_with.as_ref(), &rounds);
     let session_ops = snapshot.as_ref().map(session_operators).unwrap_or_default();
     let accepted = accepted_factors(&rounds, &thresholds, &session_ops);
-    let round_counts = rounds
+    let round_counts: Vec<RoundCount> = rounds
         .iter()
         .map(|r| RoundCount {
             round: r.round,
@@ -516,6 +574,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
             input.call_files_after_state
         },
         tokens_total,
+        rounds_written: round_counts.len(),
         rounds,
         round_counts,
         accepted,
@@ -708,6 +767,9 @@ mod tests {
         assert_eq!(v.round_counts.iter().map(|c| (c.attempts, c.accepted)).collect::<Vec<_>>(), [(2, 1), (1, 1)]);
         // The trials are not serialized with the view; their counts are.
         let json = serde_json::to_value(&v).unwrap();
-        assert!(json.get("rounds").is_none() && json["round_counts"].is_array());
+        assert!(json.get("rounds").is_none() && json.get("round_counts").is_none());
+        assert_eq!(json["rounds_written"], 2);
+        let served = serde_json::to_value(v.rounds_summary()).unwrap();
+        assert_eq!(served["round_counts"].as_array().unwrap().len(), 2);
     }
 }

@@ -1,4 +1,6 @@
 //! One module per view of the console.
 
+pub mod coverage;
+pub mod live;
 pub mod run;
 pub mod runs;

@@ -39,7 +39,7 @@ pub(crate) async fn run(
     ctx: &BatchCtx<'_>,
     sup: &mut Supervisor,
 ) -> Result<RunnerEnd, DriveError> {
-    let BatchCtx { runset, env, grace, interactive, stop } = ctx;
+    let BatchCtx { runset, env, grace, interactive, stop, .. } = ctx;
     let (runset, grace, interactive, stop) = (*runset, *grace, *interactive, *stop);
     let mut monitor = Monitor::new(interactive);
     let base: BTreeMap<String, String> = [

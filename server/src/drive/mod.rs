@@ -48,6 +48,10 @@ pub struct DriveOptions {
     pub root: Option<PathBuf>,
     /// Overrides the configured grace period (seconds).
     pub grace_s: Option<f64>,
+    /// The new run set's folder name under `runsets/` (the console decides it,
+    /// so it knows the run set before the driver makes it); by default
+    /// `<label>-<UTC yyyymmddThhmmss>`.
+    pub run_set: Option<String>,
 }
 
 /// A failure of the driver itself once it has started (a folder or record it
@@ -178,6 +182,8 @@ pub(crate) struct BatchCtx<'a> {
     pub grace: Duration,
     pub interactive: bool,
     pub stop: &'a CancellationToken,
+    /// The spec's route as template variables (`{model}`, …).
+    pub route: BTreeMap<String, String>,
 }
 
 /// What a runner reports when it returns.
@@ -224,35 +230,36 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
             }
             dir.clone()
         }
-        None => {
-            let stamp = crate::clock::now().to_rfc3339().replace([':', '-'], "").replace('.', "-");
-            root.join("runsets").join(format!("{}-{}", spec.label, &stamp[..15]))
-        }
+        None => match &opts.run_set {
+            Some(name) => {
+                if !runboard::spec::valid_label(name) {
+                    return Ok(Err(Refusal::Input(format!(
+                        "--run-set {:?}: must be 1-80 letters, digits, '-', '_' or '.'",
+                        runboard::spec::shorten(name)
+                    ))));
+                }
+                let dir = root.join("runsets").join(name);
+                if dir.symlink_metadata().is_ok() {
+                    return Ok(Err(Refusal::Input(format!(
+                        "--run-set {name}: runsets/{name} already exists (continue it with --resume-into)"
+                    ))));
+                }
+                dir
+            }
+            None => {
+                root.join("runsets").join(runboard::runsets::run_set_name(&spec.label, crate::clock::now(), &|n| {
+                    root.join("runsets").join(n).symlink_metadata().is_ok()
+                }))
+            }
+        },
     };
     let runset = RunSet::new(&runset_dir);
     let records = runset.read_cells();
     let left: Vec<Cell> = remaining(&spec.cells, &records).into_iter().cloned().collect();
 
     // Gate.
-    let mut facts = Facts::default();
-    for program in doctor::programs(cfg.cluster.as_ref(), cfg.runner.as_ref()) {
-        let found = program_found(&program, &root);
-        facts.programs.insert(program, found);
-    }
-    if let Some(c) = &cfg.cluster {
-        if let Some((_, port)) = doctor::http_host_port(&c.manager.health_url) {
-            if port_taken(port) {
-                facts.ports_taken.insert(port);
-            }
-        }
-    }
-    for a in &spec.artefacts {
-        facts.artefacts.insert(a.clone(), root.join(a).exists());
-    }
-    if opts.resume_into.is_some() {
-        facts.resume_label = runset.read_spec_label().filter(|l| *l != spec.label);
-    }
-    let findings = doctor::diagnose(&spec, cfg.cluster.as_ref(), cfg.runner.as_ref(), cfg.roster.as_deref(), &facts);
+    let resume_label = opts.resume_into.as_ref().and_then(|_| runset.read_spec_label()).filter(|l| *l != spec.label);
+    let findings = doctor_findings(&cfg, &root, &spec, resume_label);
     for f in &findings {
         let tag = if f.severity == Severity::Blocking { "BLOCKING" } else { "warning" };
         eprintln!("doctor: {tag}: {}", f.message);
@@ -345,7 +352,8 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         Ok(s) => sup = sup.with_sentinel(s),
         Err(e) => runset.log(&format!("warning: no sentinel ({e}); a killed driver may leave processes behind")),
     }
-    let ctx = BatchCtx { runset: &runset, env, grace, interactive: opts.interactive, stop: &stop };
+    let route = runboard::drive::plan::route_vars(&spec);
+    let ctx = BatchCtx { runset: &runset, env, grace, interactive: opts.interactive, stop: &stop, route };
     let ended = match (&cfg.cluster, &cfg.runner) {
         (Some(cluster), _) => cluster::run(cluster, &spec, &left, &ctx, &mut sup).await,
         (None, Some(runner)) => exec::run(runner, &left, &ctx, &mut sup).await,
@@ -392,4 +400,32 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
     runset.log(&format!("batch {} ended {word}: {}", spec.label, outcome.reason));
     runset.event("batch_end", serde_json::to_value(&outcome).unwrap_or_default());
     Ok(Ok(DriveEnd { outcome, runset: runset_dir }))
+}
+
+/// The doctor's findings for `spec` in the campaign at `root`: the facts
+/// observed here (programs on PATH, the manager's port, artefacts on disk),
+/// judged by the core. The console's preflight asks the same question.
+pub fn doctor_findings(
+    cfg: &CampaignConfig,
+    root: &Path,
+    spec: &BatchSpec,
+    resume_label: Option<String>,
+) -> Vec<doctor::Finding> {
+    let mut facts = Facts::default();
+    for program in doctor::programs(cfg.cluster.as_ref(), cfg.runner.as_ref()) {
+        let found = program_found(&program, root);
+        facts.programs.insert(program, found);
+    }
+    if let Some(c) = &cfg.cluster {
+        if let Some((_, port)) = doctor::http_host_port(&c.manager.health_url) {
+            if port_taken(port) {
+                facts.ports_taken.insert(port);
+            }
+        }
+    }
+    for a in &spec.artefacts {
+        facts.artefacts.insert(a.clone(), root.join(a).exists());
+    }
+    facts.resume_label = resume_label;
+    doctor::diagnose(spec, cfg.cluster.as_ref(), cfg.runner.as_ref(), cfg.roster.as_deref(), &facts)
 }

@@ -25,7 +25,7 @@ const MAX_DEPTH: usize = 12;
 const EVENTS_TAIL_CHUNK: u64 = 16 << 10;
 
 /// What was parsed of one run, valid while its files' stamps are unchanged.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Parsed {
     stamps: [Option<FileStamp>; VERSIONED.len()],
     snapshot: Result<Snapshot, String>,
@@ -103,7 +103,27 @@ pub struct RunIndex {
     listing: Mutex<Listing>,
     /// Full walks made (a figure for tests and benches).
     walks: AtomicU64,
+    /// Where what was parsed is kept between server starts (`with_list_cache`).
+    list_cache: Option<PathBuf>,
+    list_cache_loaded: std::sync::atomic::AtomicBool,
 }
+
+/// The list cache file: what was parsed of each run, by its path under the
+/// root, with the stamps it was parsed at. A server started again stats every
+/// run (as always) but opens only the files that changed since; on a cold disk
+/// that is most of a first list's time. Stale or foreign entries cost nothing:
+/// an entry is used only while its stamps (size, time, device, inode) match.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ListCacheFile {
+    schema_version: u32,
+    /// The version that wrote it; another version's file is not read (the
+    /// parsed shapes may differ; `LIST_CACHE_SCHEMA` changes with them).
+    runboard: String,
+    root: String,
+    runs: Vec<(String, Parsed)>,
+}
+
+const LIST_CACHE_SCHEMA: u32 = 1;
 
 /// The list as last made, by run directory, and when it was last walked whole.
 #[derive(Default)]
@@ -115,6 +135,8 @@ struct Listing {
     /// list's version is computed over them).
     versions: std::collections::BTreeMap<String, (PathBuf, String)>,
     versions_walked: Option<Instant>,
+    /// The list as last made from `rows` (shared while nothing changes).
+    made: Option<Arc<RunList>>,
 }
 
 impl RunIndex {
@@ -138,7 +160,62 @@ impl RunIndex {
             watch: Arc::default(),
             listing: Mutex::new(Listing::default()),
             walks: AtomicU64::new(0),
+            list_cache: None,
+            list_cache_loaded: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Keeps what was parsed for the list in `file` between starts (see
+    /// `ListCacheFile`). A file that is missing, damaged or from another
+    /// version is ignored; one that cannot be written costs only the speed-up.
+    pub fn with_list_cache(mut self, file: impl Into<PathBuf>) -> Self {
+        self.list_cache = Some(file.into());
+        self
+    }
+
+    /// The parsed runs a list cache file holds for this root (empty when none).
+    fn load_list_cache(&self) -> HashMap<PathBuf, Parsed> {
+        let Some(file) = &self.list_cache else { return HashMap::new() };
+        let Ok(bytes) = crate::fsread::read_regular(file) else { return HashMap::new() };
+        match serde_json::from_slice::<ListCacheFile>(&bytes) {
+            Ok(c)
+                if c.schema_version == LIST_CACHE_SCHEMA
+                    && c.runboard == env!("CARGO_PKG_VERSION")
+                    && c.root == self.root.to_string_lossy() =>
+            {
+                c.runs.into_iter().map(|(rel, p)| (self.root.join(rel), p)).collect()
+            }
+            Ok(_) => HashMap::new(),
+            Err(e) => {
+                tracing::warn!("list cache {}: not read: {e}", file.display());
+                HashMap::new()
+            }
+        }
+    }
+
+    /// Writes the list cache in the background (atomically: a reader sees the
+    /// old file or the new one).
+    fn save_list_cache(&self, parsed: &HashMap<PathBuf, Parsed>) {
+        let Some(file) = self.list_cache.clone() else { return };
+        let runs: Vec<(String, Parsed)> = parsed.iter().map(|(d, p)| (self.relative(d), p.clone())).collect();
+        let root = self.root.to_string_lossy().into_owned();
+        std::thread::spawn(move || {
+            let doc = ListCacheFile {
+                schema_version: LIST_CACHE_SCHEMA,
+                runboard: env!("CARGO_PKG_VERSION").into(),
+                root,
+                runs,
+            };
+            let written = serde_json::to_vec(&doc).map_err(std::io::Error::other).and_then(|bytes| {
+                if let Some(dir) = file.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                crate::atomic::write_atomic(&file, &bytes)
+            });
+            if let Err(e) = written {
+                tracing::warn!("list cache {}: not written: {e}", file.display());
+            }
+        });
     }
 
     /// Keeps the list current from a file-system watch of the root: a list or
@@ -183,8 +260,16 @@ impl RunIndex {
     /// With a watch, only the runs that changed (and those whose process was
     /// alive) are looked at again; the root is walked when the watch saw
     /// anything else, and at least every `RESCAN_EVERY`.
+    /// The run list, latest written first.
     pub fn list(&self) -> RunList {
-        let Some(watch) = self.watch.get() else { return self.list_walked().0 };
+        (*self.list_shared()).clone()
+    }
+
+    /// The run list as the index holds it: when the watch saw no change and no
+    /// listed process is alive, the list made last time, shared (a first page
+    /// of 100 then costs the page, not 10,000 rows copied and sorted).
+    pub fn list_shared(&self) -> Arc<RunList> {
+        let Some(watch) = self.watch.get() else { return Arc::new(self.list_walked().0) };
         let changes = watch.take(super::watch::Reader::Rows);
         let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         if must_walk(&changes, listing.rows_walked) {
@@ -193,6 +278,8 @@ impl RunIndex {
             listing.rows = dirs.into_iter().zip(list.runs.iter().cloned()).collect();
             listing.skipped = list.skipped.clone();
             listing.rows_walked = Some(Instant::now());
+            let list = Arc::new(list);
+            listing.made = Some(list.clone());
             return list;
         }
         // The changed runs, and the live ones: a process ending changes no file.
@@ -203,54 +290,58 @@ impl RunIndex {
             .map(|(d, _)| d.clone());
         let again: HashSet<PathBuf> = changes.runs.into_iter().chain(live).collect();
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut changed = false;
         for dir in again {
             let stamps = stamps_of(&dir);
             let parsed = match cache.get(&dir) {
                 Some(p) if p.stamps == stamps => p.clone(),
                 _ => self.parse(&dir, stamps),
             };
-            listing.rows.insert(dir.clone(), self.row(&dir, &parsed));
+            let row = self.row(&dir, &parsed);
+            if listing.rows.get(&dir) != Some(&row) {
+                listing.rows.insert(dir.clone(), row);
+                changed = true;
+            }
             cache.insert(dir, parsed);
         }
         drop(cache);
+        if let (false, Some(made)) = (changed, &listing.made) {
+            return made.clone();
+        }
         let mut rows: Vec<RunRow> = listing.rows.values().cloned().collect();
         rows.sort_by(|a, b| a.path.cmp(&b.path));
         let version = RunVersion::of_list(rows.iter().map(|r| (r.path.as_str(), r.version.as_str()))).0;
         sort_latest_first(&mut rows);
-        RunList { runs: rows, skipped: listing.skipped.clone(), version, generated_at: crate::clock::now() }
+        let list = Arc::new(RunList {
+            runs: rows,
+            skipped: listing.skipped.clone(),
+            version,
+            generated_at: crate::clock::now(),
+        });
+        listing.made = Some(list.clone());
+        list
     }
 
     /// The list made by walking the whole root; also returns each row's folder.
     fn list_walked(&self) -> (RunList, Vec<PathBuf>) {
         self.walks.fetch_add(1, Ordering::Relaxed);
         let (dirs, skipped) = find_run_dirs(&self.root);
-        // Each run's files are stat'ed, and read only when they changed; the
-        // work is spread over the machine's cores (a cold list of 10,000 runs
-        // reads 30,000 files, mostly waiting on the disk). Lists take turns on
-        // the cache: a second one waits, then finds it warm.
+        // Each run's files are stat'ed, and read only when they changed, many
+        // at once (`par_io_map`). Lists take turns on the cache: a second one
+        // waits, then finds it warm.
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.is_empty() && !self.list_cache_loaded.swap(true, Ordering::Relaxed) {
+            *cache = self.load_list_cache();
+        }
+        let parses_before = self.parses.load(Ordering::Relaxed);
         let old = &*cache;
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
-        let chunk = dirs.len().div_ceil(threads).max(64);
-        let parsed: Vec<(PathBuf, RunRow, Parsed)> = std::thread::scope(|scope| {
-            let workers: Vec<_> = dirs
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .map(|dir| {
-                                let stamps = stamps_of(dir);
-                                let parsed = match old.get(dir) {
-                                    Some(p) if p.stamps == stamps => p.clone(),
-                                    _ => self.parse(dir, stamps),
-                                };
-                                (dir.clone(), self.row(dir, &parsed), parsed)
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+        let parsed: Vec<(PathBuf, RunRow, Parsed)> = par_io_map(&dirs, |dir| {
+            let stamps = stamps_of(dir);
+            let parsed = match old.get(dir) {
+                Some(p) if p.stamps == stamps => p.clone(),
+                _ => self.parse(dir, stamps),
+            };
+            (dir.clone(), self.row(dir, &parsed), parsed)
         });
         let mut rows = Vec::with_capacity(parsed.len());
         let mut found = Vec::with_capacity(parsed.len());
@@ -260,7 +351,11 @@ impl RunIndex {
             found.push(dir.clone());
             fresh.insert(dir, p);
         }
-        // Runs that disappeared drop out of the cache with this swap.
+        // Runs that disappeared drop out of the cache with this swap; the
+        // file keeps what a restart would otherwise open again.
+        if self.parses.load(Ordering::Relaxed) != parses_before || fresh.len() != cache.len() {
+            self.save_list_cache(&fresh);
+        }
         *cache = fresh;
         drop(cache);
         // The list's version is over rows in path order, as `list_version` computes it.
@@ -302,10 +397,8 @@ impl RunIndex {
     fn version_walked(&self) -> (String, std::collections::BTreeMap<String, (PathBuf, String)>) {
         self.walks.fetch_add(1, Ordering::Relaxed);
         let (dirs, _) = find_run_dirs(&self.root);
-        let versions: std::collections::BTreeMap<String, (PathBuf, String)> = dirs
-            .into_iter()
-            .map(|d| (self.relative(&d), (d.clone(), RunVersion::of_files(&stamps_of(&d)).0)))
-            .collect();
+        let versions: std::collections::BTreeMap<String, (PathBuf, String)> =
+            par_io_map(&dirs, |d| (self.relative(d), (d.clone(), version_of(d)))).into_iter().collect();
         let version = RunVersion::of_list(versions.iter().map(|(p, (_, v))| (p.as_str(), v.as_str()))).0;
         (version, versions)
     }
@@ -506,63 +599,118 @@ fn stamps_of(dir: &Path) -> [Option<FileStamp>; VERSIONED.len()] {
     VERSIONED.map(|name| stamp_of(&dir.join(name)))
 }
 
+/// How many files are read at once on a walk or a cold list. The work is
+/// mostly waiting on the disk (a cold list of 10,000 runs stats 40,000 paths
+/// and reads 30,000 files), and a disk answers many requests in flight faster
+/// than one after another; when everything is in the page cache the extra
+/// threads cost a few microseconds each.
+const IO_IN_FLIGHT: usize = 16;
+
+/// `f` over `items`, `IO_IN_FLIGHT` at a time (inline for a few), in order.
+fn par_io_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if items.len() < 32 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = IO_IN_FLIGHT.min(items.len() / 8).max(1);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break out };
+                        out.push((i, f(item)));
+                    }
+                })
+            })
+            .collect();
+        // A worker that panicked loses its items; the caller sees fewer rows
+        // rather than a crashed server (the readers themselves never panic).
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// What one folder of a walk is: its identity, whether it holds a run, and
+/// (if not) the folders to look in next and those that could not be.
+struct Looked {
+    id: (u64, u64),
+    run: bool,
+    children: Vec<PathBuf>,
+    skipped: Vec<SkippedFolder>,
+}
+
 /// Walks `root` for run directories (any directory holding `snapshot.json`; their
 /// own subfolders are not searched). Symlinked folders are followed only while
 /// they stay inside the root, each real folder is entered once (so a symlink loop
-/// ends), and folders that cannot be read are reported, not fatal.
+/// ends), and folders that cannot be read are reported, not fatal. One level of
+/// folders is looked at in parallel (see `IO_IN_FLIGHT`); the runs come in
+/// path order.
 pub fn find_run_dirs(root: &Path) -> (Vec<PathBuf>, Vec<SkippedFolder>) {
     let mut runs = Vec::new();
     let mut skipped = Vec::new();
     let mut seen: HashSet<(u64, u64)> = HashSet::new();
     let real_root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    let mut stack = vec![(root.to_path_buf(), 0usize)];
     let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).to_string_lossy().into_owned();
-    while let Some((dir, depth)) = stack.pop() {
-        let md = match fs::metadata(&dir) {
-            Ok(md) => md,
-            Err(e) => {
-                skipped.push(SkippedFolder { path: rel(&dir), reason: e.to_string() });
-                continue;
-            }
-        };
-        if !seen.insert((md.dev(), md.ino())) {
-            continue; // already entered through another path: a loop or a second link
+    let mut level = vec![root.to_path_buf()];
+    for depth in 0..=MAX_DEPTH {
+        if level.is_empty() {
+            break;
         }
-        if dir.join(files::SNAPSHOT).symlink_metadata().is_ok() {
-            runs.push(dir);
-            continue;
-        }
-        if depth >= MAX_DEPTH {
-            continue;
-        }
-        let entries = match fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) => {
-                skipped.push(SkippedFolder { path: rel(&dir), reason: e.to_string() });
-                continue;
+        let looked = par_io_map(&level, |dir| look(dir, depth < MAX_DEPTH, &real_root, &rel));
+        let mut next = Vec::new();
+        for (dir, found) in level.into_iter().zip(looked) {
+            match found {
+                Err(reason) => skipped.push(SkippedFolder { path: rel(&dir), reason }),
+                // Already entered through another path: a loop or a second link.
+                Ok(l) if !seen.insert(l.id) => {}
+                Ok(l) if l.run => runs.push(dir),
+                Ok(l) => {
+                    skipped.extend(l.skipped);
+                    next.extend(l.children);
+                }
             }
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if name.to_string_lossy().starts_with('.') {
-                continue; // .git, editor and tool folders
-            }
-            let Ok(ft) = entry.file_type() else { continue };
-            let path = entry.path();
-            if ft.is_dir() {
-                stack.push((path, depth + 1));
-            } else if ft.is_symlink() {
-                match fs::canonicalize(&path) {
-                    Ok(target) if target.is_dir() && target.starts_with(&real_root) => stack.push((path, depth + 1)),
-                    Ok(target) if target.is_dir() => skipped.push(SkippedFolder {
-                        path: rel(&path),
-                        reason: "symlink leads outside the campaign root".into(),
-                    }),
-                    Ok(_) => {}
-                    Err(e) => skipped.push(SkippedFolder { path: rel(&path), reason: format!("broken symlink: {e}") }),
+        }
+        level = next;
+    }
+    runs.sort();
+    (runs, skipped)
+}
+
+fn look(dir: &Path, deeper: bool, real_root: &Path, rel: &dyn Fn(&Path) -> String) -> Result<Looked, String> {
+    let md = fs::metadata(dir).map_err(|e| e.to_string())?;
+    let mut looked = Looked { id: (md.dev(), md.ino()), run: false, children: Vec::new(), skipped: Vec::new() };
+    if dir.join(files::SNAPSHOT).symlink_metadata().is_ok() {
+        looked.run = true;
+        return Ok(looked);
+    }
+    if !deeper {
+        return Ok(looked);
+    }
+    for entry in fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue; // .git, editor and tool folders
+        }
+        let Ok(ft) = entry.file_type() else { continue };
+        let path = entry.path();
+        if ft.is_dir() {
+            looked.children.push(path);
+        } else if ft.is_symlink() {
+            match fs::canonicalize(&path) {
+                Ok(target) if target.is_dir() && target.starts_with(real_root) => looked.children.push(path),
+                Ok(target) if target.is_dir() => looked
+                    .skipped
+                    .push(SkippedFolder { path: rel(&path), reason: "symlink leads outside the campaign root".into() }),
+                Ok(_) => {}
+                Err(e) => {
+                    looked.skipped.push(SkippedFolder { path: rel(&path), reason: format!("broken symlink: {e}") })
                 }
             }
         }
     }
-    (runs, skipped)
+    Ok(looked)
 }

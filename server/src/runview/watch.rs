@@ -105,10 +105,12 @@ impl TreeWatch {
                 return None;
             }
         };
+        let started = std::time::Instant::now();
         if let Err(e) = watcher.watch(root, RecursiveMode::Recursive) {
             tracing::warn!("not watching {} (the run list walks it instead): {e}", root.display());
             return None;
         }
+        tracing::info!("watching {} (set up in {} ms)", root.display(), started.elapsed().as_millis());
         Some(Self { _watcher: watcher, shared })
     }
 

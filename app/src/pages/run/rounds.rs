@@ -6,10 +6,10 @@ use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
 use runboard::runview::admission::ThresholdSource;
 use runboard::runview::trials::{TrialPage, DEFAULT_PAGE};
-use runboard::runview::view::RunView;
+use runboard::runview::view::{RunRounds, RunView};
 
 use super::num;
-use crate::api::{get_trials, TrialParams};
+use crate::api::{get_rounds, get_trials, TrialParams};
 
 fn source(s: Option<ThresholdSource>) -> &'static str {
     match s {
@@ -22,13 +22,35 @@ fn source(s: Option<ThresholdSource>) -> &'static str {
 }
 
 pub(super) fn rounds(name: String, v: &RunView) -> impl IntoView {
-    if v.round_counts.is_empty() {
+    if v.rounds_written == 0 {
         return view! { <p class="empty">"No round written yet."</p> }.into_any();
     }
-    let counts: Vec<_> = v.round_counts.iter().rev().cloned().collect();
-    let thresholds = v.thresholds.clone();
-    let plans = v.plans.clone();
     let version = v.row.version.clone();
+    view! {
+        <RoundCounts name=name.clone() version=version.clone()/>
+        <Trials name=name version=version/>
+    }
+    .into_any()
+}
+
+/// The per-round table, its own read: it grows with the run, and the view a
+/// live page polls does not carry it.
+#[component]
+fn RoundCounts(name: String, version: String) -> impl IntoView {
+    let counts = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_rounds(n));
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Counting the rounds…"</p> }>
+            {move || counts.get().map(|res| match res {
+                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                Ok(r) => round_table(r).into_any(),
+            })}
+        </Transition>
+    }
+}
+
+fn round_table(r: RunRounds) -> impl IntoView {
+    let RunRounds { round_counts, plans, thresholds } = r;
+    let counts: Vec<_> = round_counts.into_iter().rev().collect();
     view! {
         <details class="round-counts" open>
             <summary>{format!("{} written rounds", counts.len())}</summary>
@@ -58,9 +80,7 @@ pub(super) fn rounds(name: String, v: &RunView) -> impl IntoView {
                 </tbody>
             </table>
         </details>
-        <Trials name=name version=version/>
     }
-    .into_any()
 }
 
 #[component]

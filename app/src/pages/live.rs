@@ -1,0 +1,237 @@
+//! The Live view, `/live`: the batch's state in words (idle, starting,
+//! running, stopped but resumable, aborted, launch failed and why, unknown),
+//! its progress, time left, tokens and cost, every cell, and the controls
+//! (Pause, Stop and abort, Resume). It follows the batch by push: the server
+//! sends the live version when anything it shows may have changed (looked at
+//! every 500 ms) and the view is read again only then.
+
+use leptos::prelude::*;
+use runboard::launch::{ResumeRequest, StopReport, StopRequest};
+use runboard::live::{LiveCell, LiveState, LiveView};
+use runboard::timefmt::duration_words;
+
+use crate::api::{control_pause, control_resume, control_stop, get_live, ApiError};
+
+#[component]
+pub fn LivePage() -> impl IntoView {
+    let refresh = RwSignal::new(0u64);
+    let live = Resource::new(move || refresh.get(), |_| get_live());
+
+    #[cfg(feature = "hydrate")]
+    crate::live::follow(
+        "/api/live/version/stream",
+        move || live.try_get_untracked().map(|r| r.and_then(Result::ok).map(|v| v.version)),
+        move || {
+            refresh.try_update(|n| *n += 1);
+        },
+        || {},
+    );
+
+    // What the last control did (or why it was refused), shown until the next.
+    let said = RwSignal::new(None::<Result<String, ApiError>>);
+    let after = move |r: Result<String, ApiError>| {
+        said.set(Some(r));
+        refresh.update(|n| *n += 1);
+    };
+    let pause = Action::new(move |_: &()| async move { control_pause().await.map(|r| report_words("Paused", &r)) });
+    let stop = Action::new(move |_: &()| async move {
+        control_stop(StopRequest::default()).await.map(|r| report_words("Stopped and aborted", &r))
+    });
+    let resume = Action::new(move |run_set: &String| {
+        let req = ResumeRequest { run_set: run_set.clone(), skip_preflight: false };
+        async move { control_resume(req).await.map(|l| format!("Resumed {} as unit {}.", l.run_set, l.unit)) }
+    });
+    Effect::new(move |_| {
+        if let Some(r) = pause.value().get() {
+            after(r);
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(r) = stop.value().get() {
+            after(r);
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(r) = resume.value().get() {
+            after(r);
+        }
+    });
+    let busy = move || pause.pending().get() || stop.pending().get() || resume.pending().get();
+
+    view! {
+        <section class="live">
+            <div class="toolbar"><h1>"Live"</h1></div>
+            <Transition fallback=|| view! { <p class="loading">"Reading the live state…"</p> }>
+                {move || live.get().map(|res| match res {
+                    Err(e) => view! { <p class="error">"Could not read the live state: " {e.to_string()}</p> }.into_any(),
+                    Ok(v) => {
+                        let label = v.state.label();
+                        let can_pause = matches!(v.state, LiveState::Running { .. } | LiveState::Starting { .. });
+                        let can_stop = can_pause || v.resumable;
+                        let resume_target = match &v.state {
+                            LiveState::StoppedResumable { run_set, .. } => Some(run_set.clone()),
+                            _ => None,
+                        };
+                        view! {
+                            <div class=format!("live-state state-{label}") data-state=label>
+                                <span class=format!("badge {label}")>{label.replace('_', " ")}</span>
+                                " "
+                                <span class="words">{v.words.clone()}</span>
+                            </div>
+                            {failure_panel(&v)}
+                            <div class="controls">
+                                <button class="pause" disabled=move || busy() || !can_pause
+                                    on:click=move |_| { pause.dispatch(()); }>"Pause"</button>
+                                <button class="stop" disabled=move || busy() || !can_stop
+                                    title="End the batch and abort it: it will not be resumed, and auto mode is turned off"
+                                    on:click=move |_| { stop.dispatch(()); }>"Stop and abort"</button>
+                                {resume_target.map(|rs| {
+                                    let rs2 = rs.clone();
+                                    view! {
+                                        <button class="resume" disabled=busy
+                                            on:click=move |_| { resume.dispatch(rs2.clone()); }>
+                                            {format!("Resume {rs}")}
+                                        </button>
+                                    }
+                                })}
+                            </div>
+                            {move || said.get().map(|r| match r {
+                                Ok(text) => view! { <p class="said ok">{text}</p> }.into_any(),
+                                Err(e) => refusal(&e).into_any(),
+                            })}
+                            {summary(&v)}
+                            {cells_table(v.cells.clone())}
+                            {(!v.problems.is_empty()).then(|| view! {
+                                <div class="problems">
+                                    <strong>"Records that could not be read"</strong>
+                                    <ul>{v.problems.iter().map(|p| view! { <li class="problem">{p.clone()}</li> }).collect_view()}</ul>
+                                </div>
+                            })}
+                        }.into_any()
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+    .into_any()
+}
+
+/// A refusal with every reason it gave.
+pub fn refusal(e: &ApiError) -> impl IntoView {
+    let reasons = if e.reasons.is_empty() { vec![e.error.clone()] } else { e.reasons.clone() };
+    view! {
+        <div class="refusal" role="alert">
+            <strong>"Refused:"</strong>
+            <ul>{reasons.into_iter().map(|r| view! { <li class="reason">{r}</li> }).collect_view()}</ul>
+        </div>
+    }
+}
+
+fn report_words(what: &str, r: &StopReport) -> String {
+    let mut parts = vec![format!("{what}.")];
+    parts.extend(r.units.iter().map(|u| format!("Unit {u}.")));
+    if let Some(h) = &r.lease {
+        parts.push(if h.ok {
+            "The lease was released.".into()
+        } else {
+            format!("The lease release failed ({}).", h.status)
+        });
+    }
+    parts.extend(r.aborted.iter().map(|a| format!("{a}.")));
+    if r.auto_off {
+        parts.push("Auto mode was turned off.".into());
+    }
+    parts.join(" ")
+}
+
+fn failure_panel(v: &LiveView) -> Option<impl IntoView> {
+    let LiveState::LaunchFailed { failure, .. } = &v.state else { return None };
+    let status = match (failure.exit_status, failure.result.as_str()) {
+        (Some(c), r) if !r.is_empty() => format!("exit status {c} ({r})"),
+        (Some(c), _) => format!("exit status {c}"),
+        (None, r) => r.to_owned(),
+    };
+    Some(view! {
+        <div class="launch-failure">
+            <h2>{failure.title.clone()}</h2>
+            {failure.reason.clone().map(|r| view! { <p class="reason">{r}</p> })}
+            <p class="unit">{format!("Unit {}: {status}.", failure.unit)}</p>
+            {(!failure.summary.is_empty()).then(|| view! {
+                <details open>
+                    <summary>"The end of its log"</summary>
+                    <pre class="log-tail">{failure.summary.join("\n")}</pre>
+                </details>
+            })}
+        </div>
+    })
+}
+
+fn summary(v: &LiveView) -> impl IntoView {
+    let t = v.totals;
+    let pct = (v.progress * 100.0).round();
+    let unit = v.unit.as_ref().map(|u| format!("{} ({}), spec {}", u.unit, u.backend, u.spec));
+    let cost = t.cost.map(|c| format!("{c:.2}")).unwrap_or_else(|| "–".into());
+    view! {
+        <dl class="facts live-facts">
+            <dt>"Run set"</dt><dd class="run-set">{v.run_set.clone().unwrap_or_else(|| "none".into())}</dd>
+            <dt>"Unit"</dt><dd>{unit.unwrap_or_else(|| "none launched".into())}</dd>
+            <dt>"Progress"</dt>
+            <dd class="progress">
+                <progress max="100" value=pct></progress>
+                {format!(" {} of {} cells ended ({} done, {} failed); {} running, {} waiting, {} stopped",
+                    t.done + t.failed, t.planned, t.done, t.failed, t.running, t.pending, t.stopped)}
+            </dd>
+            <dt>"Time left"</dt><dd class="eta">{v.eta_s.map(duration_words).map(|d| format!("about {d}")).unwrap_or_else(|| "–".into())}</dd>
+            <dt>"Tokens"</dt><dd class="tokens">{t.tokens}</dd>
+            <dt>"Cost"</dt><dd class="cost">{cost}</dd>
+            {v.outcome.as_ref().map(|o| view! {
+                <dt>"Outcome"</dt>
+                <dd class="outcome">{format!("{}: {}", runboard::live::outcome_words(o.status), o.reason)}</dd>
+            })}
+        </dl>
+    }
+}
+
+fn cells_table(cells: Vec<LiveCell>) -> impl IntoView {
+    if cells.is_empty() {
+        return view! { <p class="empty">"No cells to show."</p> }.into_any();
+    }
+    view! {
+        <table class="cells">
+            <thead><tr>
+                <th>"Cell"</th><th>"Factors"</th><th>"Status"</th><th>"Attempts"</th>
+                <th>"Tokens"</th><th>"Cost"</th><th>"Duration"</th><th>"Score"</th><th>"Run"</th>
+            </tr></thead>
+            <tbody>
+                {cells.into_iter().map(|c| {
+                    let factors = c.factors.iter().map(|(k, v)| format!("{k}={}", runboard::matrix::value_text(v))).collect::<Vec<_>>().join(" ");
+                    let run = c.run.map(|r| {
+                        let rounds = match (r.rounds_written, r.rounds_planned) {
+                            (Some(w), Some(p)) => format!("round {w} of {p}"),
+                            (Some(w), None) => format!("{w} rounds"),
+                            _ => String::new(),
+                        };
+                        view! { <a href=crate::url::run_href(&r.path) title=r.status_text>{rounds}</a> }
+                    });
+                    let (id, id_attr) = (c.cell.clone(), c.cell.clone());
+                    let (status, status_attr, row_class, badge_class) =
+                        (c.status.clone(), c.status.clone(), format!("cell status-{}", c.status), format!("badge {}", c.status));
+                    view! {
+                        <tr class=row_class data-cell=id_attr data-status=status_attr>
+                            <td><code>{id}</code></td>
+                            <td class="factors">{factors}</td>
+                            <td><span class=badge_class>{status}</span></td>
+                            <td>{c.attempts}</td>
+                            <td>{c.tokens.map(|t| t.to_string()).unwrap_or_default()}</td>
+                            <td>{c.cost.map(|x| format!("{x:.3}")).unwrap_or_default()}</td>
+                            <td>{c.duration_s.map(duration_words).unwrap_or_default()}</td>
+                            <td>{c.score.map(|s| format!("{s:.2}")).unwrap_or_default()}</td>
+                            <td>{run}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}

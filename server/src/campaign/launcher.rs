@@ -1,0 +1,314 @@
+//! Launcher backends: what starts a unit (one supervised `runboard drive`),
+//! observes it, and stops it. The local launcher is built here; the systemd
+//! and Slurm launchers sit behind the same trait (`campaign.toml`
+//! `[launcher] kind`).
+//!
+//! **The local launcher** starts `runboard __unit`, a small supervising
+//! process of its own, in its own process group and with no tie to the
+//! server (a server killed with SIGKILL leaves it running): it starts the
+//! driver with its output going to the unit's log, records the driver's PID,
+//! waits for it, and records its exit status in the unit record
+//! (`.runboard/units/<unit>.json`). SIGTERM to the supervisor is passed on to
+//! the driver (whose own teardown ends the batch's processes), and after the
+//! grace the driver is killed. A unit is alive while its supervisor's PID
+//! **and** start time match the record: a reused PID is not mistaken for it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use runboard::live::{unit_failure, Observation, UnitFailure};
+use runboard::runsets::UnitRecord;
+
+use crate::fsread::process_start;
+
+/// What a launch asks for.
+#[derive(Debug, Clone)]
+pub struct UnitRequest {
+    pub unit: String,
+    pub run_set: String,
+    /// The committed spec, relative to the root.
+    pub spec: String,
+    /// The driver's command line (`runboard drive …`).
+    pub command: Vec<String>,
+    pub root: PathBuf,
+    /// Where the record goes (`.runboard/units/<unit>.json`).
+    pub record: PathBuf,
+    /// The unit's log, relative to the root.
+    pub log: String,
+    pub grace: Duration,
+}
+
+/// What a stop did, for the stop report.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Stopped {
+    pub unit: String,
+    /// Whether the unit was still running when asked to stop.
+    pub was_running: bool,
+    /// Whether it had ended when the stop returned.
+    pub ended: bool,
+    pub detail: String,
+}
+
+pub trait Launcher: Send + Sync {
+    /// `local`, `systemd` or `slurm`.
+    fn backend(&self) -> &'static str;
+    /// Starts the unit; the record it keeps of it, or why it could not.
+    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String>;
+    /// What the unit is now (bounded in time).
+    fn observe(&self, rec: &UnitRecord) -> Observation;
+    /// Ends the unit: SIGTERM, up to `grace`, then SIGKILL; waits for it.
+    fn stop(&self, rec: &UnitRecord, grace: Duration) -> Stopped;
+    /// Why an ended unit failed, from its record and its log's last lines.
+    fn failure(&self, rec: &UnitRecord, log_tail: &[String]) -> UnitFailure {
+        unit_failure(&rec.unit, rec.exit_status, rec.result.as_deref().unwrap_or(""), log_tail)
+    }
+}
+
+/// The local supervising launcher (the default).
+pub struct LocalLauncher {
+    /// The `runboard` binary units run (this one).
+    pub exe: PathBuf,
+}
+
+impl LocalLauncher {
+    pub fn new() -> Self {
+        Self { exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("runboard")) }
+    }
+
+    fn supervisor_alive(rec: &UnitRecord) -> bool {
+        match (rec.pid, rec.pid_start) {
+            (Some(pid), Some(start)) => process_start(pid) == Some(start) && !is_zombie(pid),
+            _ => false,
+        }
+    }
+}
+
+impl Default for LocalLauncher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A zombie has ended; only its parent has not yet collected it.
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rfind(')').map(|i| s[i + 1..].trim_start().starts_with('Z')))
+        .unwrap_or(false)
+}
+
+fn read_record(path: &Path) -> Option<UnitRecord> {
+    let bytes = crate::fsread::read_regular(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+impl Launcher for LocalLauncher {
+    fn backend(&self) -> &'static str {
+        "local"
+    }
+
+    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
+        use std::os::unix::process::CommandExt;
+        let first = UnitRecord {
+            schema_version: 1,
+            unit: req.unit.clone(),
+            backend: "local".into(),
+            run_set: req.run_set.clone(),
+            spec: req.spec.clone(),
+            command: req.command.clone(),
+            started_at: crate::clock::now(),
+            pid: None,
+            pid_start: None,
+            driver_pid: None,
+            job_id: None,
+            ended_at: None,
+            exit_status: None,
+            result: None,
+            log: Some(req.log.clone()),
+        };
+        if let Some(dir) = req.record.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let bytes = serde_json::to_vec_pretty(&first).map_err(|e| e.to_string())?;
+        crate::atomic::write_atomic(&req.record, &bytes).map_err(|e| format!("{}: {e}", req.record.display()))?;
+        let mut child = std::process::Command::new(&self.exe)
+            .arg("__unit")
+            .arg("--record")
+            .arg(&req.record)
+            .arg("--log")
+            .arg(req.root.join(&req.log))
+            .arg("--grace")
+            .arg(req.grace.as_secs_f64().to_string())
+            .arg("--")
+            .args(&req.command)
+            .current_dir(&req.root)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            // Its own process group: a signal to the server's group (a ^C
+            // in its terminal) does not reach the batch.
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("could not start the unit's supervisor ({}): {e}", self.exe.display()))?;
+        let pid = child.id();
+        // Collect it when it ends (while this server lives; after that the
+        // system does), so no zombie is left under the server.
+        std::thread::spawn(move || {
+            let _ = child.wait();
+        });
+        // The supervisor records itself and the driver it started; wait for
+        // that (bounded), so the answer names a running unit or says why not.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(rec) = read_record(&req.record) {
+                if rec.driver_pid.is_some() || rec.ended_at.is_some() {
+                    return Ok(rec);
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("the unit's supervisor (PID {pid}) did not start the driver within 10 s"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn observe(&self, rec: &UnitRecord) -> Observation {
+        if let Some(at) = rec.ended_at {
+            return Observation::Finished {
+                exit_status: rec.exit_status,
+                result: rec.result.clone().unwrap_or_default(),
+                at: Some(at),
+            };
+        }
+        if Self::supervisor_alive(rec) {
+            return Observation::Active { since: Some(rec.started_at) };
+        }
+        match rec.pid {
+            // Never recorded itself: it died at once (or the record is from
+            // an older runboard).
+            None => Observation::Finished { exit_status: None, result: "never-started".into(), at: None },
+            // Its supervisor is gone without recording an end: killed.
+            Some(_) => Observation::Finished { exit_status: None, result: "supervisor-killed".into(), at: None },
+        }
+    }
+
+    fn stop(&self, rec: &UnitRecord, grace: Duration) -> Stopped {
+        let unit = rec.unit.clone();
+        if !Self::supervisor_alive(rec) {
+            return Stopped { unit, was_running: false, ended: true, detail: "it had already ended".into() };
+        }
+        let pid = nix::unistd::Pid::from_raw(rec.pid.unwrap_or(0) as i32);
+        if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM) {
+            return Stopped { unit, was_running: true, ended: false, detail: format!("SIGTERM failed: {e}") };
+        }
+        // The supervisor passes SIGTERM on and kills the driver after the
+        // grace; give it the grace and a little more to record the end.
+        let deadline = Instant::now() + grace + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if !Self::supervisor_alive(rec) {
+                return Stopped { unit, was_running: true, ended: true, detail: "ended after SIGTERM".into() };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        if let Some(d) = rec.driver_pid {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(d as i32), nix::sys::signal::Signal::SIGKILL);
+        }
+        Stopped { unit, was_running: true, ended: true, detail: format!("killed after {} s", grace.as_secs()) }
+    }
+}
+
+/// `runboard __unit`: the local launcher's supervising process. Starts the
+/// driver, records it, passes SIGTERM on, kills it after the grace, records
+/// how it ended. Returns the exit code to end with.
+pub async fn supervise(record: PathBuf, log: PathBuf, grace: Duration, command: Vec<String>) -> i32 {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Some(mut rec) = read_record(&record) else {
+        eprintln!("runboard __unit: {}: no unit record", record.display());
+        return 2;
+    };
+    rec.pid = Some(std::process::id());
+    rec.pid_start = process_start(std::process::id());
+    let save = |rec: &UnitRecord| {
+        if let Ok(bytes) = serde_json::to_vec_pretty(rec) {
+            let _ = crate::atomic::write_atomic(&record, &bytes);
+        }
+    };
+    let end = |mut rec: UnitRecord, code: Option<i32>, result: &str| {
+        rec.ended_at = Some(crate::clock::now());
+        rec.exit_status = code;
+        rec.result = Some(result.to_owned());
+        save(&rec);
+    };
+    let opened = log
+        .parent()
+        .map(std::fs::create_dir_all)
+        .transpose()
+        .and_then(|_| std::fs::OpenOptions::new().create(true).append(true).open(&log));
+    let out = match opened {
+        Ok(f) => f,
+        Err(e) => {
+            end(rec, Some(127), "spawn-failed");
+            eprintln!("runboard __unit: {}: {e}", log.display());
+            return 127;
+        }
+    };
+    let Some((program, args)) = command.split_first() else {
+        end(rec, Some(127), "spawn-failed");
+        return 127;
+    };
+    let (Ok(err), mut term) = (out.try_clone(), signal(SignalKind::terminate())) else {
+        end(rec, Some(127), "spawn-failed");
+        return 127;
+    };
+    let spawned = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .kill_on_drop(false)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            use std::io::Write;
+            if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&log) {
+                let _ = writeln!(f, "runboard __unit: could not start {program}: {e}");
+            }
+            end(rec, Some(127), "spawn-failed");
+            return 127;
+        }
+    };
+    rec.driver_pid = child.id();
+    save(&rec);
+    let status = match term.as_mut() {
+        Ok(term) => tokio::select! {
+            s = child.wait() => s,
+            _ = term.recv() => {
+                if let Some(pid) = child.id() {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
+                }
+                match tokio::time::timeout(grace, child.wait()).await {
+                    Ok(s) => s,
+                    Err(_) => {
+                        let _ = child.start_kill();
+                        child.wait().await
+                    }
+                }
+            }
+        },
+        Err(_) => child.wait().await,
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let (code, result) = match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(0), _) => (Some(0), "success".to_owned()),
+            (Some(c), _) => (Some(c), "exit-code".to_owned()),
+            (None, Some(sig)) => (Some(128 + sig), "signal".to_owned()),
+            (None, None) => (None, "unknown".to_owned()),
+        },
+        Err(_) => (None, "unknown".to_owned()),
+    };
+    end(rec, code, &result);
+    code.unwrap_or(1)
+}

@@ -1,0 +1,735 @@
+//! One campaign's console: its records, the one launch path (`start_spec`),
+//! the live state, and pause / stop+abort / resume — all typed operations the
+//! pages, REST and the command line share.
+//!
+//! Anything that writes takes the campaign's lock (`.runboard/lock`, an
+//! advisory file lock), shared by every server and CLI on the campaign: two
+//! launches never race, a stop and a launch never interleave.
+
+pub mod launcher;
+pub mod records;
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use app::api::ApiError;
+use runboard::campaign::{CampaignConfig, LauncherKind, CONFIG_FILE};
+use runboard::coverage::{self, CellPage, CellParams, CoverageView};
+use runboard::draft::{self, DraftPreview, DraftRequest, SavedDraft};
+use runboard::drive::records::CellStatus;
+use runboard::launch::{
+    check_spec_path, unit_name, HookResult, LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest,
+};
+use runboard::live::{self, ActiveMarker, LiveObservations, LiveView, MarkerStatus, UnitSeen};
+use runboard::preflight::{self, History, Prediction, Preflight, Sample};
+use runboard::runsets::{
+    self, RunIndexEntry, RunSetSummary, UnitRecord, COMMITTED_DIR, DRAFTS_DIR, LOCK_FILE, RUNSETS_DIR, UNITS_DIR,
+};
+use runboard::spec::BatchSpec;
+use runboard::Timestamp;
+
+use self::launcher::{Launcher, LocalLauncher, UnitRequest};
+use self::records::Records;
+
+/// How long a writer waits for the campaign lock before answering 409.
+const LOCK_WAIT: Duration = Duration::from_secs(90);
+/// The sentence a stop appends to each aborted run set's `execution_log.md`.
+pub const ABORT_LINE: &str = "aborted by the operator (stop and abort); not to be resumed";
+/// How long the lease release hook may run.
+const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct Campaign {
+    root: PathBuf,
+    records: Records,
+    local: LocalLauncher,
+}
+
+/// The campaign lock, held while it lives.
+pub struct CampaignLock(#[allow(dead_code)] fs::File);
+
+impl Campaign {
+    pub fn open(root: &Path) -> Self {
+        Self { root: root.to_path_buf(), records: Records::new(root), local: LocalLauncher::new() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn records(&self) -> &Records {
+        &self.records
+    }
+
+    /// `campaign.toml` as it is now (read at each operation: an edit applies
+    /// to the next launch without a restart).
+    pub fn config(&self) -> Result<CampaignConfig, ApiError> {
+        match self.records.within().read_opt(&self.root.join(CONFIG_FILE)) {
+            None => Ok(CampaignConfig::unnamed(
+                &self.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            )),
+            Some(Err(e)) => Err(ApiError::unreadable(format!("{CONFIG_FILE}: {e}"))),
+            Some(Ok(b)) => {
+                CampaignConfig::parse(&String::from_utf8_lossy(&b)).map_err(|e| ApiError::unreadable(e.to_string()))
+            }
+        }
+    }
+
+    fn launcher(&self, cfg: &CampaignConfig) -> Result<&dyn Launcher, ApiError> {
+        match cfg.launcher.kind {
+            LauncherKind::Local => Ok(&self.local),
+            other => Err(ApiError::refused(vec![format!(
+                "campaign.toml: [launcher] kind = {:?} is not available in this runboard yet; use \"local\"",
+                format!("{other:?}").to_lowercase()
+            )])),
+        }
+    }
+
+    /// Takes the campaign lock, waiting at most `LOCK_WAIT`.
+    pub fn lock(&self) -> Result<CampaignLock, ApiError> {
+        let path = self.root.join(LOCK_FILE);
+        let open = fs::create_dir_all(self.root.join(runsets::CONSOLE_DIR))
+            .and_then(|_| fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path));
+        let file = open.map_err(|e| app::api::ssr::internal("opening the campaign lock", e))?;
+        let deadline = Instant::now() + LOCK_WAIT;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(CampaignLock(file)),
+                Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(ApiError::busy(format!(
+                        "another launch or control holds the campaign (waited {} s); try again",
+                        LOCK_WAIT.as_secs()
+                    )))
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(app::api::ssr::internal("taking the campaign lock", e)),
+            }
+        }
+    }
+
+    // ---- coverage ---------------------------------------------------------
+
+    pub fn coverage(&self) -> (std::sync::Arc<runboard::matrix::Matrix>, coverage::Coverage, usize) {
+        let matrix = self.records.matrix();
+        let input = self.records.coverage_input();
+        let cov = coverage::compute(&matrix, &input);
+        (matrix, cov, input.len())
+    }
+
+    pub fn coverage_view(&self, rows: Option<&str>, cols: Option<&str>) -> Result<CoverageView, ApiError> {
+        let (matrix, cov, run_sets) = self.coverage();
+        let mut problems = matrix.problems.clone();
+        for rs in self.records.run_sets() {
+            problems.extend(rs.problems.iter().map(|p| format!("{RUNSETS_DIR}/{}/{p}", rs.name)));
+        }
+        coverage::view(&matrix, &cov, rows, cols, run_sets, problems).map_err(|e| {
+            ApiError::bad_query(&runboard::runview::trials::BadQuery {
+                field: "rows/cols".into(),
+                value: String::new(),
+                problem: e,
+            })
+        })
+    }
+
+    pub fn cells(&self, params: &CellParams) -> Result<CellPage, ApiError> {
+        let (_, cov, _) = self.coverage();
+        params.page(&cov).map_err(ApiError::from)
+    }
+
+    pub fn run_sets(&self) -> Vec<RunSetSummary> {
+        let tags = self.records.tags().unwrap_or_default();
+        let (index, _) = self.records.run_index();
+        self.records
+            .run_sets()
+            .iter()
+            .map(|rs| {
+                let mut s = RunSetSummary::from_outcome(&rs.name, rs.outcome_ok());
+                s.live = self.records.is_live(rs);
+                s.cells = rs.cells.len();
+                s.done = rs.cells.iter().filter(|c| c.status == CellStatus::Done).count();
+                s.failed = rs.cells.iter().filter(|c| c.status == CellStatus::Failed).count();
+                s.tags = tags.of(&rs.name);
+                s.spec = index.iter().rev().find(|e| e.run_set == rs.name).map(|e| e.spec.clone());
+                if s.label.is_none() {
+                    s.label = rs.spec.as_ref().and_then(|r| r.as_ref().ok()).map(|sp| sp.label.clone());
+                }
+                s.problems = rs.problems.clone();
+                s
+            })
+            .collect()
+    }
+
+    // ---- drafting ---------------------------------------------------------
+
+    pub fn draft_preview(&self, req: &DraftRequest) -> Result<DraftPreview, ApiError> {
+        let cfg = self.config()?;
+        let (matrix, cov, _) = self.coverage();
+        let draft = draft::from_gaps(&matrix, &cov, &cfg, req).map_err(ApiError::refused)?;
+        let prediction = preflight::predict(&draft.spec, &cfg, &self.history());
+        Ok(DraftPreview { draft, prediction })
+    }
+
+    pub fn save_draft(&self, req: &DraftRequest) -> Result<SavedDraft, ApiError> {
+        let preview = self.draft_preview(req)?;
+        let _lock = self.lock()?;
+        let dir = self.root.join(DRAFTS_DIR);
+        fs::create_dir_all(&dir).map_err(|e| app::api::ssr::internal("making specs/drafts", e))?;
+        let stamp = crate::clock::now().to_rfc3339().replace([':', '-'], "");
+        let base = format!("{}-{}", req.label, &stamp[..15]);
+        let name = (1..)
+            .map(|n| if n == 1 { format!("{base}.json") } else { format!("{base}-{n}.json") })
+            .find(|n| !dir.join(n).exists())
+            .unwrap_or_else(|| format!("{base}.json"));
+        let bytes = serde_json::to_vec_pretty(&preview.draft.spec)
+            .map_err(|e| app::api::ssr::internal("encoding a draft", e))?;
+        crate::atomic::write_atomic(&dir.join(&name), &bytes)
+            .map_err(|e| app::api::ssr::internal("writing a draft", e))?;
+        let path = format!("{DRAFTS_DIR}/{name}");
+        Ok(SavedDraft {
+            launch_hint: format!("runboard launch {path} --root {}", self.root.display()),
+            cells: preview.draft.spec.cells.len(),
+            path,
+        })
+    }
+
+    /// Earlier finished attempts, by cell and by task, from every run set.
+    fn history(&self) -> History {
+        let mut h = History::default();
+        for rs in self.records.run_sets() {
+            for c in rs.cells.iter().filter(|c| matches!(c.status, CellStatus::Done | CellStatus::Failed)) {
+                let at = |t: &Option<String>| t.as_deref().and_then(Timestamp::parse_rfc3339);
+                let seconds = at(&c.started_at).zip(at(&c.ended_at)).map(|(s, e)| (e.0 - s.0).max(0) as f64 / 1000.0);
+                let sample = Sample { tokens: c.tokens, seconds };
+                h.by_cell.entry(c.cell.clone()).or_default().push(sample);
+                if let Some(task) = c.factors.get("task").map(runboard::matrix::value_text) {
+                    h.by_task.entry(task).or_default().push(sample);
+                }
+            }
+        }
+        h
+    }
+
+    // ---- the one launch path ----------------------------------------------
+
+    /// The spec at `rel` (checked: under `specs/`, an existing regular file
+    /// inside the root) and its parse.
+    fn load_spec(&self, rel: &str) -> Result<(PathBuf, Vec<u8>, BatchSpec), ApiError> {
+        check_spec_path(rel).map_err(|e| ApiError::refused(vec![e]))?;
+        let rel = rel.trim();
+        let path = self.root.join(rel);
+        let not_there = || ApiError::refused(vec![format!("path {rel:?}: no such spec file under specs/")]);
+        let md = fs::symlink_metadata(&path).map_err(|_| not_there())?;
+        if md.is_dir() {
+            return Err(ApiError::refused(vec![format!("path {rel:?}: a folder, not a spec file")]));
+        }
+        let specs = self.records.within().root().join("specs");
+        let real = fs::canonicalize(&path).map_err(|_| not_there())?;
+        if !real.starts_with(&specs) {
+            return Err(ApiError::refused(vec![format!("path {rel:?}: leads outside specs/ (a symlink); not read")]));
+        }
+        let bytes = self.records.within().read(&path).map_err(|e| ApiError::refused(vec![format!("{rel}: {e}")]))?;
+        let spec = runboard::spec::parse(rel, &bytes).map_err(|e| ApiError::refused(vec![e.to_string()]))?;
+        Ok((path, bytes, spec))
+    }
+
+    /// The static preflight of the spec at `rel`: every refusal and the
+    /// prediction (shown beside the Launch button before it is pressed).
+    pub fn preflight(&self, rel: &str) -> Result<Preflight, ApiError> {
+        let (_, _, spec) = self.load_spec(rel)?;
+        let cfg = self.config()?;
+        Ok(self.preflight_of(&spec, &cfg, None))
+    }
+
+    fn preflight_of(&self, spec: &BatchSpec, cfg: &CampaignConfig, resume_label: Option<String>) -> Preflight {
+        let findings = crate::drive::doctor_findings(cfg, &self.root, spec, resume_label);
+        let (index, _) = self.records.run_index();
+        let today = runsets::launches_today(&index, crate::clock::now());
+        preflight::check(spec, cfg, &findings, &today, &self.history())
+    }
+
+    /// `start_spec`: the one launch path (see `docs/formats.md`, "Launching").
+    pub fn start_spec(&self, req: &LaunchRequest) -> Result<Launched, ApiError> {
+        let tag = req.tag.clone().unwrap_or_else(|| "console".into());
+        if !runsets::valid_tag(&tag) {
+            return Err(ApiError::refused(vec![format!(
+                "tag {:?}: must be 1-40 letters, digits, '-', '_' or '.'",
+                runboard::spec::shorten(&tag)
+            )]));
+        }
+        let _lock = self.lock()?;
+        let (_, bytes, spec) = self.load_spec(&req.path)?;
+        let cfg = self.config()?;
+        let launcher = self.launcher(&cfg)?;
+        let prediction = if req.skip_preflight {
+            None
+        } else {
+            let pf = self.preflight_of(&spec, &cfg, None);
+            if !pf.refusals.is_empty() {
+                return Err(ApiError::refused(pf.refusals));
+            }
+            Some(pf.prediction)
+        };
+        let committed = self.commit(req.path.trim(), &bytes, &spec.label)?;
+        let run_set = runsets::run_set_name(&spec.label, crate::clock::now(), &|n| self.run_set_taken(n));
+        self.launch_unit(launcher, &cfg, &spec, &committed, &run_set, None, &tag, "launch", prediction)
+    }
+
+    /// Resume: the run set's committed spec, driven again into it.
+    pub fn resume(&self, req: &ResumeRequest) -> Result<Launched, ApiError> {
+        let name = req.run_set.trim();
+        let _lock = self.lock()?;
+        let rs = self.records.run_set(name).ok_or_else(|| {
+            ApiError::refused(vec![format!("run_set {:?}: no such run set", runboard::spec::shorten(name))])
+        })?;
+        if self.records.is_live(&rs) {
+            return Err(ApiError::busy(format!("{name} is running; pause it before resuming")));
+        }
+        if self.aborted(&rs.name, &rs.dir) {
+            return Err(ApiError::refused(vec![format!(
+                "{name} was stopped and aborted by the operator; it is not resumed (launch its spec again for a new run set)"
+            )]));
+        }
+        let (index, _) = self.records.run_index();
+        let spec_rel = index.iter().rev().find(|e| e.run_set == name).map(|e| e.spec.clone()).ok_or_else(|| {
+            ApiError::refused(vec![format!("{name}: no committed spec is recorded for it in the run index")])
+        })?;
+        let (_, _, spec) = self.load_spec(&spec_rel).map_err(|e| {
+            ApiError::refused(e.reasons.iter().map(|r| format!("{name}'s committed spec: {r}")).collect())
+        })?;
+        let cfg = self.config()?;
+        let launcher = self.launcher(&cfg)?;
+        let prediction = if req.skip_preflight {
+            None
+        } else {
+            let pf = self.preflight_of(&spec, &cfg, None);
+            if !pf.refusals.is_empty() {
+                return Err(ApiError::refused(pf.refusals));
+            }
+            Some(pf.prediction)
+        };
+        let tag = index.iter().rev().find(|e| e.run_set == name).map_or("console".into(), |e| e.tag.clone());
+        self.launch_unit(launcher, &cfg, &spec, &spec_rel, name, Some(&rs.dir), &tag, "resume", prediction)
+    }
+
+    /// Whether the run set was aborted: the marker says so for it, or its
+    /// execution log holds the abort line a stop appends.
+    fn aborted(&self, name: &str, dir: &Path) -> bool {
+        let marked = self
+            .records
+            .marker()
+            .and_then(Result::ok)
+            .is_some_and(|m| m.run_set == name && m.status == MarkerStatus::AbortedByOperator);
+        marked
+            || self
+                .records
+                .within()
+                .read(&dir.join("execution_log.md"))
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains(ABORT_LINE))
+    }
+
+    fn run_set_taken(&self, name: &str) -> bool {
+        self.root.join(RUNSETS_DIR).join(name).symlink_metadata().is_ok()
+            || self.root.join(UNITS_DIR).join(format!("{}.json", unit_name(name))).exists()
+    }
+
+    /// A draft becomes the next numbered committed spec (a byte copy); a spec
+    /// already committed is launched as it is.
+    fn commit(&self, rel: &str, bytes: &[u8], label: &str) -> Result<String, ApiError> {
+        let file = rel.rsplit('/').next().unwrap_or(rel);
+        if rel.starts_with(&format!("{COMMITTED_DIR}/")) && runsets::committed_number(file).is_some() {
+            return Ok(rel.to_owned());
+        }
+        let dir = self.root.join(COMMITTED_DIR);
+        fs::create_dir_all(&dir).map_err(|e| app::api::ssr::internal("making specs/committed", e))?;
+        let existing: Vec<String> = fs::read_dir(&dir)
+            .map(|r| r.flatten().filter_map(|e| e.file_name().into_string().ok()).collect())
+            .unwrap_or_default();
+        let name = runsets::next_committed_name(&existing, label);
+        // `create_new`: a committed spec is never written over.
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(&name))
+            .map_err(|e| app::api::ssr::internal("committing a spec", e))?;
+        f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| app::api::ssr::internal("committing a spec", e))?;
+        Ok(format!("{COMMITTED_DIR}/{name}"))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch_unit(
+        &self,
+        launcher: &dyn Launcher,
+        cfg: &CampaignConfig,
+        spec: &BatchSpec,
+        committed: &str,
+        run_set: &str,
+        resume_into: Option<&Path>,
+        tag: &str,
+        kind: &str,
+        prediction: Option<Prediction>,
+    ) -> Result<Launched, ApiError> {
+        // A resumed run set gets a unit of its own each time.
+        let unit = match resume_into {
+            None => unit_name(run_set),
+            Some(_) => {
+                let base = unit_name(run_set);
+                (2..).map(|n| format!("{base}.r{n}")).find(|u| !self.records.unit_path(u).exists()).unwrap_or(base)
+            }
+        };
+        let mut command = vec![
+            launcher_exe(&self.local).to_string_lossy().into_owned(),
+            "drive".into(),
+            self.root.join(committed).to_string_lossy().into_owned(),
+            "--root".into(),
+            self.root.to_string_lossy().into_owned(),
+        ];
+        match resume_into {
+            Some(dir) => command.extend(["--resume-into".into(), dir.to_string_lossy().into_owned()]),
+            None => command.extend(["--run-set".into(), run_set.to_owned()]),
+        }
+        let req = UnitRequest {
+            unit: unit.clone(),
+            run_set: run_set.to_owned(),
+            spec: committed.to_owned(),
+            command,
+            root: self.root.clone(),
+            record: self.records.unit_path(&unit),
+            log: format!("{UNITS_DIR}/{unit}.log"),
+            grace: Duration::from_secs_f64(cfg.grace_s()),
+        };
+        let rec = launcher.start(&req).map_err(|e| ApiError::refused(vec![e]))?;
+        // The launch is accepted: the tag, the index line and the marker say
+        // so even if the unit dies before it makes its run set.
+        let mut problems = Vec::new();
+        let mut tags = self.records.tags().unwrap_or_default();
+        tags.attach(tag, run_set);
+        if let Err(e) = self.records.write_tags(&tags) {
+            problems.push(format!("run_tags.json: {e}"));
+        }
+        let entry = RunIndexEntry {
+            run_set: run_set.to_owned(),
+            spec: committed.to_owned(),
+            label: spec.label.clone(),
+            launched_at: rec.started_at,
+            kind: kind.into(),
+            launcher: launcher.backend().into(),
+            unit: unit.clone(),
+            tag: tag.to_owned(),
+            cells: spec.cells.len(),
+            model: spec.model.clone().unwrap_or_default(),
+            endpoint: spec.endpoint.clone().unwrap_or_default(),
+        };
+        if let Err(e) = self.records.append_run_index(&entry) {
+            problems.push(format!("run_index.csv: {e}"));
+        }
+        let marker = ActiveMarker {
+            schema_version: 1,
+            run_set: run_set.to_owned(),
+            spec: committed.to_owned(),
+            unit: Some(unit.clone()),
+            status: MarkerStatus::Launched,
+            planned: spec.cells.len(),
+            updated_at: crate::clock::now(),
+            reason: Some(format!("{kind}ed through the console")),
+        };
+        if let Err(e) = self.records.write_marker(&marker) {
+            problems.push(format!("active_batch.json: {e}"));
+        }
+        for p in problems {
+            tracing::error!("after launching {unit}: {p}");
+        }
+        Ok(Launched { unit, spec: committed.to_owned(), run_set: run_set.to_owned(), tag: tag.to_owned(), prediction })
+    }
+
+    // ---- live ---------------------------------------------------------------
+
+    /// The latest unit and what its launcher says of it.
+    fn current_unit(&self, cfg: &CampaignConfig) -> Option<(UnitRecord, UnitSeen)> {
+        let rec = self.records.units().pop()?;
+        let observation = match rec.backend.as_str() {
+            "local" => self.local.observe(&rec),
+            other => match self.launcher(cfg) {
+                Ok(l) if l.backend() == other => l.observe(&rec),
+                _ => runboard::live::Observation::Unknown {
+                    reason: format!("no {other} launcher in this configuration"),
+                },
+            },
+        };
+        let outcome = self.records.run_set(&rec.run_set).and_then(|rs| rs.outcome_ok().map(|o| o.status));
+        let seen = UnitSeen {
+            unit: rec.unit.clone(),
+            backend: rec.backend.clone(),
+            run_set: rec.run_set.clone(),
+            spec: rec.spec.clone(),
+            started_at: rec.started_at,
+            observation,
+            outcome,
+        };
+        Some((rec, seen))
+    }
+
+    /// `GET /api/live`.
+    pub fn live(&self) -> LiveView {
+        let now = crate::clock::now();
+        let cfg = self.config().ok();
+        let mut problems = Vec::new();
+        let current = cfg.as_ref().and_then(|c| self.current_unit(c));
+        let marker = match self.records.marker() {
+            Some(Ok(m)) => Some(m),
+            Some(Err(e)) => {
+                problems.push(e);
+                None
+            }
+            None => None,
+        };
+        let run_sets = self.records.run_sets();
+        // A driver process alive naming its run set: the current unit's first.
+        let live_sets: Vec<&str> =
+            run_sets.iter().filter(|rs| self.records.is_live(rs)).map(|rs| rs.name.as_str()).collect();
+        let process_run_set = current
+            .as_ref()
+            .map(|(_, u)| u.run_set.as_str())
+            .filter(|rs| live_sets.contains(rs))
+            .or(live_sets.first().copied())
+            .map(str::to_owned);
+        let failure = current.as_ref().and_then(|(rec, u)| match &u.observation {
+            runboard::live::Observation::Finished { .. } if !u.observation.succeeded() && u.outcome.is_none() => {
+                let tail = rec.log.as_deref().map(|l| self.records.tail_lines(l, 12)).unwrap_or_default();
+                Some(self.local.failure(rec, &tail))
+            }
+            _ => None,
+        });
+        let obs = LiveObservations { unit: current.as_ref().map(|(_, u)| u.clone()), process_run_set, marker, failure };
+        let state = live::derive(&obs);
+        let run_set = match &state {
+            live::LiveState::Idle { last_run_set, .. } => last_run_set.clone(),
+            live::LiveState::Starting { run_set, .. }
+            | live::LiveState::Running { run_set, .. }
+            | live::LiveState::StoppedResumable { run_set, .. }
+            | live::LiveState::Aborted { run_set, .. }
+            | live::LiveState::LaunchFailed { run_set, .. } => Some(run_set.clone()),
+            live::LiveState::Unknown { .. } => obs.unit.as_ref().map(|u| u.run_set.clone()),
+        };
+        let rs = run_set.as_deref().and_then(|n| run_sets.iter().find(|r| r.name == n));
+        let spec = rs
+            .and_then(|r| r.spec.as_ref().and_then(|s| s.as_ref().ok()).cloned())
+            .or_else(|| obs.unit.as_ref().and_then(|u| self.load_spec(&u.spec).ok().map(|(_, _, s)| s)));
+        let price = spec
+            .as_ref()
+            .and_then(|s| s.model.as_deref())
+            .and_then(|m| cfg.as_ref()?.model(m).map(|m| m.price_per_1k_tokens))
+            .filter(|p| *p > 0.0);
+        let parallel = cfg.as_ref().and_then(|c| c.runner.as_ref()).map_or(1, |r| r.parallel.max(1) as usize);
+        let records = rs.map(|r| r.cells.as_slice()).unwrap_or_default();
+        let planned = spec.as_ref().map(|s| s.cells.as_slice()).unwrap_or_default();
+        let (cells, totals, eta_s) = live::cell_rows(planned, records, price, parallel, now);
+        if let Some(r) = rs {
+            problems.extend(r.problems.iter().map(|p| format!("{RUNSETS_DIR}/{}/{p}", r.name)));
+        }
+        // Time left only means something while the batch runs.
+        let eta_s =
+            eta_s.filter(|_| matches!(state, live::LiveState::Running { .. } | live::LiveState::Starting { .. }));
+        let progress =
+            if totals.planned == 0 { 0.0 } else { (totals.done + totals.failed) as f64 / totals.planned as f64 };
+        let version = self.live_version_of(obs.unit.as_ref());
+        LiveView {
+            generated_at: now,
+            words: state.words(),
+            resumable: state.resumable(),
+            state,
+            unit: obs.unit,
+            run_set,
+            outcome: rs.and_then(|r| r.outcome_ok().cloned()),
+            cells,
+            totals,
+            progress,
+            eta_s,
+            problems,
+            version,
+        }
+    }
+
+    /// What the live view depends on, from `stat`, the latest unit's
+    /// observation and whether its driver is alive: changes whenever the live
+    /// view may have (a page follows it and re-reads the view on a change).
+    pub fn live_version(&self) -> String {
+        let current = self.config().ok().and_then(|c| self.current_unit(&c)).map(|(_, u)| u);
+        self.live_version_of(current.as_ref())
+    }
+
+    fn live_version_of(&self, current: Option<&UnitSeen>) -> String {
+        let mut h = runboard::hash::Fnv1a::new();
+        let stamp = |p: &Path| format!("{:?}", crate::fsread::stamp_of(p));
+        for f in [runsets::ACTIVE_MARKER_FILE, UNITS_DIR, RUNSETS_DIR, CONFIG_FILE] {
+            h.write(stamp(&self.root.join(f)).as_bytes());
+        }
+        if let Some(u) = current {
+            h.write(format!("{:?}{:?}", u.observation, u.outcome).as_bytes());
+            let dir = self.root.join(RUNSETS_DIR).join(&u.run_set);
+            for f in ["cells", "batch_outcome.json", "spec.json"] {
+                h.write(stamp(&dir.join(f)).as_bytes());
+            }
+            let live = self.records.run_set(&u.run_set).is_some_and(|rs| self.records.is_live(&rs));
+            h.write(&[u8::from(live)]);
+        }
+        format!("{:016x}", h.finish())
+    }
+
+    // ---- control --------------------------------------------------------------
+
+    /// The units still running (local: supervisor alive).
+    fn running_units(&self) -> Vec<UnitRecord> {
+        self.records
+            .units()
+            .into_iter()
+            .filter(|r| matches!(self.local.observe(r), runboard::live::Observation::Active { .. }))
+            .collect()
+    }
+
+    /// Ends the running units and releases the lease; the marker of `run_set`
+    /// (default: the latest unit's) becomes `status`.
+    fn end_units(&self, cfg: &CampaignConfig, report: &mut StopReport) -> Option<UnitRecord> {
+        let running = self.running_units();
+        let grace = Duration::from_secs_f64(cfg.grace_s());
+        for rec in &running {
+            let s = self.local.stop(rec, grace);
+            report.units.push(format!("{}: {}", s.unit, s.detail));
+        }
+        if !running.is_empty() {
+            report.lease = cfg.hooks.release_lease.as_ref().map(|cmd| run_hook(cmd, &self.root));
+        }
+        running.into_iter().last().or_else(|| self.records.units().pop())
+    }
+
+    /// `POST /api/control/pause`: ends the batch, keeps it resumable.
+    pub fn pause(&self) -> Result<StopReport, ApiError> {
+        let _lock = self.lock()?;
+        let cfg = self.config()?;
+        if self.running_units().is_empty() {
+            return Err(ApiError::busy("no batch is running: nothing to pause"));
+        }
+        let mut report = StopReport::default();
+        let last = self.end_units(&cfg, &mut report);
+        if let Some(rec) = last {
+            let planned =
+                self.records.run_set(&rec.run_set).and_then(|r| r.outcome_ok().map(|o| o.planned)).unwrap_or(0);
+            let m = ActiveMarker {
+                schema_version: 1,
+                run_set: rec.run_set.clone(),
+                spec: rec.spec.clone(),
+                unit: Some(rec.unit.clone()),
+                status: MarkerStatus::StoppedBeforeCompletion,
+                planned,
+                updated_at: crate::clock::now(),
+                reason: Some("paused by the operator".into()),
+            };
+            self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
+            report.marker = Some(m.status);
+        }
+        Ok(report)
+    }
+
+    /// `POST /api/control/stop`: ends the batch, aborts the targeted run sets
+    /// (an abort line in each `execution_log.md`), marks `aborted_by_operator`
+    /// and turns auto mode off — nothing relaunches it, Resume is gone.
+    pub fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError> {
+        let _lock = self.lock()?;
+        let cfg = self.config()?;
+        let mut report = StopReport::default();
+        let last = self.end_units(&cfg, &mut report);
+        let marker = self.records.marker().and_then(Result::ok);
+        let mut targets: Vec<String> =
+            req.run_sets.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
+        if targets.is_empty() {
+            targets.extend(marker.as_ref().map(|m| m.run_set.clone()).or(last.as_ref().map(|r| r.run_set.clone())));
+        }
+        if targets.is_empty() {
+            return Err(ApiError::busy("no batch to stop: nothing was launched and no run set was named"));
+        }
+        let now = crate::clock::now();
+        for t in &targets {
+            match self.records.run_set(t) {
+                None => report.aborted.push(format!("{t}: no such run set; skipped")),
+                Some(rs) => {
+                    let line = format!("- {} {ABORT_LINE}\n", now.to_rfc3339());
+                    let written = fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(rs.dir.join("execution_log.md"))
+                        .and_then(|mut f| f.write_all(line.as_bytes()));
+                    report.aborted.push(match written {
+                        Ok(()) => format!("{t}: aborted"),
+                        Err(e) => format!("{t}: aborted, but execution_log.md could not be appended: {e}"),
+                    });
+                }
+            }
+        }
+        let about = marker.as_ref().map(|m| m.run_set.clone()).unwrap_or_else(|| targets[0].clone());
+        let m = ActiveMarker {
+            schema_version: 1,
+            spec: marker.as_ref().map(|m| m.spec.clone()).or(last.as_ref().map(|r| r.spec.clone())).unwrap_or_default(),
+            unit: last.as_ref().map(|r| r.unit.clone()),
+            planned: marker.as_ref().map_or(0, |m| m.planned),
+            run_set: if targets.contains(&about) { about } else { targets[0].clone() },
+            status: MarkerStatus::AbortedByOperator,
+            updated_at: now,
+            reason: Some("stopped and aborted by the operator".into()),
+        };
+        self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
+        report.marker = Some(m.status);
+        report.auto_off = crate::auto_state::turn_off(&self.root, "stop and abort by the operator")
+            .map_err(|e| app::api::ssr::internal("turning auto mode off", e))?;
+        Ok(report)
+    }
+}
+
+fn launcher_exe(l: &LocalLauncher) -> &Path {
+    &l.exe
+}
+
+/// Runs a hook command in the campaign root, bounded in time, its output kept.
+fn run_hook(cmd: &[String], root: &Path) -> HookResult {
+    let Some((program, args)) = cmd.split_first() else {
+        return HookResult { ok: false, status: "no program".into(), output: String::new() };
+    };
+    let child = std::process::Command::new(program)
+        .args(args)
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            return HookResult { ok: false, status: format!("could not start {program}: {e}"), output: String::new() }
+        }
+    };
+    let pid = child.id();
+    // Its output is drained while it runs (a full pipe must not stall it).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let (status, out) = match rx.recv_timeout(HOOK_TIMEOUT) {
+        Ok(Ok(o)) => (Ok(o.status), [o.stdout, o.stderr].concat()),
+        Ok(Err(e)) => (Err(e.to_string()), Vec::new()),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+            let out = rx.recv_timeout(Duration::from_secs(5)).ok().and_then(Result::ok);
+            (
+                Err(format!("killed after {} s", HOOK_TIMEOUT.as_secs())),
+                out.map(|o| [o.stdout, o.stderr].concat()).unwrap_or_default(),
+            )
+        }
+    };
+    let text = String::from_utf8_lossy(&out);
+    let output: String = text.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+    match status {
+        Ok(s) => HookResult { ok: s.success(), status: s.to_string(), output },
+        Err(why) => HookResult { ok: false, status: why, output },
+    }
+}

@@ -1,0 +1,318 @@
+//! The console from a terminal: `runboard status | coverage | draft | launch |
+//! pause | stop | resume`. Each is the same typed operation the pages and REST
+//! call (the `Console` trait over the campaign), so an operator on SSH sees
+//! and does exactly what the browser would. A refusal prints every reason and
+//! exits 2; any other failure exits 1.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use app::api::ssr::Console;
+use app::api::{ApiError, CoverageParams, ErrorKind};
+use runboard::draft::DraftRequest;
+use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
+
+use crate::console::LocalConsole;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct RootArg {
+    /// The campaign root.
+    #[arg(long, default_value = ".")]
+    pub root: PathBuf,
+    /// Print JSON (what the REST endpoint answers).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum ConsoleCommand {
+    /// The live state of the batch: idle, starting, running, stopped (resumable),
+    /// aborted, launch failed (and why); per-cell progress.
+    Status {
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// Which planned cells are covered, running, failed or gaps, per factor.
+    Coverage {
+        #[command(flatten)]
+        at: RootArg,
+        /// The grid's row factor (default: the matrix's first).
+        #[arg(long)]
+        rows: Option<String>,
+        /// The grid's column factor (default: the matrix's second).
+        #[arg(long)]
+        cols: Option<String>,
+    },
+    /// Draft the next batch from the gaps (shown; --save writes it under specs/drafts/).
+    Draft {
+        #[command(flatten)]
+        at: RootArg,
+        #[arg(long)]
+        label: String,
+        #[arg(long, default_value_t = 20)]
+        max_cells: usize,
+        /// FACTOR=V1,V2 — only cells with one of these values (repeatable).
+        #[arg(long = "filter", value_name = "FACTOR=VALUES")]
+        filters: Vec<String>,
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long)]
+        endpoint: Option<String>,
+        #[arg(long)]
+        prompt_variant: Option<String>,
+        #[arg(long)]
+        retry_feedback: Option<bool>,
+        /// Leave failed cells out (by default they are drafted again).
+        #[arg(long)]
+        skip_failed: bool,
+        #[arg(long)]
+        save: bool,
+    },
+    /// Launch a spec (a draft is committed under the next number) through the
+    /// one launch path: checked, preflighted, started by the campaign's launcher.
+    Launch {
+        /// The spec, relative to the root, under specs/.
+        spec: String,
+        #[command(flatten)]
+        at: RootArg,
+        #[arg(long)]
+        skip_preflight: bool,
+        #[arg(long)]
+        tag: Option<String>,
+    },
+    /// Stop the running batch and keep it resumable.
+    Pause {
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// Stop the batch and abort it (and turn auto mode off): it will not be resumed.
+    Stop {
+        /// The run sets to abort (default: the current one).
+        run_sets: Vec<String>,
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// Resume a stopped run set: its unfinished cells run again.
+    Resume {
+        run_set: String,
+        #[command(flatten)]
+        at: RootArg,
+        #[arg(long)]
+        skip_preflight: bool,
+    },
+}
+
+/// Runs one console command (blocking: call it off the async runtime).
+pub fn run(cmd: ConsoleCommand) -> ExitCode {
+    let at = match &cmd {
+        ConsoleCommand::Status { at }
+        | ConsoleCommand::Coverage { at, .. }
+        | ConsoleCommand::Draft { at, .. }
+        | ConsoleCommand::Launch { at, .. }
+        | ConsoleCommand::Pause { at }
+        | ConsoleCommand::Stop { at, .. }
+        | ConsoleCommand::Resume { at, .. } => at.clone(),
+    };
+    let console = match LocalConsole::open_once(&at.root) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("runboard: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let json = at.json;
+    let answered = match cmd {
+        ConsoleCommand::Status { .. } => console.live().map(|v| {
+            if json {
+                return pretty(&v);
+            }
+            let mut out = format!("{}\n", v.words);
+            if v.totals.planned > 0 {
+                let t = &v.totals;
+                out += &format!(
+                    "cells: {} planned, {} done, {} failed, {} running, {} pending, {} stopped; {} tokens{}\n",
+                    t.planned,
+                    t.done,
+                    t.failed,
+                    t.running,
+                    t.pending,
+                    t.stopped,
+                    t.tokens,
+                    v.eta_s
+                        .map(|s| format!("; about {} left", runboard::timefmt::duration_words(s)))
+                        .unwrap_or_default()
+                );
+                for c in v.cells.iter().filter(|c| c.status != "done") {
+                    out += &format!("  {} {:8} attempts {}\n", c.cell, c.status, c.attempts);
+                }
+            }
+            if let runboard::live::LiveState::LaunchFailed { failure, .. } = &v.state {
+                for l in &failure.summary {
+                    out += &format!("  | {l}\n");
+                }
+            }
+            for p in &v.problems {
+                out += &format!("problem: {p}\n");
+            }
+            out
+        }),
+        ConsoleCommand::Coverage { rows, cols, .. } => console.coverage(&CoverageParams { rows, cols }).map(|v| {
+            if json {
+                return pretty(&v);
+            }
+            let mut out = format!("{} ({} run sets)\n", v.words, v.run_sets);
+            for factor in &v.factors {
+                let Some(levels) = v.by_factor.get(factor) else { continue };
+                out += &format!("{factor}:\n");
+                for l in levels {
+                    out += &format!("  {:20} {}\n", l.level, l.counts.words());
+                }
+            }
+            for p in &v.problems {
+                out += &format!("problem: {p}\n");
+            }
+            out
+        }),
+        ConsoleCommand::Draft {
+            label,
+            max_cells,
+            filters,
+            model,
+            endpoint,
+            prompt_variant,
+            retry_feedback,
+            skip_failed,
+            save,
+            ..
+        } => {
+            let mut req = DraftRequest {
+                label,
+                max_cells,
+                model,
+                endpoint,
+                prompt_variant,
+                retry_feedback,
+                skip_failed,
+                ..Default::default()
+            };
+            let mut bad = Vec::new();
+            for f in filters {
+                match f.split_once('=') {
+                    Some((k, v)) if !k.trim().is_empty() => req
+                        .filters
+                        .entry(k.trim().to_owned())
+                        .or_default()
+                        .extend(v.split(',').map(|x| x.trim().to_owned())),
+                    _ => bad.push(format!("--filter {f:?}: give FACTOR=VALUE[,VALUE…]")),
+                }
+            }
+            if !bad.is_empty() {
+                Err(ApiError::refused(bad))
+            } else if save {
+                console.save_draft(&req).map(|s| {
+                    if json {
+                        pretty(&s)
+                    } else {
+                        format!("saved {} ({} cells)\nlaunch it: {}\n", s.path, s.cells, s.launch_hint)
+                    }
+                })
+            } else {
+                console.draft_preview(&req).map(|p| {
+                    if json {
+                        return pretty(&p);
+                    }
+                    let mut out = format!(
+                        "{} cells drafted of {} eligible; predicted {}\n",
+                        p.draft.spec.cells.len(),
+                        p.draft.eligible,
+                        p.prediction.words()
+                    );
+                    for c in &p.draft.spec.cells {
+                        let f: Vec<String> =
+                            c.factors.iter().map(|(k, v)| format!("{k}={}", runboard::matrix::value_text(v))).collect();
+                        out += &format!("  {} {}\n", c.id, f.join(" "));
+                    }
+                    for h in &p.draft.held_back {
+                        out += &format!("held back: {} cell(s): {} (e.g. {})\n", h.cells, h.reason, h.example);
+                    }
+                    out += "(not saved: add --save)\n";
+                    out
+                })
+            }
+        }
+        ConsoleCommand::Launch { spec, skip_preflight, tag, .. } => {
+            console.start(&LaunchRequest { path: spec, skip_preflight, tag }).map(|l| launched(&l, json))
+        }
+        ConsoleCommand::Pause { .. } => console.pause().map(|r| stopped(&r, json)),
+        ConsoleCommand::Stop { run_sets, .. } => console.stop(&StopRequest { run_sets }).map(|r| stopped(&r, json)),
+        ConsoleCommand::Resume { run_set, skip_preflight, .. } => {
+            console.resume(&ResumeRequest { run_set, skip_preflight }).map(|l| launched(&l, json))
+        }
+    };
+    match answered {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            if json {
+                eprintln!("{}", serde_json::to_string_pretty(&e).unwrap_or_default());
+            } else if e.reasons.len() > 1 {
+                eprintln!("refused:");
+                for r in &e.reasons {
+                    eprintln!("  - {r}");
+                }
+            } else {
+                eprintln!("runboard: {}", e.error);
+            }
+            match e.kind {
+                ErrorKind::Internal => ExitCode::FAILURE,
+                _ => ExitCode::from(2),
+            }
+        }
+    }
+}
+
+fn pretty<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
+}
+
+fn launched(l: &Launched, json: bool) -> String {
+    if json {
+        return pretty(l);
+    }
+    let p = l.prediction.as_ref().map(|p| format!("\npredicted: {}", p.words())).unwrap_or_default();
+    format!(
+        "launched {} as unit {} (spec {}, tag {}){p}\nfollow it: runboard status\n",
+        l.run_set, l.unit, l.spec, l.tag
+    )
+}
+
+fn stopped(r: &StopReport, json: bool) -> String {
+    if json {
+        return pretty(r);
+    }
+    let mut out = String::new();
+    for u in &r.units {
+        out += &format!("unit {u}\n");
+    }
+    if let Some(h) = &r.lease {
+        out += &format!("lease release: {} ({})\n", if h.ok { "done" } else { "FAILED" }, h.status);
+        if !h.ok && !h.output.is_empty() {
+            out += &format!("  {}\n", h.output.trim());
+        }
+    }
+    for a in &r.aborted {
+        out += &format!("{a}\n");
+    }
+    if r.auto_off {
+        out += "auto mode turned off\n";
+    }
+    if let Some(m) = r.marker {
+        out += &format!(
+            "marker: {}\n",
+            serde_json::to_value(m).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+        );
+    }
+    out
+}

@@ -1,0 +1,372 @@
+//! The console end to end over REST, against a real `runboard serve` and real
+//! batches (the local launcher's supervisor, `runboard drive`, the cells'
+//! processes): coverage and drafting, every refusal of the launch path, the
+//! live state through a batch, pause / resume / stop+abort, a unit that dies
+//! before its batch, and a batch that outlives its server being killed.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_runboard");
+
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(root: &Path, data: &Path) -> Served {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--port", "0", "--root"])
+        .arg(root)
+        .arg("--data-dir")
+        .arg(data)
+        .env_remove("RUNBOARD_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.split("at http://").nth(1).and_then(|r| r.trim().strip_suffix('/')).unwrap().to_owned();
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    Served { child, addr }
+}
+
+/// One HTTP/1.1 exchange: the status and the body as JSON (Null if not JSON).
+fn http(addr: &str, method: &str, path: &str, body: Option<&str>, content_type: &str) -> (u16, Value) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let body = body.unwrap_or("");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let payload = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    // Chunked bodies: the JSON is the one line that parses.
+    let value = serde_json::from_str(payload.trim())
+        .ok()
+        .or_else(|| payload.lines().find_map(|l| serde_json::from_str::<Value>(l.trim()).ok()))
+        .unwrap_or(Value::Null);
+    (code, value)
+}
+
+fn get(addr: &str, path: &str) -> (u16, Value) {
+    http(addr, "GET", path, None, "application/json")
+}
+
+fn post(addr: &str, path: &str, body: Value) -> (u16, Value) {
+    http(addr, "POST", path, Some(&body.to_string()), "application/json")
+}
+
+fn wait_for(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn live_state(addr: &str) -> (String, Value) {
+    let (code, v) = get(addr, "/api/live");
+    assert_eq!(code, 200, "{v}");
+    (v["state"]["state"].as_str().unwrap_or("").to_owned(), v)
+}
+
+/// A campaign: a matrix of 2 conditions × 2 phases × 2 seeds, a task chain,
+/// a catalogue, and cells that each sleep `cell_s` and report tokens.
+fn campaign(tmp: &Path, cell_s: f64) -> PathBuf {
+    let root = tmp.join("campaign");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("campaign.toml"),
+        format!(
+            r#"schema_version = 1
+name = "console test"
+[runner]
+command = ["sh", "-c", "sleep {cell_s}; printf '{{{{\"tokens\": 100, \"score\": 0.5}}}}' > {{out}}/result.json"]
+parallel = 1
+grace_s = 5
+[[tasks]]
+name = "t1"
+phases = ["warmup", "main"]
+[[models]]
+name = "local-m"
+kind = "local"
+[[models]]
+name = "paid-m"
+kind = "paid"
+daily_cap = 1
+price_per_1k_tokens = 2.0
+[[endpoints]]
+name = "gpu-a"
+url = "http://127.0.0.1:9/v1"
+backend = "vllm"
+models = ["local-m"]
+[launcher]
+grace_s = 5
+"#
+        ),
+    )
+    .unwrap();
+    let mut m = String::from("condition,task,phase,seed,repetition\n");
+    for c in ["base", "treat"] {
+        for p in ["warmup", "main"] {
+            for s in [1, 2] {
+                m += &format!("{c},t1,{p},{s},0\n");
+            }
+        }
+    }
+    std::fs::write(root.join("matrix.csv"), m).unwrap();
+    root
+}
+
+fn draft(addr: &str, body: Value) -> String {
+    let (code, saved) = post(addr, "/api/drafts", body);
+    assert_eq!(code, 200, "{saved}");
+    saved["path"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn coverage_and_drafting_follow_the_matrix_and_the_chains() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.0);
+    let s = serve(&root, &tmp.path().join("data"));
+    let (code, cov) = get(&s.addr, "/api/coverage?rows=condition&cols=phase");
+    assert_eq!(code, 200, "{cov}");
+    assert_eq!(cov["totals"], json!({"covered": 0, "running": 0, "failed": 0, "gap": 8}));
+    assert_eq!(cov["grid"]["rows"], json!(["base", "treat"]));
+    assert_eq!(cov["grid"]["squares"][0][1]["gap"], 2);
+    assert_eq!(get(&s.addr, "/api/coverage?rows=colour").0, 422);
+
+    // The chain: only warmups can be drafted before any is covered.
+    let body = json!({"label": "w", "max_cells": 50, "endpoint": "gpu-a"});
+    let (code, p) = post(&s.addr, "/api/drafts/preview", body.clone());
+    assert_eq!(code, 200, "{p}");
+    let cells = p["draft"]["spec"]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    assert!(cells.iter().all(|c| c["factors"]["phase"] == "warmup"));
+    assert_eq!(p["draft"]["held_back"][0]["cells"], 4);
+    assert_eq!(p["draft"]["spec"]["model"], "local-m", "the endpoint's only model");
+
+    // Run the warmups; then the mains become draftable and the coverage says so.
+    let path = draft(&s.addr, body.clone());
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    wait_for("the warmups to finish", Duration::from_secs(60), || live_state(&s.addr).0 == "idle");
+    let (_, cov) = get(&s.addr, "/api/coverage");
+    assert_eq!(cov["totals"]["covered"], 4, "{cov}");
+    let (_, page) = get(&s.addr, "/api/cells?state=gap&limit=2");
+    assert_eq!((page["matching"].as_u64(), page["cells"].as_array().unwrap().len()), (Some(4), 2));
+    let (_, p) = post(&s.addr, "/api/drafts/preview", body);
+    assert!(p["draft"]["spec"]["cells"].as_array().unwrap().iter().all(|c| c["factors"]["phase"] == "main"), "{p}");
+    let (_, sets) = get(&s.addr, "/api/runsets");
+    assert_eq!(sets[0]["status"], "completed", "{sets}");
+    assert_eq!(sets[0]["tags"], json!(["console"]));
+    assert_eq!(sets[0]["done"], 4);
+
+    // Every reason a draft cannot be made, at once.
+    let (code, e) = post(
+        &s.addr,
+        "/api/drafts/preview",
+        json!({"label": "bad label", "max_cells": 0, "filters": {"colour": ["red"]}, "model": "ghost"}),
+    );
+    assert_eq!(code, 422);
+    assert_eq!(e["kind"], "refused");
+    assert_eq!(e["reasons"].as_array().unwrap().len(), 4, "{e}");
+}
+
+#[test]
+fn every_refusal_of_the_launch_path_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.0);
+    std::fs::create_dir_all(root.join("specs/drafts")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("outside")).unwrap();
+    let good = json!({"schema_version": 1, "label": "p", "model": "local-m", "endpoint": "gpu-a",
+                      "cells": [{"factors": {"condition": "base", "task": "t1", "phase": "warmup", "seed": 1, "repetition": 0}}]});
+    std::fs::write(tmp.path().join("outside/x.json"), good.to_string()).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("outside/x.json"), root.join("specs/drafts/link.json")).unwrap();
+    std::fs::write(
+        root.join("specs/drafts/broken.json"),
+        r#"{"schema_version": 1, "label": "p", "cells": [{"factors": []}]}"#,
+    )
+    .unwrap();
+    let mut paid = good.clone();
+    paid["model"] = json!("paid-m");
+    paid["endpoint"] = json!("gpu-a");
+    std::fs::write(root.join("specs/drafts/paid.json"), paid.to_string()).unwrap();
+    std::fs::write(root.join("campaign-copy.json"), good.to_string()).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({}), "path: missing"),
+        (json!({"path": "/etc/passwd"}), "must be relative"),
+        (json!({"path": "specs/../campaign-copy.json"}), "no '..'"),
+        (json!({"path": "campaign-copy.json"}), "must be under specs/"),
+        (json!({"path": "specs/drafts/none.json"}), "no such spec file"),
+        (json!({"path": "specs/drafts/link.json"}), "leads outside specs/"),
+        (json!({"path": "specs/drafts/broken.json"}), "specs/drafts/broken.json: cells[0].factors: must be an object"),
+        (json!({"path": "specs/drafts/paid.json"}), "does not serve \"paid-m\""),
+        (json!({"path": 7}), "body: path: invalid type"),
+    ];
+    for (body, want) in cases {
+        let (code, e) = post(&s.addr, "/api/control/start", body.clone());
+        assert_eq!(code, 422, "{body}: {e}");
+        assert_eq!(e["kind"], "refused", "{body}: {e}");
+        let reasons: Vec<&str> = e["reasons"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert!(reasons.iter().any(|r| r.contains(want)), "{body}: want {want:?} in {reasons:?}");
+    }
+    // Not JSON: refused, never launched.
+    let (code, e) =
+        http(&s.addr, "POST", "/api/control/start", Some("path=specs/x.json"), "application/x-www-form-urlencoded");
+    assert_eq!((code, e["kind"].as_str()), (422, Some("refused")));
+    // A preflight lists every reason together: the endpoint, and the paid
+    // model's daily cap once a launch of it is in today's index.
+    std::fs::create_dir_all(root.join("runsets")).unwrap();
+    let now = runboard::Timestamp(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64,
+    );
+    std::fs::write(
+        root.join("runsets/run_index.csv"),
+        format!(
+            "run_set,spec,label,launched_at,kind,launcher,unit,tag,cells,model,endpoint\nold,specs/committed/0001-p.json,p,{},launch,local,rb-old,console,1,paid-m,\n",
+            now.to_rfc3339()
+        ),
+    )
+    .unwrap();
+    let (code, pf) = post(&s.addr, "/api/preflight", json!({"path": "specs/drafts/paid.json"}));
+    assert_eq!(code, 200, "{pf}");
+    let reasons = pf["refusals"].as_array().unwrap();
+    assert_eq!(reasons.len(), 2, "{pf}");
+    assert!(reasons[1].as_str().unwrap().contains("daily cap of 1 batch(es) is reached"));
+    assert!(!root.join("specs/committed").exists(), "nothing refused was committed");
+    assert!(!root.join(".runboard/units").exists(), "nothing refused was launched");
+}
+
+#[test]
+fn pause_resume_and_stop_steer_a_real_batch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 1.5);
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "steer", "max_cells": 4, "endpoint": "gpu-a"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let run_set = l["run_set"].as_str().unwrap().to_owned();
+    assert_eq!(l["spec"], "specs/committed/0001-steer.json");
+    wait_for("running", Duration::from_secs(20), || live_state(&s.addr).0 == "running");
+    let (_, v) = live_state(&s.addr);
+    assert_eq!(v["run_set"], run_set.as_str());
+    assert_eq!(v["totals"]["planned"], 4);
+
+    let (code, r) = post(&s.addr, "/api/control/pause", json!({}));
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["marker"], "stopped_before_completion");
+    let (state, v) = live_state(&s.addr);
+    assert_eq!(state, "stopped_resumable", "{v}");
+    assert!(v["resumable"].as_bool().unwrap());
+    assert_eq!(post(&s.addr, "/api/control/pause", json!({})).0, 409, "nothing left to pause");
+
+    let (code, r) = post(&s.addr, "/api/control/resume", json!({"run_set": run_set}));
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["unit"], format!("rb-{run_set}.r2"));
+    wait_for("running again", Duration::from_secs(20), || live_state(&s.addr).0 == "running");
+
+    let (code, r) = post(&s.addr, "/api/control/stop", json!({}));
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["marker"], "aborted_by_operator");
+    let (state, v) = live_state(&s.addr);
+    assert_eq!(state, "aborted", "{v}");
+    assert!(!v["resumable"].as_bool().unwrap());
+    let log = std::fs::read_to_string(root.join("runsets").join(&run_set).join("execution_log.md")).unwrap();
+    assert!(log.contains("aborted by the operator"), "{log}");
+    let auto: Value = serde_json::from_slice(&std::fs::read(root.join("auto/state.json")).unwrap()).unwrap();
+    assert_eq!(auto["mode"], "off");
+    let (code, e) = post(&s.addr, "/api/control/resume", json!({"run_set": run_set}));
+    assert_eq!(code, 422, "an aborted run set is not resumed: {e}");
+    assert_eq!(post(&s.addr, "/api/control/resume", json!({"run_set": "nope"})).0, 422);
+    // No process of the batch is left.
+    for u in std::fs::read_dir(root.join(".runboard/units")).unwrap().flatten() {
+        if u.path().extension().is_some_and(|e| e == "json") {
+            let rec: Value = serde_json::from_slice(&std::fs::read(u.path()).unwrap()).unwrap();
+            assert!(rec["ended_at"].is_string(), "{rec}");
+            let pid = rec["driver_pid"].as_u64().unwrap();
+            assert!(!Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid), "driver {pid} still runs");
+        }
+    }
+}
+
+fn is_zombie(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+        .unwrap_or(true)
+}
+
+#[test]
+fn a_unit_that_dies_before_its_batch_shows_launch_failed_and_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.0);
+    // The runner's program does not exist: the driver's doctor refuses the
+    // batch in the background (the preflight would have said so: skipped).
+    let cfg = std::fs::read_to_string(root.join("campaign.toml"))
+        .unwrap()
+        .replace("[\"sh\", \"-c\",", "[\"no-such-harness-9\", \"-c\",");
+    std::fs::write(root.join("campaign.toml"), cfg).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "doomed", "max_cells": 1, "endpoint": "gpu-a"}));
+    let (code, e) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 422, "the preflight catches it: {e}");
+    assert!(e["reasons"][0].as_str().unwrap().contains("no-such-harness-9"), "{e}");
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path, "skip_preflight": true}));
+    assert_eq!(code, 200, "{l}");
+    wait_for("launch_failed", Duration::from_secs(20), || live_state(&s.addr).0 == "launch_failed");
+    let (_, v) = live_state(&s.addr);
+    let f = &v["state"]["failure"];
+    assert_eq!(f["exit_status"], 2);
+    assert_eq!(f["refusal"], true);
+    assert_eq!(f["title"], "The batch was refused before it started.");
+    assert!(f["reason"].as_str().unwrap().contains("no-such-harness-9"), "{f}");
+    assert!(v["words"].as_str().unwrap().contains("no-such-harness-9"));
+}
+
+#[test]
+fn a_batch_outlives_its_server_killed_mid_batch_and_is_found_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 1.0);
+    let data = tmp.path().join("data");
+    let first = serve(&root, &data);
+    let path = draft(&first.addr, json!({"label": "survive", "max_cells": 3, "endpoint": "gpu-a"}));
+    let (code, l) = post(&first.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let run_set = l["run_set"].as_str().unwrap().to_owned();
+    wait_for("running", Duration::from_secs(20), || live_state(&first.addr).0 == "running");
+    drop(first); // SIGKILL to the server, by its PID
+    let again = serve(&root, &data);
+    let (state, v) = live_state(&again.addr);
+    assert_eq!(state, "running", "the batch survived the server: {v}");
+    assert_eq!(v["run_set"], run_set.as_str());
+    wait_for("the batch to end", Duration::from_secs(60), || live_state(&again.addr).0 == "idle");
+    let (_, v) = live_state(&again.addr);
+    assert_eq!(v["outcome"]["status"], "completed", "{v}");
+    assert_eq!(v["totals"]["done"], 3);
+    assert_eq!(v["totals"]["tokens"], 300);
+    assert_eq!(v["unit"]["observation"]["exit_status"], 0, "its exit status is recorded: {v}");
+}

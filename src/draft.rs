@@ -1,0 +1,329 @@
+//! Drafting: the next batch filled from the matrix's gaps, in matrix order,
+//! under the task library's chain rules, for a route (model, endpoint, prompt
+//! variant, retry feedback) from the catalogue. A draft is a plan shown before
+//! it is saved; launching it is [`crate::launch`]'s business.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::campaign::CampaignConfig;
+use crate::coverage::{CellState, Coverage};
+use crate::matrix::{value_text, Matrix};
+use crate::spec::{cell_id, valid_label, BatchSpec, Cell, SCHEMA_VERSION};
+
+/// The most cells one draft may hold.
+pub const MAX_DRAFT_CELLS: usize = 10_000;
+
+/// What the drafting form sends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DraftRequest {
+    /// Names the batch (and its run set): 1–80 of `A-Za-z0-9-_.`.
+    pub label: String,
+    /// Factor → the values (as text) a cell may have; a factor left out takes any.
+    pub filters: BTreeMap<String, Vec<String>>,
+    /// At most this many cells (1–10,000).
+    pub max_cells: usize,
+    pub model: Option<String>,
+    pub endpoint: Option<String>,
+    pub prompt_variant: Option<String>,
+    /// Whether a retried attempt is told why the last one failed (written to
+    /// the spec as `retry: {"feedback": …}`).
+    pub retry_feedback: Option<bool>,
+    /// Whether failed cells are drafted again (default: yes).
+    pub skip_failed: bool,
+}
+
+/// Why eligible-looking cells were left out, counted, with one example.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldBack {
+    pub reason: String,
+    pub cells: usize,
+    pub example: String,
+}
+
+/// A draft: the spec, and what was left out and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Draft {
+    pub spec: BatchSpec,
+    /// Cells the filters keep that are gaps (or failed) and allowed by the chains.
+    pub eligible: usize,
+    pub held_back: Vec<HeldBack>,
+}
+
+/// `POST /api/drafts/preview`: the draft and what it is predicted to cost,
+/// shown before it is saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DraftPreview {
+    pub draft: Draft,
+    pub prediction: crate::preflight::Prediction,
+}
+
+/// `POST /api/drafts`: where the draft was saved, and how to launch it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedDraft {
+    /// Relative to the root (`specs/drafts/<label>-<time>.json`).
+    pub path: String,
+    pub cells: usize,
+    /// What launches it, from the command line (the page's Launch button does
+    /// the same).
+    pub launch_hint: String,
+}
+
+/// The draft `req` asks for, or every reason it cannot be made.
+pub fn from_gaps(
+    matrix: &Matrix,
+    coverage: &Coverage,
+    cfg: &CampaignConfig,
+    req: &DraftRequest,
+) -> Result<Draft, Vec<String>> {
+    let mut bad = Vec::new();
+    if !valid_label(&req.label) {
+        bad.push(format!(
+            "label {:?}: must be 1-80 letters, digits, '-', '_' or '.'",
+            crate::spec::shorten(&req.label)
+        ));
+    }
+    if !(1..=MAX_DRAFT_CELLS).contains(&req.max_cells) {
+        bad.push(format!("max_cells {}: must be between 1 and {MAX_DRAFT_CELLS}", req.max_cells));
+    }
+    let levels = matrix.levels();
+    for (factor, values) in &req.filters {
+        match levels.get(factor) {
+            None => bad.push(format!(
+                "filters: {factor:?} is not a factor of the matrix (factors: {})",
+                matrix.factors.join(", ")
+            )),
+            Some(known) => {
+                let known: Vec<String> = known.iter().map(value_text).collect();
+                for v in values.iter().filter(|v| !known.contains(v)) {
+                    bad.push(format!("filters: no planned cell has {factor} = {v:?}"));
+                }
+            }
+        }
+    }
+    let (model, endpoint) = route(cfg, req, &mut bad);
+    if !bad.is_empty() {
+        return Err(bad);
+    }
+
+    let states: BTreeMap<&str, CellState> = coverage.cells.iter().map(|c| (c.cell.as_str(), c.state)).collect();
+    let state_of = |id: &str| states.get(id).copied().unwrap_or(CellState::Gap);
+    let mut held: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    let mut hold = |reason: String, cell: &Cell| {
+        let e = held.entry(reason).or_insert((0, cell.id.clone()));
+        e.0 += 1;
+    };
+    let mut chosen = Vec::new();
+    let mut eligible = 0;
+    for cell in &matrix.cells {
+        let keeps = req.filters.iter().all(|(f, values)| {
+            values.is_empty() || cell.factors.get(f).is_some_and(|v| values.contains(&value_text(v)))
+        });
+        if !keeps {
+            continue;
+        }
+        match state_of(&cell.id) {
+            CellState::Covered | CellState::Running => continue,
+            CellState::Failed if req.skip_failed => continue,
+            CellState::Failed | CellState::Gap => {}
+        }
+        if let Some(reason) = chain_block(cell, cfg, matrix, &state_of) {
+            hold(reason, cell);
+            continue;
+        }
+        eligible += 1;
+        if chosen.len() < req.max_cells {
+            chosen.push(cell.clone());
+        }
+    }
+    let held_back: Vec<HeldBack> =
+        held.into_iter().map(|(reason, (cells, example))| HeldBack { reason, cells, example }).collect();
+    if chosen.is_empty() {
+        let mut why = vec![format!(
+            "no cell to draft: of the cells the filters keep, none is a gap{} ({})",
+            if req.skip_failed { "" } else { " or failed" },
+            coverage.totals.words()
+        )];
+        why.extend(held_back.iter().map(|h| format!("{} cell(s) held back: {}", h.cells, h.reason)));
+        return Err(why);
+    }
+    let spec = BatchSpec {
+        schema_version: SCHEMA_VERSION,
+        label: req.label.clone(),
+        cells: chosen,
+        model,
+        backend: endpoint.map(|e| e.backend.clone()),
+        endpoint: endpoint.map(|e| e.name.clone()),
+        prompt_variant: req.prompt_variant.clone().filter(|p| !p.trim().is_empty()),
+        retry: req.retry_feedback.map(|f| json!({ "feedback": f })),
+        request_preset: endpoint.and_then(|e| e.request_preset.clone()),
+        artefacts: Vec::new(),
+    };
+    Ok(Draft { spec, eligible, held_back })
+}
+
+/// The model and endpoint the request names, checked against the catalogue.
+fn route<'c>(
+    cfg: &'c CampaignConfig,
+    req: &DraftRequest,
+    bad: &mut Vec<String>,
+) -> (Option<String>, Option<&'c crate::campaign::EndpointEntry>) {
+    let given = |o: &Option<String>| o.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+    let mut model = given(&req.model);
+    let endpoint = match given(&req.endpoint) {
+        None => None,
+        Some(name) => match cfg.endpoint(&name) {
+            Some(e) => Some(e),
+            None => {
+                bad.push(format!("endpoint {name:?} is not in the catalogue"));
+                None
+            }
+        },
+    };
+    if model.is_none() {
+        // An endpoint serving one model implies it.
+        if let Some([only]) = endpoint.map(|e| e.models.as_slice()) {
+            model = Some(only.clone());
+        }
+    }
+    if let Some(m) = &model {
+        match cfg.model(m) {
+            None if !cfg.models.is_empty() => bad.push(format!("model {m:?} is not in the catalogue")),
+            Some(entry) if entry.kind == crate::campaign::ModelKind::Local && endpoint.is_none() => {
+                bad.push(format!("model {m:?} is local: choose an endpoint that serves it"))
+            }
+            _ => {}
+        }
+        if let Some(e) = endpoint {
+            if !e.models.contains(m) {
+                bad.push(format!("endpoint {:?} does not serve {m:?} (it serves {})", e.name, e.models.join(", ")));
+            }
+        }
+    } else if !cfg.models.is_empty() {
+        bad.push("model: choose one from the catalogue".into());
+    }
+    (model, endpoint)
+}
+
+/// Why the chain holds `cell` back: its task's earlier phase, with the same
+/// other factors, is planned and not covered yet.
+pub fn chain_block(
+    cell: &Cell,
+    cfg: &CampaignConfig,
+    matrix: &Matrix,
+    state_of: &dyn Fn(&str) -> CellState,
+) -> Option<String> {
+    let task = cell.factors.get("task").map(value_text)?;
+    let chain = &cfg.task(&task)?.phases;
+    let phase = cell.factors.get("phase").map(value_text)?;
+    let at = match chain.iter().position(|p| *p == phase) {
+        Some(at) => at,
+        None if chain.is_empty() => return None,
+        None => return Some(format!("phase {phase:?} is not in task {task:?}'s chain ({})", chain.join(" → "))),
+    };
+    let earlier = chain.get(at.checked_sub(1)?)?;
+    let mut factors = cell.factors.clone();
+    factors.insert("phase".into(), Value::String(earlier.clone()));
+    let id = cell_id(&factors);
+    let planned = matrix.cells.iter().any(|c| c.id == id);
+    (planned && state_of(&id) != CellState::Covered)
+        .then(|| format!("task {task:?}: its earlier phase {earlier:?} is not covered yet"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::{EndpointEntry, ModelEntry, ModelKind, TaskEntry};
+    use crate::coverage::{compute, RunSetCells};
+    use crate::drive::records::{CellRecord, CellStatus};
+    use crate::matrix;
+
+    fn cfg() -> CampaignConfig {
+        let mut c = CampaignConfig::unnamed("t");
+        c.tasks = vec![TaskEntry {
+            name: "t1".into(),
+            phases: vec!["warmup".into(), "main".into()],
+            description: String::new(),
+        }];
+        c.models = vec![
+            ModelEntry { name: "qwen".into(), kind: ModelKind::Local, daily_cap: None, price_per_1k_tokens: 0.0 },
+            ModelEntry { name: "gpt".into(), kind: ModelKind::Paid, daily_cap: Some(3), price_per_1k_tokens: 0.01 },
+        ];
+        c.endpoints = vec![EndpointEntry {
+            name: "gpu-a".into(),
+            url: "http://127.0.0.1:9/v1".into(),
+            backend: "vllm".into(),
+            models: vec!["qwen".into()],
+            request_preset: Some("default".into()),
+        }];
+        c
+    }
+
+    fn m() -> Matrix {
+        matrix::parse(
+            b"condition,task,phase,seed,repetition\n\
+              a,t1,warmup,1,0\na,t1,main,1,0\na,t1,warmup,2,0\na,t1,main,2,0\na,t2,x,1,0\n",
+        )
+    }
+
+    fn req() -> DraftRequest {
+        DraftRequest { label: "b1".into(), max_cells: 10, endpoint: Some("gpu-a".into()), ..Default::default() }
+    }
+
+    #[test]
+    fn gaps_in_matrix_order_under_the_chain_rule() {
+        let m = m();
+        let done =
+            RunSetCells { name: "rs".into(), live: false, cells: vec![CellRecord::new(&m.cells[0], CellStatus::Done)] };
+        let cov = compute(&m, &[done]);
+        let d = from_gaps(&m, &cov, &cfg(), &req()).unwrap();
+        let ids: Vec<&str> = d.spec.cells.iter().map(|c| c.id.as_str()).collect();
+        // seed 1: warmup done, so main may go; seed 2: warmup first, main held back.
+        assert_eq!(ids, [&m.cells[1].id, &m.cells[2].id, &m.cells[4].id]);
+        assert_eq!(d.held_back.len(), 1);
+        assert_eq!(d.held_back[0].reason, "task \"t1\": its earlier phase \"warmup\" is not covered yet");
+        assert_eq!(d.held_back[0].example, m.cells[3].id);
+        assert_eq!(d.spec.model.as_deref(), Some("qwen"), "the endpoint's only model");
+        assert_eq!((d.spec.backend.as_deref(), d.spec.request_preset.as_deref()), (Some("vllm"), Some("default")));
+        let small = from_gaps(&m, &cov, &cfg(), &DraftRequest { max_cells: 1, ..req() }).unwrap();
+        assert_eq!((small.spec.cells.len(), small.eligible), (1, 3));
+        let filtered = DraftRequest { filters: [("task".into(), vec!["t2".into()])].into(), ..req() };
+        assert_eq!(from_gaps(&m, &cov, &cfg(), &filtered).unwrap().spec.cells.len(), 1);
+    }
+
+    #[test]
+    fn every_reason_a_draft_cannot_be_made_is_listed() {
+        let m = m();
+        let cov = compute(&m, &[]);
+        let bad = DraftRequest {
+            label: "no spaces".into(),
+            max_cells: 0,
+            filters: [("colour".into(), vec![]), ("task".into(), vec!["t9".into()])].into(),
+            model: Some("gpt".into()),
+            endpoint: Some("gpu-a".into()),
+            ..Default::default()
+        };
+        let why = from_gaps(&m, &cov, &cfg(), &bad).unwrap_err();
+        assert_eq!(why.len(), 5, "{why:#?}");
+        assert!(why[0].starts_with("label \"no spaces\""));
+        assert!(why.iter().any(|w| w.contains("\"colour\" is not a factor")));
+        assert!(why.iter().any(|w| w.contains("no planned cell has task = \"t9\"")));
+        assert!(why.iter().any(|w| w.contains("does not serve \"gpt\"")));
+        let local = DraftRequest { endpoint: None, model: Some("qwen".into()), ..req() };
+        assert_eq!(
+            from_gaps(&m, &cov, &cfg(), &local).unwrap_err(),
+            ["model \"qwen\" is local: choose an endpoint that serves it"]
+        );
+        // Nothing left: said with the counts.
+        let all_done = RunSetCells {
+            name: "rs".into(),
+            live: false,
+            cells: m.cells.iter().map(|c| CellRecord::new(c, CellStatus::Done)).collect(),
+        };
+        let why = from_gaps(&m, &compute(&m, &[all_done]), &cfg(), &req()).unwrap_err();
+        assert_eq!(why, ["no cell to draft: of the cells the filters keep, none is a gap or failed (5 covered of 5)"]);
+    }
+}

@@ -1,0 +1,591 @@
+//! The live state of a campaign's batch, derived from evidence — never kept
+//! as a state of its own. The evidence: the latest launched unit and what its
+//! launcher says of it, a driver process that names its run set, the
+//! active-batch marker, and the unit's failure when it died.
+//!
+//! The rules, in order (the first that holds decides):
+//!
+//! 1. a driver process is alive and names its run set → **running**
+//!    (it beats the marker: parallel lanes rewrite the shared marker);
+//! 2. the unit is pending or active (no run set process yet) → **starting**;
+//! 3. the launcher cannot say what the unit is → **unknown** (never guessed as
+//!    finished or failed);
+//! 4. the unit ended unsuccessfully before its batch wrote an outcome →
+//!    **launch_failed**, with the unit's exit status, result and the last
+//!    lines of its log;
+//! 5. the marker says `stopped_before_completion` → **stopped_resumable**;
+//!    `aborted_by_operator` → **aborted**;
+//! 6. otherwise **idle** (with the last batch's outcome, if any).
+
+use serde::{Deserialize, Serialize};
+
+use crate::drive::records::BatchStatus;
+use crate::Timestamp;
+
+/// What a launcher says of one unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Observation {
+    /// Accepted, not yet running (a queued Slurm job: the queue's reason).
+    Pending {
+        reason: Option<String>,
+    },
+    Active {
+        since: Option<Timestamp>,
+    },
+    /// Ended: its exit status (none when a signal or the manager ended it
+    /// without one) and the launcher's result word (`success`, `exit-code`,
+    /// `signal`, `timeout`, …).
+    Finished {
+        exit_status: Option<i32>,
+        result: String,
+        at: Option<Timestamp>,
+    },
+    /// The launcher could not be asked, or did not know the unit.
+    Unknown {
+        reason: String,
+    },
+}
+
+impl Observation {
+    pub fn succeeded(&self) -> bool {
+        matches!(self, Self::Finished { exit_status: Some(0), .. })
+    }
+}
+
+/// Why a unit died, as its launcher and its log say (`unit failure observation`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitFailure {
+    pub unit: String,
+    pub exit_status: Option<i32>,
+    pub result: String,
+    /// One line: "The batch was refused before it started".
+    pub title: String,
+    /// The most telling line of its log (a refusal, an error), if any.
+    pub reason: Option<String>,
+    /// The last lines of its log.
+    pub summary: Vec<String>,
+    /// Whether the driver refused the batch (exit status 2: bad input or the doctor).
+    pub refusal: bool,
+}
+
+/// The active-batch marker's status (`runsets/active_batch.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkerStatus {
+    /// Launched (or resumed) through the console.
+    Launched,
+    /// Paused: the driver was stopped; resumable.
+    StoppedBeforeCompletion,
+    /// Stopped and aborted by the operator: terminal.
+    AbortedByOperator,
+}
+
+/// `runsets/active_batch.json`: the batch the console last launched or
+/// controlled, and where it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActiveMarker {
+    pub schema_version: u32,
+    pub run_set: String,
+    /// The committed spec, relative to the root.
+    pub spec: String,
+    pub unit: Option<String>,
+    pub status: MarkerStatus,
+    pub planned: usize,
+    #[serde(with = "crate::timefmt::rfc3339")]
+    pub updated_at: Timestamp,
+    /// Why, in words (`paused by the operator`).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// The unit last launched, as the console recorded it and its launcher sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitSeen {
+    pub unit: String,
+    pub backend: String,
+    pub run_set: String,
+    pub spec: String,
+    pub started_at: Timestamp,
+    pub observation: Observation,
+    /// Whether its run set holds a `batch_outcome.json`, and its status.
+    pub outcome: Option<BatchStatus>,
+}
+
+/// Everything the live state is derived from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveObservations {
+    pub unit: Option<UnitSeen>,
+    /// The run set a live driver process is writing (its outcome says
+    /// `running` and its driver process is alive).
+    pub process_run_set: Option<String>,
+    pub marker: Option<ActiveMarker>,
+    pub failure: Option<UnitFailure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum LiveState {
+    Idle { last_run_set: Option<String>, last_outcome: Option<BatchStatus> },
+    Starting { unit: String, run_set: String, reason: Option<String> },
+    Running { run_set: String, unit: Option<String> },
+    StoppedResumable { run_set: String, spec: String, reason: Option<String> },
+    Aborted { run_set: String, at: Timestamp },
+    LaunchFailed { run_set: String, failure: UnitFailure },
+    Unknown { unit: String, reason: String },
+}
+
+impl LiveState {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Idle { .. } => "idle",
+            Self::Starting { .. } => "starting",
+            Self::Running { .. } => "running",
+            Self::StoppedResumable { .. } => "stopped_resumable",
+            Self::Aborted { .. } => "aborted",
+            Self::LaunchFailed { .. } => "launch_failed",
+            Self::Unknown { .. } => "unknown",
+        }
+    }
+
+    /// The state in words, for the page and the CLI.
+    pub fn words(&self) -> String {
+        match self {
+            Self::Idle { last_run_set: None, .. } => "Idle: no batch has been launched.".into(),
+            Self::Idle { last_run_set: Some(rs), last_outcome } => match last_outcome {
+                Some(o) => format!("Idle. The last batch, {rs}, ended {}.", outcome_words(*o)),
+                None => format!("Idle. The last batch, {rs}, wrote no outcome."),
+            },
+            Self::Starting { unit, reason: Some(r), .. } => format!("Starting: {unit} is waiting ({r})."),
+            Self::Starting { unit, .. } => format!("Starting: {unit} was launched; its batch has not begun yet."),
+            Self::Running { run_set, .. } => format!("Running: {run_set}."),
+            Self::StoppedResumable { run_set, reason, .. } => format!(
+                "Stopped before completion: {run_set} can be resumed{}.",
+                reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+            ),
+            Self::Aborted { run_set, .. } => format!("Aborted by the operator: {run_set}."),
+            Self::LaunchFailed { failure, .. } => match &failure.reason {
+                Some(r) => format!("{} {r}", failure.title),
+                None => failure.title.clone(),
+            },
+            Self::Unknown { unit, reason } => format!("Unknown: {unit} could not be observed ({reason})."),
+        }
+    }
+
+    /// Whether Resume applies.
+    pub fn resumable(&self) -> bool {
+        matches!(self, Self::StoppedResumable { .. })
+    }
+}
+
+pub fn outcome_words(o: BatchStatus) -> &'static str {
+    match o {
+        BatchStatus::Running => "while still marked running (its driver is gone)",
+        BatchStatus::Completed => "completed",
+        BatchStatus::CompletedWithFailures => "completed with failures",
+        BatchStatus::Failed => "failed",
+        BatchStatus::Stopped => "stopped",
+        BatchStatus::NothingToDo => "with nothing to do",
+    }
+}
+
+/// A run directory a cell owns (under its output folder), as the list shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnedRun {
+    /// Its path under the root (a link to the run's page).
+    pub path: String,
+    pub rounds_written: Option<u32>,
+    pub rounds_planned: Option<u32>,
+    pub status_text: String,
+}
+
+/// One cell of the live batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveCell {
+    pub cell: String,
+    pub factors: std::collections::BTreeMap<String, serde_json::Value>,
+    /// `planned` (no record yet), or the record's status.
+    pub status: String,
+    pub attempts: u32,
+    pub tokens: Option<u64>,
+    pub cost: Option<f64>,
+    /// Seconds from its latest start to its end (or to now while it runs).
+    pub duration_s: Option<f64>,
+    pub score: Option<f64>,
+    pub run: Option<OwnedRun>,
+}
+
+/// The live batch's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LiveTotals {
+    pub planned: usize,
+    pub done: usize,
+    pub failed: usize,
+    pub running: usize,
+    pub pending: usize,
+    pub stopped: usize,
+    pub tokens: u64,
+    pub cost: Option<f64>,
+}
+
+/// `GET /api/live`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveView {
+    pub generated_at: Timestamp,
+    pub state: LiveState,
+    /// The state in words.
+    pub words: String,
+    pub unit: Option<UnitSeen>,
+    pub run_set: Option<String>,
+    pub outcome: Option<crate::drive::records::BatchOutcome>,
+    pub cells: Vec<LiveCell>,
+    pub totals: LiveTotals,
+    /// Cells ended (done or failed) of those planned, 0–1.
+    pub progress: f64,
+    /// Seconds left, from the median duration of the cells ended so far.
+    pub eta_s: Option<f64>,
+    pub resumable: bool,
+    /// Records that could not be read, with why.
+    pub problems: Vec<String>,
+    /// Changes whenever anything above may have changed (pages follow it).
+    pub version: String,
+}
+
+/// The rows, counts and ETA of a batch: its planned cells joined with their
+/// records; `price` per 1,000 tokens; `parallel` cells at once.
+pub fn cell_rows(
+    planned: &[crate::spec::Cell],
+    records: &[crate::drive::records::CellRecord],
+    price: Option<f64>,
+    parallel: usize,
+    now: Timestamp,
+) -> (Vec<LiveCell>, LiveTotals, Option<f64>) {
+    use crate::drive::records::CellStatus;
+    let by_id: std::collections::HashMap<&str, &crate::drive::records::CellRecord> =
+        records.iter().map(|r| (r.cell.as_str(), r)).collect();
+    let mut totals = LiveTotals { planned: planned.len(), ..Default::default() };
+    let mut ended_secs = Vec::new();
+    let cost_of = |t: Option<u64>| price.zip(t).map(|(p, t)| t as f64 / 1000.0 * p);
+    let rows: Vec<LiveCell> = planned
+        .iter()
+        .map(|c| {
+            let rec = by_id.get(c.id.as_str());
+            let started = rec.and_then(|r| r.started_at.as_deref()).and_then(Timestamp::parse_rfc3339);
+            let ended = rec.and_then(|r| r.ended_at.as_deref()).and_then(Timestamp::parse_rfc3339);
+            let status = rec.map(|r| r.status);
+            let duration_s = match (started, ended, status) {
+                (Some(s), Some(e), _) => Some((e.0 - s.0).max(0) as f64 / 1000.0),
+                (Some(s), None, Some(CellStatus::Running)) => Some((now.0 - s.0).max(0) as f64 / 1000.0),
+                _ => None,
+            };
+            match status {
+                None | Some(CellStatus::Pending) => totals.pending += 1,
+                Some(CellStatus::Running) => totals.running += 1,
+                Some(CellStatus::Done) => totals.done += 1,
+                Some(CellStatus::Failed) => totals.failed += 1,
+                Some(CellStatus::Stopped) => totals.stopped += 1,
+            }
+            if matches!(status, Some(CellStatus::Done | CellStatus::Failed)) {
+                ended_secs.extend(duration_s);
+            }
+            let tokens = rec.and_then(|r| r.tokens);
+            totals.tokens += tokens.unwrap_or(0);
+            LiveCell {
+                cell: c.id.clone(),
+                factors: c.factors.clone(),
+                status: match status {
+                    None => "planned".into(),
+                    Some(s) => {
+                        serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+                    }
+                },
+                attempts: rec.map_or(0, |r| r.attempts),
+                tokens,
+                cost: cost_of(tokens),
+                duration_s,
+                score: rec.and_then(|r| r.score),
+                run: None,
+            }
+        })
+        .collect();
+    totals.cost = cost_of(Some(totals.tokens));
+    let left = totals.planned.saturating_sub(totals.done + totals.failed);
+    ended_secs.sort_by(f64::total_cmp);
+    let eta = (!ended_secs.is_empty() && left > 0).then(|| {
+        let median = ended_secs[ended_secs.len() / 2];
+        median * left as f64 / parallel.max(1) as f64
+    });
+    (rows, totals, eta)
+}
+
+/// Cells that own a run directory (one under `runsets/<run set>/out/<cell>/`)
+/// get its rounds and status, from the run list's rows.
+pub fn attach_runs(cells: &mut [LiveCell], run_set: &str, rows: &[crate::runview::RunRow]) {
+    let prefix = format!("runsets/{run_set}/out/");
+    for row in rows.iter().filter(|r| r.path.starts_with(&prefix)) {
+        let cell = row.path[prefix.len()..].split('/').next().unwrap_or("");
+        if let Some(c) = cells.iter_mut().find(|c| c.cell == cell) {
+            c.run = Some(OwnedRun {
+                path: row.path.clone(),
+                rounds_written: row.rounds_written,
+                rounds_planned: row.rounds_planned,
+                status_text: row.status_text.clone(),
+            });
+        }
+    }
+}
+
+/// The live state from `obs` (see the module's rules).
+pub fn derive(obs: &LiveObservations) -> LiveState {
+    if let Some(rs) = &obs.process_run_set {
+        let unit = obs.unit.as_ref().filter(|u| u.run_set == *rs).map(|u| u.unit.clone());
+        return LiveState::Running { run_set: rs.clone(), unit };
+    }
+    if let Some(u) = &obs.unit {
+        match &u.observation {
+            Observation::Pending { reason } => {
+                return LiveState::Starting { unit: u.unit.clone(), run_set: u.run_set.clone(), reason: reason.clone() }
+            }
+            Observation::Active { .. } => {
+                return LiveState::Starting { unit: u.unit.clone(), run_set: u.run_set.clone(), reason: None }
+            }
+            Observation::Unknown { reason } => {
+                return LiveState::Unknown { unit: u.unit.clone(), reason: reason.clone() }
+            }
+            Observation::Finished { .. } => {}
+        }
+    }
+    if let Some(m) = &obs.marker {
+        // The marker speaks for the run set it names; a later launch of
+        // another run set supersedes it.
+        let current = obs.unit.as_ref().is_none_or(|u| u.run_set == m.run_set);
+        match m.status {
+            MarkerStatus::StoppedBeforeCompletion if current => {
+                return LiveState::StoppedResumable {
+                    run_set: m.run_set.clone(),
+                    spec: m.spec.clone(),
+                    reason: m.reason.clone(),
+                }
+            }
+            MarkerStatus::AbortedByOperator if current => {
+                return LiveState::Aborted { run_set: m.run_set.clone(), at: m.updated_at }
+            }
+            _ => {}
+        }
+    }
+    if let Some(u) = &obs.unit {
+        if !u.observation.succeeded() && u.outcome.is_none() {
+            let failure = obs.failure.clone().unwrap_or_else(|| UnitFailure {
+                unit: u.unit.clone(),
+                exit_status: match u.observation {
+                    Observation::Finished { exit_status, .. } => exit_status,
+                    _ => None,
+                },
+                result: match &u.observation {
+                    Observation::Finished { result, .. } => result.clone(),
+                    _ => String::new(),
+                },
+                title: "The batch's unit ended before its batch began.".into(),
+                reason: None,
+                summary: Vec::new(),
+                refusal: false,
+            });
+            return LiveState::LaunchFailed { run_set: u.run_set.clone(), failure };
+        }
+        return LiveState::Idle { last_run_set: Some(u.run_set.clone()), last_outcome: u.outcome };
+    }
+    LiveState::Idle { last_run_set: None, last_outcome: None }
+}
+
+/// The unit failure observation from its exit and its log's last lines:
+/// the title says what kind of end it was, the reason is the log's most
+/// telling line (the driver's refusal or doctor finding, an error).
+pub fn unit_failure(unit: &str, exit_status: Option<i32>, result: &str, log_tail: &[String]) -> UnitFailure {
+    let refusal = exit_status == Some(2);
+    let title = match (exit_status, result) {
+        (Some(2), _) => "The batch was refused before it started.".to_owned(),
+        (Some(code), _) => format!("The batch's unit exited with status {code} before its batch began."),
+        (None, r) if !r.is_empty() => format!("The batch's unit ended ({r}) before its batch began."),
+        (None, _) => "The batch's unit ended before its batch began.".to_owned(),
+    };
+    let telling = |l: &&String| {
+        let l = l.to_lowercase();
+        ["blocking", "refus", "error", "cannot", "not found", "failed", "no such"].iter().any(|w| l.contains(w))
+    };
+    // A doctor's blocking finding names the cause; else the latest telling line.
+    let reason = log_tail
+        .iter()
+        .find(|l| l.contains("BLOCKING"))
+        .or_else(|| log_tail.iter().rev().find(telling))
+        .or(log_tail.last())
+        .map(|l| l.trim().to_owned());
+    UnitFailure {
+        unit: unit.into(),
+        exit_status,
+        result: result.into(),
+        title,
+        reason,
+        summary: log_tail.to_vec(),
+        refusal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(obs: Observation, outcome: Option<BatchStatus>) -> UnitSeen {
+        UnitSeen {
+            unit: "u1".into(),
+            backend: "local".into(),
+            run_set: "b-1".into(),
+            spec: "specs/committed/0001-b.json".into(),
+            started_at: Timestamp(0),
+            observation: obs,
+            outcome,
+        }
+    }
+
+    fn marker(status: MarkerStatus, run_set: &str) -> ActiveMarker {
+        ActiveMarker {
+            schema_version: 1,
+            run_set: run_set.into(),
+            spec: "specs/committed/0001-b.json".into(),
+            unit: Some("u1".into()),
+            status,
+            planned: 3,
+            updated_at: Timestamp(5),
+            reason: None,
+        }
+    }
+
+    fn finished(code: i32) -> Observation {
+        Observation::Finished { exit_status: Some(code), result: "exit-code".into(), at: None }
+    }
+
+    /// Every combination of evidence the rules name, and what it must give.
+    #[test]
+    fn the_state_follows_the_evidence_in_rule_order() {
+        use MarkerStatus::*;
+        let active = Observation::Active { since: None };
+        let pending = Observation::Pending { reason: Some("Resources".into()) };
+        let unknown = Observation::Unknown { reason: "bus down".into() };
+        let cases: Vec<(LiveObservations, &str)> = vec![
+            (LiveObservations::default(), "idle"),
+            // A process naming its run set beats everything, the marker included.
+            (
+                LiveObservations {
+                    process_run_set: Some("b-1".into()),
+                    marker: Some(marker(StoppedBeforeCompletion, "b-1")),
+                    unit: Some(unit(active.clone(), None)),
+                    ..Default::default()
+                },
+                "running",
+            ),
+            (LiveObservations { process_run_set: Some("other".into()), ..Default::default() }, "running"),
+            (LiveObservations { unit: Some(unit(active.clone(), None)), ..Default::default() }, "starting"),
+            (LiveObservations { unit: Some(unit(pending, None)), ..Default::default() }, "starting"),
+            (
+                LiveObservations {
+                    unit: Some(unit(unknown, None)),
+                    marker: Some(marker(AbortedByOperator, "b-1")),
+                    ..Default::default()
+                },
+                "unknown",
+            ),
+            (LiveObservations { unit: Some(unit(finished(2), None)), ..Default::default() }, "launch_failed"),
+            (
+                LiveObservations { unit: Some(unit(finished(1), Some(BatchStatus::Failed))), ..Default::default() },
+                "idle",
+            ),
+            (
+                LiveObservations { unit: Some(unit(finished(0), Some(BatchStatus::Completed))), ..Default::default() },
+                "idle",
+            ),
+            (
+                LiveObservations {
+                    unit: Some(unit(finished(143), Some(BatchStatus::Stopped))),
+                    marker: Some(marker(StoppedBeforeCompletion, "b-1")),
+                    ..Default::default()
+                },
+                "stopped_resumable",
+            ),
+            (
+                LiveObservations {
+                    unit: Some(unit(finished(143), Some(BatchStatus::Stopped))),
+                    marker: Some(marker(AbortedByOperator, "b-1")),
+                    ..Default::default()
+                },
+                "aborted",
+            ),
+            // A marker about an older run set does not speak for a newer launch.
+            (
+                LiveObservations {
+                    unit: Some(unit(finished(0), Some(BatchStatus::Completed))),
+                    marker: Some(marker(StoppedBeforeCompletion, "older")),
+                    ..Default::default()
+                },
+                "idle",
+            ),
+            (
+                LiveObservations { marker: Some(marker(StoppedBeforeCompletion, "b-0")), ..Default::default() },
+                "stopped_resumable",
+            ),
+            (LiveObservations { marker: Some(marker(Launched, "b-0")), ..Default::default() }, "idle"),
+        ];
+        for (i, (obs, want)) in cases.iter().enumerate() {
+            assert_eq!(derive(obs).label(), *want, "case {i}: {obs:?}");
+        }
+    }
+
+    #[test]
+    fn cells_join_their_records_and_the_eta_comes_from_ended_cells() {
+        use crate::drive::records::{CellRecord, CellStatus};
+        use crate::spec::{cell_id, Cell};
+        let cell = |seed: i64| {
+            let f: std::collections::BTreeMap<String, serde_json::Value> = [("seed".to_owned(), seed.into())].into();
+            Cell { id: cell_id(&f), factors: f }
+        };
+        let cells: Vec<Cell> = (0..5).map(cell).collect();
+        let at = |s: i64| Some(Timestamp(s * 1000).to_rfc3339());
+        let rec = |c: &Cell, st, start: i64, end: Option<i64>, tokens| CellRecord {
+            attempts: 1,
+            started_at: at(start),
+            ended_at: end.and_then(at),
+            tokens,
+            ..CellRecord::new(c, st)
+        };
+        let records = vec![
+            rec(&cells[0], CellStatus::Done, 0, Some(60), Some(1000)),
+            rec(&cells[1], CellStatus::Failed, 0, Some(120), None),
+            rec(&cells[2], CellStatus::Running, 100, None, None),
+        ];
+        let (rows, totals, eta) = cell_rows(&cells, &records, Some(2.0), 2, Timestamp(130_000));
+        assert_eq!(rows[2].duration_s, Some(30.0), "a running cell's duration runs to now");
+        assert_eq!(rows[3].status, "planned");
+        assert_eq!(rows[0].cost, Some(2.0));
+        assert_eq!((totals.done, totals.failed, totals.running, totals.pending), (1, 1, 1, 2));
+        // Median of 60 s and 120 s (the upper one of two), 3 left, 2 at once.
+        assert_eq!(eta, Some(120.0 * 3.0 / 2.0));
+    }
+
+    #[test]
+    fn a_refused_launch_says_why_from_its_log() {
+        let tail: Vec<String> = [
+            "doctor: BLOCKING: program \"harness9\" is not found on PATH",
+            "runboard drive: the doctor found 1 blocking problem(s); nothing was started",
+        ]
+        .map(String::from)
+        .to_vec();
+        let f = unit_failure("u1", Some(2), "exit-code", &tail);
+        assert!(f.refusal);
+        assert_eq!(f.title, "The batch was refused before it started.");
+        assert_eq!(f.reason.as_deref(), Some(tail[0].as_str()));
+        let state =
+            derive(&LiveObservations { unit: Some(unit(finished(2), None)), failure: Some(f), ..Default::default() });
+        assert_eq!(
+            state.words(),
+            "The batch was refused before it started. doctor: BLOCKING: program \"harness9\" is not found on PATH"
+        );
+    }
+}

@@ -1,0 +1,292 @@
+//! Static preflight: everything that would stop a batch, found before it is
+//! launched — so a plan that cannot run is refused to the person pressing
+//! Launch, in words, instead of dying minutes later in a background log.
+//!
+//! Three sources: the driver's doctor (found by the adapter, passed in), the
+//! catalogue (model, endpoint, daily cap) and the budget (the batch's
+//! predicted tokens, cost and hours from the same cells' history, against the
+//! caps in `campaign.toml`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::campaign::{CampaignConfig, ModelKind};
+use crate::drive::doctor::Finding;
+use crate::spec::BatchSpec;
+
+/// One earlier finished attempt of a cell: what it cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub tokens: Option<u64>,
+    pub seconds: Option<f64>,
+}
+
+/// Earlier attempts by cell id, and by task (for cells never run before).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct History {
+    pub by_cell: HashMap<String, Vec<Sample>>,
+    pub by_task: HashMap<String, Vec<Sample>>,
+}
+
+/// What a batch is predicted to cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    pub cells: usize,
+    /// Cells predicted from their own earlier attempts.
+    pub from_cell_history: usize,
+    /// Cells predicted from their task's other cells.
+    pub from_task_history: usize,
+    /// Cells with no history at all (not in the figures).
+    pub unknown: usize,
+    pub tokens: u64,
+    /// `tokens` × the model's price per 1,000 tokens; none without a priced model.
+    pub cost: Option<f64>,
+    /// Wall-clock hours with the runner's parallelism.
+    pub hours: f64,
+}
+
+impl Prediction {
+    /// "about 120,000 tokens, 1.20 in cost, 0.8 h (9 of 10 cells from history)".
+    pub fn words(&self) -> String {
+        let cost = self.cost.map(|c| format!(", {c:.2} in cost")).unwrap_or_default();
+        let known = self.from_cell_history + self.from_task_history;
+        format!(
+            "about {} tokens{cost}, {:.1} h ({known} of {} cells from history)",
+            thousands(self.tokens),
+            self.hours,
+            self.cells
+        )
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The preflight's answer: every refusal (empty: the batch may launch) and the
+/// prediction, which is shown either way.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Preflight {
+    pub refusals: Vec<String>,
+    pub prediction: Prediction,
+}
+
+/// Checks `spec` against the doctor's `findings`, the catalogue, today's
+/// launches per model and the budget.
+pub fn check(
+    spec: &BatchSpec,
+    cfg: &CampaignConfig,
+    findings: &[Finding],
+    launches_today: &BTreeMap<String, u32>,
+    history: &History,
+) -> Preflight {
+    let mut refusals: Vec<String> = findings.iter().map(|f| format!("doctor: {}", f.message)).collect();
+    refusals.extend(catalogue(spec, cfg, launches_today));
+    let prediction = predict(spec, cfg, history);
+    let b = &cfg.budget;
+    let over = "over the campaign's budget";
+    if let Some(cap) = b.max_tokens.filter(|cap| prediction.tokens > *cap) {
+        refusals.push(format!(
+            "budget: {} tokens predicted, {over} of {} per batch",
+            thousands(prediction.tokens),
+            thousands(cap)
+        ));
+    }
+    if let (Some(cap), Some(cost)) = (b.max_cost, prediction.cost) {
+        if cost > cap {
+            refusals.push(format!("budget: a cost of {cost:.2} predicted, {over} of {cap:.2} per batch"));
+        }
+    }
+    if let Some(cap) = b.max_hours.filter(|cap| prediction.hours > *cap) {
+        refusals.push(format!("budget: {:.1} h predicted, {over} of {cap:.1} h per batch", prediction.hours));
+    }
+    Preflight { refusals, prediction }
+}
+
+fn catalogue(spec: &BatchSpec, cfg: &CampaignConfig, launches_today: &BTreeMap<String, u32>) -> Vec<String> {
+    let mut out = Vec::new();
+    let endpoint = spec.endpoint.as_deref().map(|name| (name, cfg.endpoint(name)));
+    if let Some((name, None)) = endpoint {
+        out.push(format!("endpoint {name:?} is not in the catalogue"));
+    }
+    match spec.model.as_deref() {
+        None if !cfg.models.is_empty() => out.push("the spec names no model".into()),
+        None => {}
+        Some(m) => match cfg.model(m) {
+            None if !cfg.models.is_empty() => out.push(format!("model {m:?} is not in the catalogue")),
+            None => {}
+            Some(entry) => {
+                match endpoint {
+                    Some((name, Some(e))) if !e.models.iter().any(|s| s == m) => {
+                        out.push(format!("endpoint {name:?} does not serve {m:?} (it serves {})", e.models.join(", ")))
+                    }
+                    None if entry.kind == ModelKind::Local => {
+                        out.push(format!("model {m:?} is local and the spec names no endpoint"))
+                    }
+                    _ => {}
+                }
+                let today = launches_today.get(m).copied().unwrap_or(0);
+                if let Some(cap) = entry.daily_cap.filter(|cap| today >= *cap) {
+                    out.push(format!(
+                        "model {m:?}: its daily cap of {cap} batch(es) is reached ({today} launched today, UTC)"
+                    ));
+                }
+            }
+        },
+    }
+    out
+}
+
+/// The batch's predicted tokens, cost and hours: each cell from the mean of its
+/// own earlier attempts, else the median of its task's, else unknown.
+pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Prediction {
+    let mut p = Prediction { cells: spec.cells.len(), ..Default::default() };
+    let mut seconds = 0.0;
+    for cell in &spec.cells {
+        let own = history.by_cell.get(&cell.id).filter(|s| !s.is_empty());
+        let task = cell.factors.get("task").map(crate::matrix::value_text);
+        let (tokens, secs) = if let Some(samples) = own {
+            p.from_cell_history += 1;
+            (
+                mean(samples.iter().filter_map(|s| s.tokens.map(|t| t as f64))),
+                mean(samples.iter().filter_map(|s| s.seconds)),
+            )
+        } else if let Some(samples) = task.and_then(|t| history.by_task.get(&t)).filter(|s| !s.is_empty()) {
+            p.from_task_history += 1;
+            (
+                median(samples.iter().filter_map(|s| s.tokens.map(|t| t as f64))),
+                median(samples.iter().filter_map(|s| s.seconds)),
+            )
+        } else {
+            p.unknown += 1;
+            (None, None)
+        };
+        p.tokens += tokens.map_or(0, |t| t.round() as u64);
+        seconds += secs.unwrap_or(0.0);
+    }
+    let parallel = cfg.runner.as_ref().map_or(1, |r| r.parallel.max(1)) as f64;
+    p.hours = seconds / parallel / 3600.0;
+    p.cost = spec
+        .model
+        .as_deref()
+        .and_then(|m| cfg.model(m))
+        .filter(|m| m.price_per_1k_tokens > 0.0)
+        .map(|m| p.tokens as f64 / 1000.0 * m.price_per_1k_tokens);
+    p
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let (n, sum) = xs.fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
+    (n > 0).then(|| sum / n as f64)
+}
+
+fn median(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = xs.filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    Some(if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::{Budget, EndpointEntry, ModelEntry};
+    use crate::drive::doctor::Severity;
+    use crate::spec::{cell_id, Cell};
+    use serde_json::json;
+
+    fn cell(task: &str, seed: i64) -> Cell {
+        let factors: BTreeMap<String, serde_json::Value> =
+            [("task".to_owned(), json!(task)), ("seed".to_owned(), json!(seed))].into();
+        Cell { id: cell_id(&factors), factors }
+    }
+
+    fn cfg() -> CampaignConfig {
+        let mut c = CampaignConfig::unnamed("t");
+        c.models = vec![
+            ModelEntry { name: "qwen".into(), kind: ModelKind::Local, daily_cap: None, price_per_1k_tokens: 0.0 },
+            ModelEntry { name: "gpt".into(), kind: ModelKind::Paid, daily_cap: Some(2), price_per_1k_tokens: 0.5 },
+        ];
+        c.endpoints = vec![EndpointEntry {
+            name: "gpu".into(),
+            url: "http://127.0.0.1:9/v1".into(),
+            backend: "vllm".into(),
+            models: vec!["qwen".into()],
+            request_preset: None,
+        }];
+        c
+    }
+
+    fn spec(model: &str, endpoint: Option<&str>, cells: Vec<Cell>) -> BatchSpec {
+        BatchSpec {
+            schema_version: 1,
+            label: "b".into(),
+            cells,
+            model: Some(model.into()),
+            backend: None,
+            endpoint: endpoint.map(Into::into),
+            prompt_variant: None,
+            retry: None,
+            request_preset: None,
+            artefacts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn prediction_uses_the_cells_own_history_then_its_tasks() {
+        let (a, b, c) = (cell("t1", 1), cell("t1", 2), cell("t2", 1));
+        let mut h = History::default();
+        let s = |t, secs| Sample { tokens: Some(t), seconds: Some(secs) };
+        h.by_cell.insert(a.id.clone(), vec![s(1000, 60.0), s(3000, 180.0)]);
+        h.by_task.insert("t1".into(), vec![s(1000, 60.0), s(3000, 180.0), s(5000, 600.0)]);
+        let p = predict(&spec("gpt", None, vec![a, b, c]), &cfg(), &h);
+        assert_eq!((p.from_cell_history, p.from_task_history, p.unknown), (1, 1, 1));
+        assert_eq!(p.tokens, 2000 + 3000);
+        assert_eq!(p.cost, Some(2.5));
+        assert!((p.hours - 300.0 / 3600.0).abs() < 1e-9);
+        assert_eq!(p.words(), "about 5,000 tokens, 2.50 in cost, 0.1 h (2 of 3 cells from history)");
+    }
+
+    #[test]
+    fn every_refusal_is_listed_together() {
+        let mut c = cfg();
+        c.budget = Budget { max_tokens: Some(1000), max_cost: Some(0.1), max_hours: None };
+        let a = cell("t1", 1);
+        let mut h = History::default();
+        h.by_cell.insert(a.id.clone(), vec![Sample { tokens: Some(4000), seconds: Some(10.0) }]);
+        let findings = [Finding { severity: Severity::Blocking, message: "program \"python9\" not found".into() }];
+        let today = BTreeMap::from([("gpt".to_owned(), 2)]);
+        let pf = check(&spec("gpt", Some("gpu"), vec![a]), &c, &findings, &today, &h);
+        assert_eq!(
+            pf.refusals,
+            [
+                "doctor: program \"python9\" not found",
+                "endpoint \"gpu\" does not serve \"gpt\" (it serves qwen)",
+                "model \"gpt\": its daily cap of 2 batch(es) is reached (2 launched today, UTC)",
+                "budget: 4,000 tokens predicted, over the campaign's budget of 1,000 per batch",
+                "budget: a cost of 2.00 predicted, over the campaign's budget of 0.10 per batch",
+            ]
+        );
+        let ok = check(&spec("qwen", Some("gpu"), vec![cell("t9", 1)]), &cfg(), &[], &BTreeMap::new(), &h);
+        assert!(ok.refusals.is_empty(), "{:?}", ok.refusals);
+        let ghost = check(&spec("ghost", Some("nowhere"), vec![]), &cfg(), &[], &BTreeMap::new(), &h);
+        assert_eq!(
+            ghost.refusals,
+            ["endpoint \"nowhere\" is not in the catalogue", "model \"ghost\" is not in the catalogue"]
+        );
+        let local = check(&spec("qwen", None, vec![]), &cfg(), &[], &BTreeMap::new(), &h);
+        assert_eq!(local.refusals, ["model \"qwen\" is local and the spec names no endpoint"]);
+    }
+}

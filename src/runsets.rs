@@ -1,0 +1,325 @@
+//! The campaign's records about batches, beside the run sets the driver
+//! writes: committed spec numbering, run set names, run tags, the run index
+//! (one line per launch) and the unit records a launcher keeps. Decisions only;
+//! the server reads and writes the files (see `docs/formats.md`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::drive::records::{BatchOutcome, BatchStatus};
+use crate::Timestamp;
+
+/// Where drafts are saved, relative to the root.
+pub const DRAFTS_DIR: &str = "specs/drafts";
+/// Where committed (numbered, never edited) specs are, relative to the root.
+pub const COMMITTED_DIR: &str = "specs/committed";
+/// Run sets, relative to the root.
+pub const RUNSETS_DIR: &str = "runsets";
+pub const RUN_TAGS_FILE: &str = "runsets/run_tags.json";
+pub const RUN_INDEX_FILE: &str = "runsets/run_index.csv";
+pub const ACTIVE_MARKER_FILE: &str = "runsets/active_batch.json";
+/// The console's own folder: unit records and logs, the campaign lock.
+pub const CONSOLE_DIR: &str = ".runboard";
+pub const UNITS_DIR: &str = ".runboard/units";
+pub const LOCK_FILE: &str = ".runboard/lock";
+
+/// The number of a committed spec file name (`0012-b1.json` → 12).
+pub fn committed_number(file_name: &str) -> Option<u32> {
+    let (digits, rest) = file_name.split_once('-')?;
+    (digits.len() >= 4 && digits.bytes().all(|b| b.is_ascii_digit()) && rest.ends_with(".json"))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// The file name the next committed spec of `label` takes, given the names
+/// already in the committed folder: one more than the highest number.
+pub fn next_committed_name(existing: &[String], label: &str) -> String {
+    let next = existing.iter().filter_map(|n| committed_number(n)).max().map_or(1, |n| n + 1);
+    format!("{next:04}-{label}.json")
+}
+
+/// The run set a launch of `label` at `now` makes: `<label>-<yyyymmddThhmmss>`
+/// (UTC), with `-2`, `-3`, … when that name is taken.
+pub fn run_set_name(label: &str, now: Timestamp, taken: &dyn Fn(&str) -> bool) -> String {
+    let stamp = now.to_rfc3339().replace([':', '-'], "");
+    let base = format!("{label}-{}", &stamp[..15.min(stamp.len())]);
+    if !taken(&base) {
+        return base;
+    }
+    (2..).map(|n| format!("{base}-{n}")).find(|n| !taken(n)).unwrap_or(base)
+}
+
+/// `runsets/run_tags.json`: named groups of run sets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunTags {
+    pub schema_version: u32,
+    #[serde(default)]
+    pub tags: BTreeMap<String, Tag>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tag {
+    #[serde(default)]
+    pub note: String,
+    #[serde(default)]
+    pub run_sets: Vec<String>,
+}
+
+impl RunTags {
+    /// Adds `run_set` to `tag` (made if missing); a second add changes nothing.
+    pub fn attach(&mut self, tag: &str, run_set: &str) {
+        self.schema_version = 1;
+        let t = self.tags.entry(tag.to_owned()).or_default();
+        if !t.run_sets.iter().any(|r| r == run_set) {
+            t.run_sets.push(run_set.to_owned());
+        }
+    }
+
+    /// The tags holding `run_set`.
+    pub fn of(&self, run_set: &str) -> Vec<String> {
+        self.tags.iter().filter(|(_, t)| t.run_sets.iter().any(|r| r == run_set)).map(|(n, _)| n.clone()).collect()
+    }
+}
+
+/// Whether a tag name can be used: 1–40 of `A-Za-z0-9-_.`.
+pub fn valid_tag(s: &str) -> bool {
+    (1..=40).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// One line of `runsets/run_index.csv`: one launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunIndexEntry {
+    pub run_set: String,
+    /// The committed spec, relative to the root.
+    pub spec: String,
+    pub label: String,
+    pub launched_at: Timestamp,
+    /// `launch` or `resume`.
+    pub kind: String,
+    pub launcher: String,
+    pub unit: String,
+    pub tag: String,
+    pub cells: usize,
+    pub model: String,
+    pub endpoint: String,
+}
+
+pub const RUN_INDEX_HEADER: [&str; 11] =
+    ["run_set", "spec", "label", "launched_at", "kind", "launcher", "unit", "tag", "cells", "model", "endpoint"];
+
+impl RunIndexEntry {
+    pub fn csv_fields(&self) -> [String; 11] {
+        [
+            self.run_set.clone(),
+            self.spec.clone(),
+            self.label.clone(),
+            self.launched_at.to_rfc3339(),
+            self.kind.clone(),
+            self.launcher.clone(),
+            self.unit.clone(),
+            self.tag.clone(),
+            self.cells.to_string(),
+            self.model.clone(),
+            self.endpoint.clone(),
+        ]
+    }
+}
+
+impl RunIndexEntry {
+    /// The entry as CSV text to append (the header first for a new file).
+    pub fn csv_text(&self, with_header: bool) -> String {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        // Writing to memory cannot fail.
+        if with_header {
+            let _ = w.write_record(RUN_INDEX_HEADER);
+        }
+        let _ = w.write_record(self.csv_fields());
+        String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+    }
+}
+
+/// Reads the run index; lines that cannot be read are skipped and named.
+pub fn parse_run_index(bytes: &[u8]) -> (Vec<RunIndexEntry>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
+    for (i, rec) in r.records().enumerate() {
+        let line = i + 2;
+        let Ok(rec) = rec else {
+            problems.push(format!("{RUN_INDEX_FILE}: line {line}: cannot be read"));
+            continue;
+        };
+        let f = |k: usize| rec.get(k).unwrap_or("").to_owned();
+        let at = Timestamp::parse_rfc3339(&f(3));
+        match (at, rec.len() == RUN_INDEX_HEADER.len()) {
+            (Some(launched_at), true) => out.push(RunIndexEntry {
+                run_set: f(0),
+                spec: f(1),
+                label: f(2),
+                launched_at,
+                kind: f(4),
+                launcher: f(5),
+                unit: f(6),
+                tag: f(7),
+                cells: f(8).parse().unwrap_or(0),
+                model: f(9),
+                endpoint: f(10),
+            }),
+            _ => problems
+                .push(format!("{RUN_INDEX_FILE}: line {line}: not {} fields with a timestamp", RUN_INDEX_HEADER.len())),
+        }
+    }
+    (out, problems)
+}
+
+/// Launches per model since the start of `now`'s UTC day (for daily caps).
+pub fn launches_today(index: &[RunIndexEntry], now: Timestamp) -> BTreeMap<String, u32> {
+    let day = now.utc_day_start();
+    let mut out = BTreeMap::new();
+    for e in index.iter().filter(|e| e.launched_at >= day && e.kind == "launch" && !e.model.is_empty()) {
+        *out.entry(e.model.clone()).or_insert(0) += 1;
+    }
+    out
+}
+
+/// A launcher's record of one unit (`.runboard/units/<unit>.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitRecord {
+    pub schema_version: u32,
+    pub unit: String,
+    /// `local`, `systemd` or `slurm`.
+    pub backend: String,
+    pub run_set: String,
+    /// The committed spec, relative to the root.
+    pub spec: String,
+    pub command: Vec<String>,
+    #[serde(with = "crate::timefmt::rfc3339")]
+    pub started_at: Timestamp,
+    /// Local: the supervising process, and its start time in clock ticks
+    /// since boot (a PID alone can be reused).
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub pid_start: Option<u64>,
+    /// Local: the driver process the supervisor started.
+    #[serde(default)]
+    pub driver_pid: Option<u32>,
+    /// Slurm: the job id.
+    #[serde(default)]
+    pub job_id: Option<String>,
+    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    pub ended_at: Option<Timestamp>,
+    #[serde(default)]
+    pub exit_status: Option<i32>,
+    /// `success`, `exit-code`, `signal` (with the signal in `reason`), …
+    #[serde(default)]
+    pub result: Option<String>,
+    /// Its log, relative to the root.
+    #[serde(default)]
+    pub log: Option<String>,
+}
+
+/// One run set as the Run sets page and `GET /api/runsets` show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSetSummary {
+    pub name: String,
+    pub label: Option<String>,
+    /// The outcome's status; none when it wrote no outcome (yet).
+    pub status: Option<BatchStatus>,
+    pub reason: Option<String>,
+    /// Its batch is running now (outcome `running` and its driver alive).
+    pub live: bool,
+    pub planned: Option<usize>,
+    pub cells: usize,
+    pub done: usize,
+    pub failed: usize,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub tags: Vec<String>,
+    /// The committed spec it was launched from (from the run index).
+    pub spec: Option<String>,
+    /// Records that could not be read, and why.
+    pub problems: Vec<String>,
+}
+
+impl RunSetSummary {
+    pub fn from_outcome(name: &str, outcome: Option<&BatchOutcome>) -> Self {
+        Self {
+            name: name.to_owned(),
+            label: outcome.map(|o| o.label.clone()),
+            status: outcome.map(|o| o.status),
+            reason: outcome.map(|o| o.reason.clone()).filter(|r| !r.is_empty()),
+            live: false,
+            planned: outcome.map(|o| o.planned),
+            cells: 0,
+            done: 0,
+            failed: 0,
+            started_at: outcome.map(|o| o.started_at.clone()),
+            ended_at: outcome.and_then(|o| o.ended_at.clone()),
+            tags: Vec::new(),
+            spec: None,
+            problems: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn committed_specs_number_on_from_the_highest() {
+        let names = ["0001-a.json", "0009-b.json", "notes.txt", "12-x.json", "0003-c.json"].map(String::from);
+        assert_eq!(next_committed_name(&names, "d"), "0010-d.json");
+        assert_eq!(next_committed_name(&[], "d"), "0001-d.json");
+        assert_eq!(committed_number("12345-big.json"), Some(12345));
+        assert_eq!(committed_number("0001-a.txt"), None);
+    }
+
+    #[test]
+    fn a_taken_run_set_name_gets_a_suffix() {
+        let now = Timestamp::parse_rfc3339("2026-12-01T09:41:07.123Z").unwrap();
+        assert_eq!(run_set_name("b1", now, &|_| false), "b1-20261201T094107");
+        assert_eq!(run_set_name("b1", now, &|n| n == "b1-20261201T094107"), "b1-20261201T094107-2");
+    }
+
+    #[test]
+    fn tags_attach_once_and_the_index_counts_todays_launches() {
+        let mut t = RunTags::default();
+        t.attach("console", "rs1");
+        t.attach("console", "rs1");
+        t.attach("auto", "rs1");
+        assert_eq!(t.tags["console"].run_sets, ["rs1"]);
+        assert_eq!(t.of("rs1"), ["auto", "console"]);
+        let now = Timestamp::parse_rfc3339("2026-12-01T09:00:00Z").unwrap();
+        let e = |at: &str, kind: &str, model: &str| RunIndexEntry {
+            run_set: "r".into(),
+            spec: "s".into(),
+            label: "l".into(),
+            launched_at: Timestamp::parse_rfc3339(at).unwrap(),
+            kind: kind.into(),
+            launcher: "local".into(),
+            unit: "u".into(),
+            tag: "console".into(),
+            cells: 1,
+            model: model.into(),
+            endpoint: String::new(),
+        };
+        let mut text = RUN_INDEX_HEADER.join(",") + "\n";
+        for entry in [
+            e("2026-11-30T23:59:59Z", "launch", "gpt"),
+            e("2026-12-01T00:00:00Z", "launch", "gpt"),
+            e("2026-12-01T08:00:00Z", "resume", "gpt"),
+            e("2026-12-01T08:30:00Z", "launch", "qwen"),
+        ] {
+            text += &entry.csv_fields().join(",");
+            text += "\n";
+        }
+        text += "broken,line\n";
+        let (index, problems) = parse_run_index(text.as_bytes());
+        assert_eq!(index.len(), 4);
+        assert_eq!(problems, ["runsets/run_index.csv: line 6: not 11 fields with a timestamp"]);
+        assert_eq!(launches_today(&index, now), BTreeMap::from([("gpt".into(), 1), ("qwen".into(), 1)]));
+    }
+}
