@@ -290,8 +290,14 @@ pub fn view(
     run_sets: usize,
     problems: Vec<String>,
 ) -> Result<CoverageView, String> {
-    let rows = rows.filter(|r| !r.is_empty()).or(matrix.factors.first().map(String::as_str));
-    let cols = cols.filter(|c| !c.is_empty()).or(matrix.factors.get(1).map(String::as_str));
+    let (rows, cols) = (rows.filter(|r| !r.is_empty()), cols.filter(|c| !c.is_empty()));
+    for f in [rows, cols].into_iter().flatten() {
+        if !matrix.factors.iter().any(|m| m == f) {
+            return Err(format!("{f:?} is not a factor of the matrix (factors: {})", matrix.factors.join(", ")));
+        }
+    }
+    let rows = rows.or(matrix.factors.first().map(String::as_str));
+    let cols = cols.or(matrix.factors.get(1).map(String::as_str));
     let grid = match (rows, cols) {
         (Some(r), Some(c)) => Some(grid(matrix, coverage, r, c)?),
         _ => None,

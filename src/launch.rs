@@ -59,7 +59,7 @@ pub struct StopReport {
     pub lease: Option<HookResult>,
     /// For a stop: each targeted run set, and what was done to it.
     pub aborted: Vec<String>,
-    /// Whether auto mode was turned off (a stop always turns it off).
+    /// Whether auto mode is off now (a stop always turns it off).
     pub auto_off: bool,
     /// The marker's status afterwards.
     pub marker: Option<crate::live::MarkerStatus>,

@@ -238,7 +238,11 @@ pub struct LiveView {
     pub unit: Option<UnitSeen>,
     pub run_set: Option<String>,
     pub outcome: Option<crate::drive::records::BatchOutcome>,
+    /// A page of the cells (see [`LiveParams`]), in plan order.
     pub cells: Vec<LiveCell>,
+    /// How many cells the status filter keeps, and where the page starts.
+    pub cells_matching: usize,
+    pub cells_offset: usize,
     pub totals: LiveTotals,
     /// Cells ended (done or failed) of those planned, 0–1.
     pub progress: f64,
@@ -249,6 +253,75 @@ pub struct LiveView {
     pub problems: Vec<String>,
     /// Changes whenever anything above may have changed (pages follow it).
     pub version: String,
+}
+
+/// `?cells_status=&cells_offset=&cells_limit=` for `GET /api/live`, as raw
+/// text: which of the batch's cells the view carries (a 10,000-cell batch is
+/// not sent whole to every poll).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveParams {
+    #[serde(default)]
+    pub cells_status: Option<String>,
+    #[serde(default)]
+    pub cells_offset: Option<String>,
+    #[serde(default)]
+    pub cells_limit: Option<String>,
+}
+
+/// The cell statuses a live view can be filtered by.
+pub const CELL_STATUSES: [&str; 6] = ["planned", "pending", "running", "done", "failed", "stopped"];
+/// Cells a live view carries by default, and at most.
+pub const DEFAULT_LIVE_CELLS: usize = 200;
+pub const MAX_LIVE_CELLS: usize = 10_000;
+
+/// A parsed [`LiveParams`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveQuery {
+    pub status: Option<String>,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+impl LiveParams {
+    pub fn parse(&self) -> Result<LiveQuery, crate::runview::trials::BadQuery> {
+        use crate::runview::trials::value::{bad, given, whole};
+        let status = match given(&self.cells_status) {
+            None => None,
+            Some(s) if CELL_STATUSES.contains(&s) => Some(s.to_owned()),
+            Some(s) => return Err(bad("cells_status", s, &format!("not one of {}", CELL_STATUSES.join(", ")))),
+        };
+        let limit = whole::<usize>("cells_limit", &self.cells_limit)?.unwrap_or(DEFAULT_LIVE_CELLS);
+        if !(1..=MAX_LIVE_CELLS).contains(&limit) {
+            return Err(bad("cells_limit", &limit.to_string(), &format!("must be between 1 and {MAX_LIVE_CELLS}")));
+        }
+        Ok(LiveQuery { status, offset: whole("cells_offset", &self.cells_offset)?.unwrap_or(0), limit })
+    }
+}
+
+impl LiveView {
+    /// The view with only the page of cells `q` asks for (the whole view is
+    /// made once per change and shared; each poll copies a page).
+    pub fn page(&self, q: &LiveQuery) -> LiveView {
+        let kept: Vec<&LiveCell> =
+            self.cells.iter().filter(|c| q.status.as_deref().is_none_or(|s| c.status == s)).collect();
+        LiveView {
+            cells_matching: kept.len(),
+            cells_offset: q.offset,
+            cells: kept.into_iter().skip(q.offset).take(q.limit).cloned().collect(),
+            generated_at: self.generated_at,
+            state: self.state.clone(),
+            words: self.words.clone(),
+            unit: self.unit.clone(),
+            run_set: self.run_set.clone(),
+            outcome: self.outcome.clone(),
+            totals: self.totals,
+            progress: self.progress,
+            eta_s: self.eta_s,
+            resumable: self.resumable,
+            problems: self.problems.clone(),
+            version: self.version.clone(),
+        }
+    }
 }
 
 /// The rows, counts and ETA of a batch: its planned cells joined with their
@@ -567,6 +640,55 @@ mod tests {
         assert_eq!((totals.done, totals.failed, totals.running, totals.pending), (1, 1, 1, 2));
         // Median of 60 s and 120 s (the upper one of two), 3 left, 2 at once.
         assert_eq!(eta, Some(120.0 * 3.0 / 2.0));
+    }
+
+    #[test]
+    fn a_live_view_carries_a_page_of_its_cells() {
+        let q = |status: Option<&str>, offset: Option<&str>, limit: Option<&str>| {
+            LiveParams {
+                cells_status: status.map(Into::into),
+                cells_offset: offset.map(Into::into),
+                cells_limit: limit.map(Into::into),
+            }
+            .parse()
+        };
+        assert_eq!(q(None, None, None).unwrap(), LiveQuery { status: None, offset: 0, limit: DEFAULT_LIVE_CELLS });
+        assert_eq!(
+            q(Some("lost"), None, None).unwrap_err().to_string(),
+            "cells_status=\"lost\": not one of planned, pending, running, done, failed, stopped"
+        );
+        assert!(q(None, None, Some("0")).is_err() && q(None, Some("x"), None).is_err());
+        let cell = |id: &str, status: &str| LiveCell {
+            cell: id.into(),
+            factors: Default::default(),
+            status: status.into(),
+            attempts: 0,
+            tokens: None,
+            cost: None,
+            duration_s: None,
+            score: None,
+            run: None,
+        };
+        let view = LiveView {
+            generated_at: Timestamp(0),
+            state: LiveState::Idle { last_run_set: None, last_outcome: None },
+            words: String::new(),
+            unit: None,
+            run_set: None,
+            outcome: None,
+            cells: vec![cell("a", "done"), cell("b", "failed"), cell("c", "done"), cell("d", "done")],
+            cells_matching: 4,
+            cells_offset: 0,
+            totals: LiveTotals::default(),
+            progress: 0.0,
+            eta_s: None,
+            resumable: false,
+            problems: Vec::new(),
+            version: String::new(),
+        };
+        let page = view.page(&q(Some("done"), Some("1"), Some("1")).unwrap());
+        assert_eq!((page.cells_matching, page.cells_offset), (3, 1));
+        assert_eq!(page.cells.iter().map(|c| c.cell.as_str()).collect::<Vec<_>>(), ["c"]);
     }
 
     #[test]

@@ -170,7 +170,7 @@ pub mod ssr {
     use runboard::coverage::{CellPage, CellParams, CoverageView};
     use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
     use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
-    use runboard::live::LiveView;
+    use runboard::live::{LiveParams, LiveView};
     use runboard::preflight::Preflight;
     use runboard::runsets::RunSetSummary;
     use runboard::runview::acceptance::ReportEntry;
@@ -207,8 +207,8 @@ pub mod ssr {
         fn run_reports(&self, name: &str) -> Result<Vec<ReportEntry>, ApiError>;
 
         // ---- the console: coverage, drafting, launching, live, control ----
-        /// The live state of the batch, its cells and counts.
-        fn live(&self) -> Result<LiveView, ApiError>;
+        /// The live state of the batch, its counts, and a page of its cells.
+        fn live(&self, params: &LiveParams) -> Result<LiveView, ApiError>;
         /// Changes whenever the live view may have (`stat` only).
         fn live_version(&self) -> String;
         fn coverage(&self, params: &CoverageParams) -> Result<CoverageView, ApiError>;
@@ -326,7 +326,7 @@ pub async fn get_memory(name: String) -> Result<Vec<MemoryVersion>, ApiError> {
 use runboard::coverage::{CellPage, CellParams, CoverageView};
 use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
 use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
-use runboard::live::LiveView;
+use runboard::live::{LiveParams, LiveView};
 use runboard::preflight::Preflight;
 use runboard::runsets::RunSetSummary;
 
@@ -352,8 +352,8 @@ pub struct DraftForm {
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "live")]
-pub async fn get_live() -> Result<LiveView, ApiError> {
-    ssr::answer("reading the live state", |c| c.live()).await
+pub async fn get_live(#[server(default)] params: LiveParams) -> Result<LiveView, ApiError> {
+    ssr::answer("reading the live state", move |c| c.live(&params)).await
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "coverage")]

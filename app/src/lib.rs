@@ -6,6 +6,9 @@
 //!   which the `server` crate implements (so this crate never touches files).
 //! - [`pages`] — one module per view.
 //! - [`url`] — the links pages build.
+// Leptos views are deeply nested types; the coverage page's goes past the
+// default limit when it is laid out for the browser.
+#![recursion_limit = "256"]
 
 pub mod api;
 pub mod live;

@@ -122,7 +122,7 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
     };
     let json = at.json;
     let answered = match cmd {
-        ConsoleCommand::Status { .. } => console.live().map(|v| {
+        ConsoleCommand::Status { .. } => console.live(&runboard::live::LiveParams::default()).map(|v| {
             if json {
                 return pretty(&v);
             }

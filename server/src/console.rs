@@ -9,7 +9,7 @@ use runboard::campaign::{CampaignConfig, CONFIG_FILE};
 use runboard::coverage::{CellPage, CellParams, CoverageView};
 use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
 use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
-use runboard::live::LiveView;
+use runboard::live::{LiveParams, LiveView};
 use runboard::preflight::Preflight;
 use runboard::runsets::RunSetSummary;
 use runboard::runview::acceptance::ReportEntry;
@@ -144,8 +144,8 @@ impl Console for LocalConsole {
         self.dir_of(name).map(|dir| crate::runview::read_reports(self.runs.within(), &dir))
     }
 
-    fn live(&self) -> Result<LiveView, ApiError> {
-        let mut view = self.campaign.live();
+    fn live(&self, params: &LiveParams) -> Result<LiveView, ApiError> {
+        let mut view = self.campaign.live_shared().page(&params.parse()?);
         if let Some(rs) = view.run_set.clone() {
             // Cells that own a run directory show its rounds.
             runboard::live::attach_runs(&mut view.cells, &rs, &self.runs.list_shared().runs);

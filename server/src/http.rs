@@ -51,11 +51,11 @@ impl FromRef<AppState> for LeptosOptions {
 }
 
 impl AppState {
-    pub fn new(leptos: LeptosOptions, console: LocalConsole, access: Access) -> Self {
+    pub fn new(leptos: LeptosOptions, console: impl Into<Arc<LocalConsole>>, access: Access) -> Self {
         let assets = Arc::new(StaticFiles::new(&*leptos.site_root));
         Self {
             leptos,
-            console: Arc::new(console),
+            console: console.into(),
             assets,
             access,
             last_request: Arc::new(AtomicI64::new(crate::clock::now().millis())),
@@ -300,8 +300,11 @@ async fn run_reports(State(s): State<AppState>, Path(name): Path<String>) -> Res
 /// number of shared version watchers.
 async fn debug_readers(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
     let console = s.console.clone();
-    let readers = blocking("reading the reader cache figures", move || console.runs().reader_stats()).await?;
-    Ok(Json(json!({ "readers": readers, "watchers": s.watchers.count() })))
+    let (readers, campaign) = blocking("reading the reader cache figures", move || {
+        (console.runs().reader_stats(), console.campaign().records().stats())
+    })
+    .await?;
+    Ok(Json(json!({ "readers": readers, "watchers": s.watchers.count(), "campaign": campaign })))
 }
 
 async fn api_not_found(req: Request) -> AppError {
@@ -335,8 +338,11 @@ fn body<T: serde::de::DeserializeOwned + Default>(headers: &HeaderMap, bytes: &[
     runboard::json::from_body(bytes).map_err(|e| ApiError::refused(vec![e]))
 }
 
-async fn live(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
-    read(&s, "reading the live state", |c| c.live()).await
+async fn live(
+    State(s): State<AppState>,
+    Query(p): Query<runboard::live::LiveParams>,
+) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the live state", move |c| c.live(&p)).await
 }
 
 async fn live_version(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {

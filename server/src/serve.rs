@@ -108,6 +108,18 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         console = console.with_list_cache(data.join("list-cache").join(format!("{key:016x}.json")));
     }
 
+    // The demo launches its next batch through the one launch path, so the
+    // Live view has something to show at once.
+    let console = std::sync::Arc::new(console);
+    if demo {
+        let c = console.clone();
+        match tokio::task::spawn_blocking(move || crate::demo::launch_batch(&c)).await {
+            Ok(Ok(run_set)) => tracing::info!("the demo launched {run_set}"),
+            Ok(Err(e)) => eprintln!("runboard: {e:#}"),
+            Err(e) => eprintln!("runboard: launching the demo batch: {e}"),
+        }
+    }
+
     let addr = SocketAddr::new(ip, opts.port);
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,
@@ -124,7 +136,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     };
     let local = listener.local_addr()?;
     let hosts = crate::auth::AllowedHosts::new(ip, &opts.allow_hosts);
-    let state = AppState::new(leptos, console, Access { token: token.clone(), hosts });
+    let state = AppState::new(leptos, console.clone(), Access { token: token.clone(), hosts });
     let last_request = state.last_request.clone();
     let shutdown = state.shutdown.clone();
     let ended = std::sync::Arc::new(std::sync::Mutex::new(Ended::Signal));
@@ -180,6 +192,11 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     crate::listen::serve(listener, app(state), limits, shutdown.clone()).await;
     if let Some(w) = writer {
         w.stop().await;
+    }
+    if demo {
+        // The demo's batch belongs to this server: it ends with it.
+        let c = console.clone();
+        let _ = tokio::task::spawn_blocking(move || c.campaign().end_running_units()).await;
     }
     let why = *ended.lock().unwrap_or_else(|p| p.into_inner());
     Ok(why)

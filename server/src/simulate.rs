@@ -500,9 +500,12 @@ pub async fn simulate_run(
     let at = now();
     w.event("stop", json!({"reason": "finished all rounds"}))?;
     w.state(rounds_written, &opened_at, Some((&at, "finished all rounds")))?;
-    // What a batch's cell reports (the exec runner reads `{out}/result.json`):
-    // the tokens this attempt used, and accepted factors per round as its score.
-    let score = f64::from(factors) / f64::from(opts.rounds.max(1));
-    write_atomic(&dir.join("result.json"), &serde_json::to_vec(&json!({"tokens": w.tokens, "score": score}))?)?;
+    // Run as a batch's cell (the exec runner sets RUNBOARD_CELL_DIR), report
+    // what the runner reads from `{out}/result.json`: the tokens this attempt
+    // used, and accepted factors per round as its score.
+    if std::env::var_os("RUNBOARD_CELL_DIR").is_some() {
+        let score = f64::from(factors) / f64::from(opts.rounds.max(1));
+        write_atomic(&dir.join("result.json"), &serde_json::to_vec(&json!({"tokens": w.tokens, "score": score}))?)?;
+    }
     Ok(SimEnd::Finished)
 }

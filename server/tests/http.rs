@@ -642,6 +642,27 @@ async fn every_read_answers_alike_over_rest_and_server_functions() {
         let want = if kind == "no_such_trial" { StatusCode::NOT_FOUND } else { StatusCode::UNPROCESSABLE_ENTITY };
         assert_eq!(a.0, want, "{rest}");
     }
+    // The console's reads: the same answer (or refusal) on both surfaces.
+    // (The live view is compared without its clock.)
+    for (rest, sfn, status) in [
+        ("/api/live?cells_limit=5", "/sfn/live?params[cells_limit]=5", StatusCode::OK),
+        ("/api/live?cells_status=lost", "/sfn/live?params[cells_status]=lost", StatusCode::UNPROCESSABLE_ENTITY),
+        ("/api/coverage", "/sfn/coverage", StatusCode::OK),
+        ("/api/coverage?rows=colour", "/sfn/coverage?params[rows]=colour", StatusCode::UNPROCESSABLE_ENTITY),
+        ("/api/cells?state=gap", "/sfn/cells?params[state]=gap", StatusCode::OK),
+        ("/api/cells?limit=0", "/sfn/cells?params[limit]=0", StatusCode::UNPROCESSABLE_ENTITY),
+        ("/api/runsets", "/sfn/runsets", StatusCode::OK),
+        ("/api/draft-form", "/sfn/draft_form", StatusCode::OK),
+    ] {
+        let (mut a, mut b) = (ask(rest.into()).await, ask(sfn.into()).await);
+        for v in [&mut a.1, &mut b.1] {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("generated_at");
+            }
+        }
+        assert_eq!((a.0, &a.1), (b.0, &b.1), "{rest} vs {sfn}");
+        assert_eq!(a.0, status, "{rest}: {}", a.1);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -98,6 +98,7 @@ fn coverage_view(
             </div>
         })}
     }
+    .into_any()
 }
 
 /// The dominant state of a square, for its colour (its numbers are written in it).

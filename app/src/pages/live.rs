@@ -6,8 +6,9 @@
 //! every 500 ms) and the view is read again only then.
 
 use leptos::prelude::*;
+use leptos_router::hooks::query_signal;
 use runboard::launch::{ResumeRequest, StopReport, StopRequest};
-use runboard::live::{LiveCell, LiveState, LiveView};
+use runboard::live::{LiveCell, LiveParams, LiveState, LiveView, CELL_STATUSES, DEFAULT_LIVE_CELLS};
 use runboard::timefmt::duration_words;
 
 use crate::api::{control_pause, control_resume, control_stop, get_live, ApiError};
@@ -15,7 +16,20 @@ use crate::api::{control_pause, control_resume, control_stop, get_live, ApiError
 #[component]
 pub fn LivePage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let live = Resource::new(move || refresh.get(), |_| get_live());
+    // Which cells the view carries (a big batch is shown a page at a time),
+    // in the URL so a filtered view is a link.
+    let (cells_status, set_cells_status) = query_signal::<String>("cells");
+    let (cells_page, set_cells_page) = query_signal::<usize>("cells_page");
+    let live = Resource::new(
+        move || (refresh.get(), cells_status.get(), cells_page.get().unwrap_or(0)),
+        |(_, status, page)| {
+            get_live(LiveParams {
+                cells_status: status,
+                cells_offset: Some((page * DEFAULT_LIVE_CELLS).to_string()),
+                cells_limit: None,
+            })
+        },
+    );
 
     #[cfg(feature = "hydrate")]
     crate::live::follow(
@@ -100,6 +114,27 @@ pub fn LivePage() -> impl IntoView {
                                 Err(e) => refusal(&e).into_any(),
                             })}
                             {summary(&v)}
+                            {(v.totals.planned > 0).then(|| {
+                                let (matching, offset, shown) = (v.cells_matching, v.cells_offset, v.cells.len());
+                                let page = offset / DEFAULT_LIVE_CELLS;
+                                let pages = matching.div_ceil(DEFAULT_LIVE_CELLS).max(1);
+                                view! {
+                                    <div class="toolbar cells-toolbar">
+                                        <select class="cells-filter" prop:value=move || cells_status.get().unwrap_or_default()
+                                            on:change=move |ev| {
+                                                let v = event_target_value(&ev);
+                                                set_cells_page.set(None);
+                                                set_cells_status.set(Some(v).filter(|s| !s.is_empty()));
+                                            }>
+                                            <option value="">"every cell"</option>
+                                            {CELL_STATUSES.map(|s| view! { <option value=s>{s}</option> })}
+                                        </select>
+                                        <span class="count">{if shown == 0 { format!("none of {matching}") } else { format!("cells {}–{} of {matching}", offset + 1, offset + shown) }}</span>
+                                        {(page > 0).then(|| view! { <a href="" class="prev" on:click=move |ev| { ev.prevent_default(); set_cells_page.set(Some(page - 1)); }>"← earlier"</a> })}
+                                        {(page + 1 < pages).then(|| view! { <a href="" class="next" on:click=move |ev| { ev.prevent_default(); set_cells_page.set(Some(page + 1)); }>"later →"</a> })}
+                                    </div>
+                                }
+                            })}
                             {cells_table(v.cells.clone())}
                             {(!v.problems.is_empty()).then(|| view! {
                                 <div class="problems">

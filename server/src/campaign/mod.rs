@@ -44,14 +44,26 @@ pub struct Campaign {
     root: PathBuf,
     records: Records,
     local: LocalLauncher,
+    /// The whole live view as last made, and its version: polls while nothing
+    /// changed are answered from it (a page of its cells each), made again at
+    /// most every `LIVE_REMAKE` so running cells' durations move on.
+    live_made: std::sync::Mutex<Option<(String, Instant, std::sync::Arc<LiveView>)>>,
 }
+
+/// How long the shared live view serves polls when nothing changed.
+const LIVE_REMAKE: Duration = Duration::from_secs(1);
 
 /// The campaign lock, held while it lives.
 pub struct CampaignLock(#[allow(dead_code)] fs::File);
 
 impl Campaign {
     pub fn open(root: &Path) -> Self {
-        Self { root: root.to_path_buf(), records: Records::new(root), local: LocalLauncher::new() }
+        Self {
+            root: root.to_path_buf(),
+            records: Records::new(root),
+            local: LocalLauncher::new(),
+            live_made: std::sync::Mutex::new(None),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -471,7 +483,21 @@ impl Campaign {
         Some((rec, seen))
     }
 
-    /// `GET /api/live`.
+    /// `GET /api/live`: the whole view, shared while nothing changed.
+    pub fn live_shared(&self) -> std::sync::Arc<LiveView> {
+        let version = self.live_version();
+        let mut made = self.live_made.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((v, at, view)) = made.as_ref() {
+            if *v == version && at.elapsed() < LIVE_REMAKE {
+                return view.clone();
+            }
+        }
+        let view = std::sync::Arc::new(self.live());
+        *made = Some((view.version.clone(), Instant::now(), view.clone()));
+        view
+    }
+
+    /// The live view made from the records now.
     pub fn live(&self) -> LiveView {
         let now = crate::clock::now();
         let cfg = self.config().ok();
@@ -543,6 +569,8 @@ impl Campaign {
             unit: obs.unit,
             run_set,
             outcome: rs.and_then(|r| r.outcome_ok().cloned()),
+            cells_matching: cells.len(),
+            cells_offset: 0,
             cells,
             totals,
             progress,
@@ -602,6 +630,15 @@ impl Campaign {
             report.lease = cfg.hooks.release_lease.as_ref().map(|cmd| run_hook(cmd, &self.root));
         }
         running.into_iter().last().or_else(|| self.records.units().pop())
+    }
+
+    /// Ends every unit still running, recording nothing else (the demo's
+    /// batch, when the server that launched it stops).
+    pub fn end_running_units(&self) {
+        let grace = Duration::from_secs_f64(self.config().map_or(30.0, |c| c.grace_s()));
+        for rec in self.running_units() {
+            self.local.stop(&rec, grace);
+        }
     }
 
     /// `POST /api/control/pause`: ends the batch, keeps it resumable.
@@ -680,8 +717,10 @@ impl Campaign {
         };
         self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
         report.marker = Some(m.status);
-        report.auto_off = crate::auto_state::turn_off(&self.root, "stop and abort by the operator")
+        // Whatever it was, auto mode is off now: nothing relaunches the batch.
+        crate::auto_state::turn_off(&self.root, "stop and abort by the operator")
             .map_err(|e| app::api::ssr::internal("turning auto mode off", e))?;
+        report.auto_off = true;
         Ok(report)
     }
 }

@@ -62,6 +62,9 @@ pub struct Records {
     within: Within,
     probe: ProcessProbe,
     held: Mutex<Held>,
+    /// Cell record files read since the start (a figure for the debug
+    /// endpoint and the benches: polls while nothing changed add none).
+    cell_files_read: std::sync::atomic::AtomicU64,
 }
 
 impl Records {
@@ -71,6 +74,7 @@ impl Records {
             within: Within::new(root),
             probe: ProcessProbe::this_host(),
             held: Mutex::default(),
+            cell_files_read: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -84,6 +88,15 @@ impl Records {
 
     pub fn probe(&self) -> &ProcessProbe {
         &self.probe
+    }
+
+    /// What is held and how much was read (the debug endpoint's figures).
+    pub fn stats(&self) -> serde_json::Value {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        serde_json::json!({
+            "run_sets_held": held.run_sets.len(),
+            "cell_files_read": self.cell_files_read.load(std::sync::atomic::Ordering::Relaxed),
+        })
     }
 
     /// The matrix (`matrix.csv`); missing or unreadable: no cells and the reason.
@@ -203,6 +216,7 @@ impl Records {
                     continue;
                 }
             }
+            self.cell_files_read.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let rec = self
                 .within
                 .read(&path)
