@@ -370,3 +370,44 @@ fn a_batch_outlives_its_server_killed_mid_batch_and_is_found_again() {
     assert_eq!(v["totals"]["tokens"], 300);
     assert_eq!(v["unit"]["observation"]["exit_status"], 0, "its exit status is recorded: {v}");
 }
+
+#[test]
+fn a_failing_lease_release_is_reported_and_the_pause_completes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 2.0);
+    let cfg = std::fs::read_to_string(root.join("campaign.toml")).unwrap()
+        + "[hooks]\nrelease_lease = [\"sh\", \"-c\", \"echo lease controller unreachable; exit 3\"]\n";
+    std::fs::write(root.join("campaign.toml"), cfg).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "lease", "max_cells": 2, "endpoint": "gpu-a"}));
+    assert_eq!(post(&s.addr, "/api/control/start", json!({"path": path})).0, 200);
+    wait_for("running", Duration::from_secs(20), || live_state(&s.addr).0 == "running");
+    let (code, r) = post(&s.addr, "/api/control/pause", json!({}));
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["lease"]["ok"], false, "{r}");
+    assert!(r["lease"]["status"].as_str().unwrap().contains('3'), "{r}");
+    assert!(r["lease"]["output"].as_str().unwrap().contains("lease controller unreachable"), "{r}");
+    assert_eq!(r["marker"], "stopped_before_completion", "the rest of the pause completed");
+    assert_eq!(live_state(&s.addr).0, "stopped_resumable");
+}
+
+#[test]
+fn two_launches_at_once_never_race() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.0);
+    let s = serve(&root, &tmp.path().join("data"));
+    let a = draft(&s.addr, json!({"label": "same", "max_cells": 1, "endpoint": "gpu-a"}));
+    let b = draft(&s.addr, json!({"label": "same", "max_cells": 1, "endpoint": "gpu-a"}));
+    assert_ne!(a, b, "two drafts saved at once get two names");
+    let addr = s.addr.clone();
+    let other = std::thread::spawn(move || post(&addr, "/api/control/start", json!({"path": b})));
+    let first = post(&s.addr, "/api/control/start", json!({"path": a}));
+    let second = other.join().unwrap();
+    assert_eq!((first.0, second.0), (200, 200), "{} / {}", first.1, second.1);
+    let specs: std::collections::BTreeSet<&str> =
+        [first.1["spec"].as_str().unwrap(), second.1["spec"].as_str().unwrap()].into();
+    assert_eq!(specs, ["specs/committed/0001-same.json", "specs/committed/0002-same.json"].into());
+    assert_ne!(first.1["run_set"], second.1["run_set"], "each launch has its own run set");
+    let index = std::fs::read_to_string(root.join("runsets/run_index.csv")).unwrap();
+    assert_eq!(index.lines().count(), 3, "a header and one whole line per launch: {index}");
+}

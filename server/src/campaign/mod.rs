@@ -48,7 +48,13 @@ pub struct Campaign {
     /// changed are answered from it (a page of its cells each), made again at
     /// most every `LIVE_REMAKE` so running cells' durations move on.
     live_made: std::sync::Mutex<Option<(String, Instant, std::sync::Arc<LiveView>)>>,
+    /// The coverage as last computed, and what it was computed from.
+    coverage_made: std::sync::Mutex<Option<(CoverageKey, CoverageMade)>>,
 }
+
+/// The matrix's and each run set's shared value (compared by pointer), and liveness.
+type CoverageKey = (std::sync::Arc<runboard::matrix::Matrix>, Vec<(std::sync::Arc<records::RunSetRead>, bool)>);
+type CoverageMade = std::sync::Arc<(std::sync::Arc<runboard::matrix::Matrix>, coverage::Coverage, usize)>;
 
 /// How long the shared live view serves polls when nothing changed.
 const LIVE_REMAKE: Duration = Duration::from_secs(1);
@@ -63,6 +69,7 @@ impl Campaign {
             records: Records::new(root),
             local: LocalLauncher::new(),
             live_made: std::sync::Mutex::new(None),
+            coverage_made: std::sync::Mutex::new(None),
         }
     }
 
@@ -124,15 +131,45 @@ impl Campaign {
 
     // ---- coverage ---------------------------------------------------------
 
-    pub fn coverage(&self) -> (std::sync::Arc<runboard::matrix::Matrix>, coverage::Coverage, usize) {
+    /// The matrix, every planned cell's coverage and how many run sets were
+    /// read. Computed again only when the matrix, a run set's records or a
+    /// run set's liveness changed (the records are re-read by stamps; an
+    /// unchanged one is the same shared value, compared by pointer).
+    pub fn coverage(&self) -> std::sync::Arc<(std::sync::Arc<runboard::matrix::Matrix>, coverage::Coverage, usize)> {
         let matrix = self.records.matrix();
-        let input = self.records.coverage_input();
+        let sets = self.records.run_sets();
+        // The key holds the values it compares by pointer, so an address is
+        // never reused by a newer value while it is compared.
+        let key: CoverageKey = (matrix.clone(), sets.iter().map(|rs| (rs.clone(), self.records.is_live(rs))).collect());
+        let same = |a: &CoverageKey, b: &CoverageKey| {
+            std::sync::Arc::ptr_eq(&a.0, &b.0)
+                && a.1.len() == b.1.len()
+                && a.1.iter().zip(&b.1).all(|(x, y)| std::sync::Arc::ptr_eq(&x.0, &y.0) && x.1 == y.1)
+        };
+        let mut made = self.coverage_made.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, c)) = made.as_ref() {
+            if same(k, &key) {
+                return c.clone();
+            }
+        }
+        let input: Vec<coverage::RunSetCells> = sets
+            .iter()
+            .zip(&key.1)
+            .map(|(rs, (_, live))| coverage::RunSetCells {
+                name: rs.name.clone(),
+                live: *live,
+                cells: rs.cells.clone(),
+            })
+            .collect();
         let cov = coverage::compute(&matrix, &input);
-        (matrix, cov, input.len())
+        let c = std::sync::Arc::new((matrix, cov, input.len()));
+        *made = Some((key, c.clone()));
+        c
     }
 
     pub fn coverage_view(&self, rows: Option<&str>, cols: Option<&str>) -> Result<CoverageView, ApiError> {
-        let (matrix, cov, run_sets) = self.coverage();
+        let made = self.coverage();
+        let (matrix, cov, run_sets) = (&made.0, &made.1, made.2);
         let mut problems = matrix.problems.clone();
         for rs in self.records.run_sets() {
             problems.extend(rs.problems.iter().map(|p| format!("{RUNSETS_DIR}/{}/{p}", rs.name)));
@@ -147,7 +184,8 @@ impl Campaign {
     }
 
     pub fn cells(&self, params: &CellParams) -> Result<CellPage, ApiError> {
-        let (_, cov, _) = self.coverage();
+        let made = self.coverage();
+        let cov = &made.1;
         params.page(&cov).map_err(ApiError::from)
     }
 
@@ -178,7 +216,8 @@ impl Campaign {
 
     pub fn draft_preview(&self, req: &DraftRequest) -> Result<DraftPreview, ApiError> {
         let cfg = self.config()?;
-        let (matrix, cov, _) = self.coverage();
+        let made = self.coverage();
+        let (matrix, cov) = (&made.0, &made.1);
         let draft = draft::from_gaps(&matrix, &cov, &cfg, req).map_err(ApiError::refused)?;
         let prediction = preflight::predict(&draft.spec, &cfg, &self.history());
         Ok(DraftPreview { draft, prediction })

@@ -13,7 +13,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use runboard::coverage::RunSetCells;
 use runboard::drive::records::{BatchOutcome, BatchStatus, CellRecord};
 use runboard::json::{describe_error, from_slice_lenient};
 use runboard::live::ActiveMarker;
@@ -244,14 +243,6 @@ impl Records {
                     matches!(self.probe.check(&d.host, d.pid), runboard::runview::ProcessCheck::Alive { .. })
                 })
         })
-    }
-
-    /// Every run set's cells, with liveness, for coverage.
-    pub fn coverage_input(&self) -> Vec<RunSetCells> {
-        self.run_sets()
-            .into_iter()
-            .map(|rs| RunSetCells { name: rs.name.clone(), live: self.is_live(&rs), cells: rs.cells.clone() })
-            .collect()
     }
 
     // ---- the console's own records ------------------------------------
