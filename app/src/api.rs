@@ -19,7 +19,7 @@ use runboard::runview::listing::RunPage;
 use runboard::runview::trialgraph::GraphEntry;
 pub use runboard::runview::trials::TrialParams;
 use runboard::runview::trials::{BadQuery, TrialPage};
-use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunRounds, RunView};
+use runboard::runview::view::{AcceptedFactor, CallEvent, CallView, MemoryVersion, RunRounds, RunView};
 use serde::{Deserialize, Serialize};
 use server_fn::error::{FromServerFnError, ServerFnErrorErr};
 
@@ -179,7 +179,7 @@ pub mod ssr {
     use runboard::runview::listing::{ListQuery, RunPage};
     use runboard::runview::trialgraph::GraphEntry;
     use runboard::runview::trials::{TrialPage, TrialQuery};
-    use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunRounds, RunView};
+    use runboard::runview::view::{AcceptedFactor, CallEvent, CallView, MemoryVersion, RunRounds, RunView};
     use std::sync::Arc;
 
     /// Every read the console answers, typed. Implemented by the `server`
@@ -194,6 +194,8 @@ pub mod ssr {
         fn run_analysis(&self, name: &str) -> Result<RunAnalysis, ApiError>;
         /// Each written round counted, with its threshold and plan.
         fn run_rounds(&self, name: &str) -> Result<RunRounds, ApiError>;
+        /// The accepted factors, in round order.
+        fn run_accepted(&self, name: &str) -> Result<Vec<AcceptedFactor>, ApiError>;
         /// Call `n` read from its file; `Unreadable` when the file cannot be read.
         fn run_call(&self, name: &str, call: u32) -> Result<CallView, ApiError>;
         /// A page of the run's trials.
@@ -283,6 +285,11 @@ pub async fn get_call(name: String, call: String) -> Result<CallView, ApiError> 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_rounds")]
 pub async fn get_rounds(name: String) -> Result<RunRounds, ApiError> {
     ssr::answer("reading a run's rounds", move |c| c.run_rounds(&name)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_accepted")]
+pub async fn get_accepted(name: String) -> Result<Vec<AcceptedFactor>, ApiError> {
+    ssr::answer("reading a run's accepted factors", move |c| c.run_accepted(&name)).await
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "run_analysis")]

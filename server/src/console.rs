@@ -17,7 +17,7 @@ use runboard::runview::lineage::{lineage, Lineage};
 use runboard::runview::listing::{ListQuery, RunPage};
 use runboard::runview::trialgraph::GraphEntry;
 use runboard::runview::trials::{trial_page, TrialPage, TrialQuery};
-use runboard::runview::view::{CallEvent, CallView, MemoryVersion, RunRounds, RunView};
+use runboard::runview::view::{AcceptedFactor, CallEvent, CallView, MemoryVersion, RunRounds, RunView};
 
 use crate::runview::RunIndex;
 
@@ -104,6 +104,10 @@ impl Console for LocalConsole {
 
     fn run_rounds(&self, name: &str) -> Result<RunRounds, ApiError> {
         self.view_of(name).map(|(_, v)| v.rounds_summary())
+    }
+
+    fn run_accepted(&self, name: &str) -> Result<Vec<AcceptedFactor>, ApiError> {
+        self.view_of(name).map(|(_, v)| v.accepted.clone())
     }
 
     fn run_analysis(&self, name: &str) -> Result<runboard::runview::analysis::RunAnalysis, ApiError> {

@@ -84,6 +84,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/runs/{name}/calls/{call}", get(run_call))
         .route("/api/runs/{name}/memory", get(run_memory))
         .route("/api/runs/{name}/rounds", get(run_rounds))
+        .route("/api/runs/{name}/accepted", get(run_accepted))
         .route("/api/runs/{name}/trials", get(run_trials))
         .route("/api/runs/{name}/lineage/{trial}", get(run_lineage))
         .route("/api/runs/{name}/trial-graphs", get(run_trial_graphs))
@@ -277,6 +278,10 @@ async fn run_lineage(
 
 async fn run_calls(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
     read(&s, "reading a run's calls", move |c| c.run_calls(&name)).await
+}
+
+async fn run_accepted(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading a run's accepted factors", move |c| c.run_accepted(&name)).await
 }
 
 async fn run_rounds(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, AppError> {

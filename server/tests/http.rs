@@ -289,7 +289,10 @@ async fn trials_come_filtered_a_page_at_a_time_and_bad_filters_are_422s() {
     assert!(round3["trials"].as_array().unwrap().iter().all(|t| t["round"] == 3));
     let (_, accepted) = page("/api/runs/long/trials?outcome=accepted&limit=500".into()).await;
     let view: Value = serde_json::from_slice(&send(&st, get("/api/runs/long")).await.2).unwrap();
-    assert_eq!(accepted["matching"].as_u64().unwrap() as usize, view["accepted"].as_array().unwrap().len());
+    assert_eq!(accepted["matching"].as_u64().unwrap(), view["accepted_count"].as_u64().unwrap());
+    let listed: Value = serde_json::from_slice(&send(&st, get("/api/runs/long/accepted")).await.2).unwrap();
+    assert_eq!(listed.as_array().unwrap().len() as u64, view["accepted_count"].as_u64().unwrap());
+    assert!(view.get("accepted").is_none(), "the accepted factors are their own read");
     let (_, gate) = page("/api/runs/long/trials?stage=gate&limit=500".into()).await;
     assert!(gate["trials"].as_array().unwrap().iter().all(|t| t["stage"] == "gate"));
     let (_, text) = page("/api/runs/long/trials?q=R05S1".into()).await;
@@ -572,6 +575,7 @@ async fn every_read_answers_alike_over_rest_and_server_functions() {
         ("/api/runs/{}/calls/2".into(), "/sfn/run_call?name={}&call=2".into()),
         ("/api/runs/{}/memory".into(), "/sfn/run_memory?name={}".into()),
         ("/api/runs/{}/rounds".into(), "/sfn/run_rounds?name={}".into()),
+        ("/api/runs/{}/accepted".into(), "/sfn/run_accepted?name={}".into()),
         (
             "/api/runs/{}/trials?round=2&limit=3".into(),
             "/sfn/run_trials?name={}&params[round]=2&params[limit]=3".into(),

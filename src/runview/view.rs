@@ -298,7 +298,8 @@ pub struct RunRounds {
 /// rounds, its accepted factors and its memory. The trials themselves are not
 /// serialized (a run can hold millions): a page asks for them a page at a time
 /// (`trials::trial_page`); the per-round counts, plans and thresholds
-/// ([`RunRounds`]), calls and memory versions likewise travel on their own, so
+/// ([`RunRounds`]), the accepted factors, calls and memory versions likewise
+/// travel on their own, so
 /// what a live run's page polls costs the same at round 3 and at round 400.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunView {
@@ -323,7 +324,11 @@ pub struct RunView {
     /// [`RunView::rounds_summary`], not with the view.
     #[serde(skip)]
     pub round_counts: Vec<RoundCount>,
+    /// The accepted factors (grows with the run): its own read,
+    /// `GET /api/runs/{name}/accepted`; the view carries their count.
+    #[serde(skip)]
     pub accepted: Vec<AcceptedFactor>,
+    pub accepted_count: usize,
     #[serde(skip)]
     pub plans: Vec<PlanView>,
     /// Each written round's t threshold.
@@ -364,7 +369,8 @@ impl RunView {
             rounds: Vec::new(),
             rounds_written: self.rounds_written,
             round_counts: Vec::new(),
-            accepted: self.accepted.clone(),
+            accepted: Vec::new(),
+            accepted_count: self.accepted_count,
             plans: Vec::new(),
             thresholds: Vec::new(),
             correlation_limit: self.correlation_limit,
@@ -575,6 +581,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         },
         tokens_total,
         rounds_written: round_counts.len(),
+        accepted_count: accepted.len(),
         rounds,
         round_counts,
         accepted,

@@ -174,7 +174,7 @@ impl Campaign {
         for rs in self.records.run_sets() {
             problems.extend(rs.problems.iter().map(|p| format!("{RUNSETS_DIR}/{}/{p}", rs.name)));
         }
-        coverage::view(&matrix, &cov, rows, cols, run_sets, problems).map_err(|e| {
+        coverage::view(matrix, cov, rows, cols, run_sets, problems).map_err(|e| {
             ApiError::bad_query(&runboard::runview::trials::BadQuery {
                 field: "rows/cols".into(),
                 value: String::new(),
@@ -186,7 +186,7 @@ impl Campaign {
     pub fn cells(&self, params: &CellParams) -> Result<CellPage, ApiError> {
         let made = self.coverage();
         let cov = &made.1;
-        params.page(&cov).map_err(ApiError::from)
+        params.page(cov).map_err(ApiError::from)
     }
 
     pub fn run_sets(&self) -> Vec<RunSetSummary> {
@@ -218,7 +218,7 @@ impl Campaign {
         let cfg = self.config()?;
         let made = self.coverage();
         let (matrix, cov) = (&made.0, &made.1);
-        let draft = draft::from_gaps(&matrix, &cov, &cfg, req).map_err(ApiError::refused)?;
+        let draft = draft::from_gaps(matrix, cov, &cfg, req).map_err(ApiError::refused)?;
         let prediction = preflight::predict(&draft.spec, &cfg, &self.history());
         Ok(DraftPreview { draft, prediction })
     }

@@ -6,20 +6,34 @@ use leptos_router::hooks::query_signal;
 use runboard::runview::acceptance::{AcceptanceReport, ReportEntry};
 use runboard::runview::analysis::RunAnalysis;
 use runboard::runview::lineage::Lineage;
-use runboard::runview::view::RunView;
+use runboard::runview::view::AcceptedFactor;
 
 use super::{num, pretty};
-use crate::api::{get_lineage, get_reports};
+use crate::api::{get_accepted, get_lineage, get_reports};
 
-pub(super) fn accepted(v: &RunView) -> impl IntoView {
-    if v.accepted.is_empty() {
+/// The accepted tab: its own read (the list grows with the run).
+#[component]
+pub(super) fn AcceptedTab(name: String, version: String) -> impl IntoView {
+    let accepted = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_accepted(n));
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Reading the accepted factors…"</p> }>
+            {move || accepted.get().map(|res| match res {
+                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                Ok(list) => accepted_table(list).into_any(),
+            })}
+        </Transition>
+    }
+}
+
+fn accepted_table(list: Vec<AcceptedFactor>) -> impl IntoView {
+    if list.is_empty() {
         return view! { <p class="empty">"No factor accepted yet."</p> }.into_any();
     }
     view! {
         <table class="accepted">
             <thead><tr><th>"Factor"</th><th>"Round"</th><th>"Trial"</th><th>"t (directed)"</th><th>"t threshold"</th><th>"max |corr|"</th><th>"Intraday"</th><th>"Code"</th></tr></thead>
             <tbody>
-                {v.accepted.iter().map(|a| view! {
+                {list.into_iter().map(|a| view! {
                     <tr class="accepted-factor" data-factor=a.factor.clone()>
                         <td>{a.factor.clone()}</td>
                         <td>{a.round}</td>

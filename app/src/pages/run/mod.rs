@@ -88,7 +88,7 @@ pub fn RunPage() -> impl IntoView {
                                     "rounds" => rounds::rounds(n, &v).into_any(),
                                     "progress" => progress(&v).into_any(),
                                     "calls" => view! { <record::CallsTab name=n version=v.row.version.clone()/> }.into_any(),
-                                    "accepted" => evidence::accepted(&v).into_any(),
+                                    "accepted" => view! { <evidence::AcceptedTab name=n version=v.row.version.clone()/> }.into_any(),
                                     "memory" => view! { <record::MemoryTab name=n version=v.row.version.clone()/> }.into_any(),
                                     "lineage" => view! { <evidence::LineageTab name=n version=v.row.version.clone()/> }.into_any(),
                                     "graph" => view! { <charts::TrialGraphs name=n version=v.row.version.clone()/> }.into_any(),
@@ -146,7 +146,7 @@ fn summary(v: &RunView) -> impl IntoView {
                 runboard::runview::admission::LimitsSource::Defaults => "the defaults (the run does not say)",
             }}</dd>
             <dt>"Intraday operators"</dt><dd class="session-operators">{if v.session_operators.is_empty() { "none (no intraday dataset)".to_owned() } else { v.session_operators.iter().cloned().collect::<Vec<_>>().join(", ") }}</dd>
-            <dt>"Accepted factors"</dt><dd class="accepted-count">{v.accepted.len()}</dd>
+            <dt>"Accepted factors"</dt><dd class="accepted-count">{v.accepted_count}</dd>
         </dl>
         <h3>"Settings (snapshot)"</h3>
         <pre class="settings">{pretty(&v.snapshot_settings)}</pre>
