@@ -5,9 +5,10 @@
 //! runs plus one run a simulated agent writes live, a round every ~2 s), then:
 //!
 //! 1. **Per-request cost of a live run as it grows**: one client asks for the
-//!    live run's view after each of its rounds; the figure is the median time
-//!    at a few rounds and at many, and their ratio (flat ≈ 1: a request costs
-//!    what was appended, not every round again).
+//!    live run's view after each of its rounds (the first request after a
+//!    write makes the view again from what was appended) and once more right
+//!    after (the view as made, shared); the figures are the median times at a
+//!    few rounds and at many, and their ratios (flat ≈ 1).
 //! 2. **Load**: CLIENTS clients each poll the list version every 2 s, the list
 //!    every 10 s and the live run every second, for SECONDS; then latency p50 /
 //!    p99 / max, errors, and the server's threads and resident memory at the
@@ -88,6 +89,9 @@ fn main() {
     let live_url = format!("{base}/api/runs/growing");
     let rounds_of = |v: &serde_json::Value| v["row"]["rounds_written"].as_u64().unwrap_or(0);
     let mut by_rounds: Vec<(u64, f64)> = Vec::new();
+    // The request right after it (nothing written in between): the view as
+    // made, shared.
+    let mut again_by_rounds: Vec<(u64, f64)> = Vec::new();
     rt.block_on(async {
         let until = Instant::now() + Duration::from_secs(secs.max(30));
         let mut last = u64::MAX;
@@ -99,6 +103,11 @@ fn main() {
             if r != last {
                 by_rounds.push((r, took));
                 last = r;
+                let t = Instant::now();
+                let again: serde_json::Value = client.get(&live_url).send().await.unwrap().json().await.unwrap();
+                if rounds_of(&again) == r {
+                    again_by_rounds.push((r, t.elapsed().as_secs_f64() * 1e3));
+                }
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -112,6 +121,18 @@ fn main() {
     let (early, late) = (&by_rounds[..n.min(10)], &by_rounds[n.saturating_sub(10)..]);
     println!(
         "live run, one request after each written round: {:.2} ms at rounds {}–{}, {:.2} ms at rounds {}–{} (ratio {:.2})",
+        median_of(early),
+        early.first().map_or(0, |x| x.0),
+        early.last().map_or(0, |x| x.0),
+        median_of(late),
+        late.first().map_or(0, |x| x.0),
+        late.last().map_or(0, |x| x.0),
+        median_of(late) / median_of(early).max(1e-9)
+    );
+    let m = again_by_rounds.len();
+    let (early, late) = (&again_by_rounds[..m.min(10)], &again_by_rounds[m.saturating_sub(10)..]);
+    println!(
+        "live run, the next request (nothing written since): {:.2} ms at rounds {}–{}, {:.2} ms at rounds {}–{} (ratio {:.2})",
         median_of(early),
         early.first().map_or(0, |x| x.0),
         early.last().map_or(0, |x| x.0),
