@@ -196,6 +196,8 @@ pub struct OwnedRun {
     pub path: String,
     pub rounds_written: Option<u32>,
     pub rounds_planned: Option<u32>,
+    /// Trials in its written rounds (when its view was read).
+    pub trials: Option<usize>,
     pub status_text: String,
 }
 
@@ -402,6 +404,7 @@ pub fn attach_runs(cells: &mut [LiveCell], run_set: &str, rows: &[crate::runview
                 path: row.path.clone(),
                 rounds_written: row.rounds_written,
                 rounds_planned: row.rounds_planned,
+                trials: None,
                 status_text: row.status_text.clone(),
             });
         }

@@ -153,6 +153,13 @@ impl Console for LocalConsole {
         if let Some(rs) = view.run_set.clone() {
             // Cells that own a run directory show its rounds.
             runboard::live::attach_runs(&mut view.cells, &rs, &self.runs.list_shared().runs);
+            // Their trial counts, from each run's cached view (a page of
+            // cells at most; a view is read again only when its run wrote).
+            for run in view.cells.iter_mut().filter_map(|c| c.run.as_mut()) {
+                if let Some((_, v)) = self.runs.view(&run.path) {
+                    run.trials = Some(v.round_counts.iter().map(|c| c.attempts).sum());
+                }
+            }
         }
         Ok(view)
     }

@@ -411,3 +411,35 @@ fn two_launches_at_once_never_race() {
     let index = std::fs::read_to_string(root.join("runsets/run_index.csv")).unwrap();
     assert_eq!(index.lines().count(), 3, "a header and one whole line per launch: {index}");
 }
+
+#[test]
+fn a_cell_that_owns_a_run_directory_shows_its_rounds_and_trials() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.0);
+    // Each cell is a simulated agent run written into the cell's own folder.
+    let command = format!(
+        r#"command = ["{BIN}", "simulate-run", "{{out}}", "--rounds", "2", "--step-ms", "0", "--seed", "{{seed}}"]"#
+    );
+    let cfg: Vec<String> = std::fs::read_to_string(root.join("campaign.toml"))
+        .unwrap()
+        .lines()
+        .map(|l| if l.starts_with("command = ") { command.clone() } else { l.to_owned() })
+        .collect();
+    let cfg = cfg.join("\n");
+    std::fs::write(root.join("campaign.toml"), cfg).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "runs", "max_cells": 2, "endpoint": "gpu-a"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    wait_for("the batch to end", Duration::from_secs(60), || live_state(&s.addr).0 == "idle");
+    let (_, v) = live_state(&s.addr);
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{v}");
+    for c in cells {
+        let run = &c["run"];
+        assert!(run["path"].as_str().unwrap().ends_with(c["cell"].as_str().unwrap()), "{c}");
+        assert_eq!(run["rounds_written"], 2, "{c}");
+        assert!(run["trials"].as_u64().unwrap() >= 2, "{c}");
+        assert!(c["tokens"].as_u64().unwrap() > 0, "the simulated agent reports its tokens: {c}");
+    }
+}

@@ -244,7 +244,11 @@ fn cells_table(cells: Vec<LiveCell>) -> impl IntoView {
                         let rounds = match (r.rounds_written, r.rounds_planned) {
                             (Some(w), Some(p)) => format!("round {w} of {p}"),
                             (Some(w), None) => format!("{w} rounds"),
-                            _ => String::new(),
+                            _ => "started".to_owned(),
+                        };
+                        let rounds = match r.trials {
+                            Some(t) => format!("{rounds}, {t} trials"),
+                            None => rounds,
                         };
                         view! { <a href=crate::url::run_href(&r.path) title=r.status_text>{rounds}</a> }
                     });

@@ -301,6 +301,20 @@ impl Campaign {
         preflight::check(spec, cfg, &findings, &today, &self.history())
     }
 
+    /// The static preflight as a gate: every refusal, or the prediction
+    /// (none when skipped).
+    fn gate(&self, spec: &BatchSpec, cfg: &CampaignConfig, skip: bool) -> Result<Option<Prediction>, ApiError> {
+        if skip {
+            return Ok(None);
+        }
+        let pf = self.preflight_of(spec, cfg, None);
+        if pf.refusals.is_empty() {
+            Ok(Some(pf.prediction))
+        } else {
+            Err(ApiError::refused(pf.refusals))
+        }
+    }
+
     /// `start_spec`: the one launch path (see `docs/formats.md`, "Launching").
     pub fn start_spec(&self, req: &LaunchRequest) -> Result<Launched, ApiError> {
         let tag = req.tag.clone().unwrap_or_else(|| "console".into());
@@ -314,15 +328,7 @@ impl Campaign {
         let (_, bytes, spec) = self.load_spec(&req.path)?;
         let cfg = self.config()?;
         let launcher = self.launcher(&cfg)?;
-        let prediction = if req.skip_preflight {
-            None
-        } else {
-            let pf = self.preflight_of(&spec, &cfg, None);
-            if !pf.refusals.is_empty() {
-                return Err(ApiError::refused(pf.refusals));
-            }
-            Some(pf.prediction)
-        };
+        let prediction = self.gate(&spec, &cfg, req.skip_preflight)?;
         let committed = self.commit(req.path.trim(), &bytes, &spec.label)?;
         let run_set = runsets::run_set_name(&spec.label, crate::clock::now(), &|n| self.run_set_taken(n));
         self.launch_unit(launcher, &cfg, &spec, &committed, &run_set, None, &tag, "launch", prediction)
@@ -352,15 +358,7 @@ impl Campaign {
         })?;
         let cfg = self.config()?;
         let launcher = self.launcher(&cfg)?;
-        let prediction = if req.skip_preflight {
-            None
-        } else {
-            let pf = self.preflight_of(&spec, &cfg, None);
-            if !pf.refusals.is_empty() {
-                return Err(ApiError::refused(pf.refusals));
-            }
-            Some(pf.prediction)
-        };
+        let prediction = self.gate(&spec, &cfg, req.skip_preflight)?;
         let tag = index.iter().rev().find(|e| e.run_set == name).map_or("console".into(), |e| e.tag.clone());
         self.launch_unit(launcher, &cfg, &spec, &spec_rel, name, Some(&rs.dir), &tag, "resume", prediction)
     }
