@@ -106,6 +106,8 @@ pub struct RunIndex {
     /// Where what was parsed is kept between server starts (`with_list_cache`).
     list_cache: Option<PathBuf>,
     list_cache_loaded: std::sync::atomic::AtomicBool,
+    /// The list cache's save in progress: saves happen one after another.
+    list_cache_saving: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// The list cache file: what was parsed of each run, by its path under the
@@ -162,6 +164,7 @@ impl RunIndex {
             walks: AtomicU64::new(0),
             list_cache: None,
             list_cache_loaded: std::sync::atomic::AtomicBool::new(false),
+            list_cache_saving: Mutex::new(None),
         }
     }
 
@@ -199,7 +202,12 @@ impl RunIndex {
         let Some(file) = self.list_cache.clone() else { return };
         let runs: Vec<(String, Parsed)> = parsed.iter().map(|(d, p)| (self.relative(d), p.clone())).collect();
         let root = self.root.to_string_lossy().into_owned();
-        std::thread::spawn(move || {
+        let mut saving = self.list_cache_saving.lock().unwrap_or_else(|p| p.into_inner());
+        let previous = saving.take();
+        *saving = Some(std::thread::spawn(move || {
+            if let Some(p) = previous {
+                let _ = p.join();
+            }
             let doc = ListCacheFile {
                 schema_version: LIST_CACHE_SCHEMA,
                 runboard: env!("CARGO_PKG_VERSION").into(),
@@ -215,7 +223,15 @@ impl RunIndex {
             if let Err(e) = written {
                 tracing::warn!("list cache {}: not written: {e}", file.display());
             }
-        });
+        }));
+    }
+
+    /// Waits until the list cache's saves in progress are written.
+    pub fn flush_list_cache(&self) {
+        let saving = self.list_cache_saving.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(s) = saving {
+            let _ = s.join();
+        }
     }
 
     /// Keeps the list current from a file-system watch of the root: a list or
