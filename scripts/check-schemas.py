@@ -81,6 +81,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check("run-tags.schema.json", "run_tags.json", json.load(open(os.path.join(con, "runsets", "run_tags.json"))))
     for f in glob.glob(os.path.join(con, ".runboard", "units", "*.json")):
         check("unit-record.schema.json", f, json.load(open(f)))
+    check("auto-state.schema.json", "auto/state.json", json.load(open(os.path.join(con, "auto", "state.json"))))
     for i, line in enumerate(open(os.path.join(con, "auto", "log.jsonl")), 1):
         check("auto-log-line.schema.json", f"auto/log.jsonl:{i}", json.loads(line))
     for f in glob.glob(os.path.join(con, "specs", "committed", "*.json")):

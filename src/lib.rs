@@ -7,6 +7,8 @@
 //!
 //! Modules are nouns from the product's vocabulary:
 //!
+//! - [`auto`] — the autopilot's records: the state file (loaded whatever it
+//!   holds, repaired and said) and its event log's lines.
 //! - [`campaign`] — the campaign folder's configuration (`campaign.toml`): the
 //!   task library with its chains, the model and endpoint catalogue, budget
 //!   caps, the launcher and hooks.
@@ -35,6 +37,7 @@
 //!   (`NaN`, `Infinity` become `null`), and lists of names.
 //! - [`timefmt`] — timestamps as they appear in records and on pages.
 
+pub mod auto;
 pub mod campaign;
 pub mod coverage;
 pub mod draft;

@@ -8,7 +8,7 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 pub const STATE_FILE: &str = "auto/state.json";
 pub const LOG_FILE: &str = "auto/log.jsonl";
@@ -21,35 +21,32 @@ pub fn log_event(root: &Path, event: &str, detail: Value) -> std::io::Result<()>
     f.write_all(line.as_bytes())
 }
 
-/// Sets `mode` to `off` and clears the current work, keeping everything else
-/// the file holds; the log is written first, then the history copy. Returns
-/// whether auto mode was on (or finishing) before.
-pub fn turn_off(root: &Path, reason: &str) -> std::io::Result<bool> {
-    let path = root.join(STATE_FILE);
-    let mut state: Map<String, Value> = crate::fsread::read_regular(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| match v {
-            Value::Object(m) => Some(m),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let was_on = matches!(state.get("mode").and_then(Value::as_str), Some("on" | "finishing"));
-    let detail = json!({ "reason": reason, "was": state.get("mode").cloned().unwrap_or(Value::Null) });
-    log_event(root, "auto_off", detail.clone())?;
-    state.entry("schema_version").or_insert(json!(1));
-    state.insert("mode".into(), json!("off"));
-    state.insert("current".into(), Value::Null);
-    let history = state.entry("history").or_insert_with(|| json!([]));
-    if let Value::Array(h) = history {
-        h.push(json!({ "at": crate::clock::now().to_rfc3339(), "event": "auto_off", "detail": detail }));
-        let excess = h.len().saturating_sub(50);
-        h.drain(..excess);
-    } else {
-        *history = json!([]);
+/// Loads the state file (repaired when it must be; never fails).
+pub fn load(root: &Path) -> runboard::auto::Loaded {
+    let bytes = crate::fsread::read_regular(&root.join(STATE_FILE)).ok();
+    let loaded = runboard::auto::load(bytes.as_deref());
+    for r in &loaded.repaired {
+        tracing::warn!("{STATE_FILE}: {r}");
     }
-    let bytes = serde_json::to_vec_pretty(&Value::Object(state)).map_err(std::io::Error::other)?;
-    crate::atomic::write_atomic(&path, &bytes)?;
+    loaded
+}
+
+/// Replaces the state file whole, atomically.
+pub fn save(root: &Path, state: &runboard::auto::AutoState) -> std::io::Result<()> {
+    fs::create_dir_all(root.join("auto"))?;
+    let bytes = serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?;
+    crate::atomic::write_atomic(&root.join(STATE_FILE), &bytes)
+}
+
+/// Auto mode off and the current work cleared, keeping everything else the
+/// file holds: the event is logged first, then kept in the history, then the
+/// state saved. Returns whether auto mode was on (or finishing) before.
+pub fn turn_off(root: &Path, reason: &str) -> std::io::Result<bool> {
+    let mut state = load(root).state;
+    let (was_on, event) = state.turn_off(reason, crate::clock::now());
+    log_event(root, &event.event, event.detail.clone())?;
+    state.remember(event);
+    save(root, &state)?;
     Ok(was_on)
 }
 
@@ -70,6 +67,7 @@ mod tests {
         assert!(turn_off(root, "test").unwrap());
         let v: Value = serde_json::from_slice(&fs::read(root.join(STATE_FILE)).unwrap()).unwrap();
         assert_eq!((v["mode"].as_str(), v["current"].is_null()), (Some("off"), true));
+        assert_eq!(v["history"][0]["event"], "auto_off");
         assert_eq!(v["settings"]["wait_minutes"], 5, "the rest is kept");
         for junk in [&b""[..], b"[1]", b"{torn"] {
             fs::write(root.join(STATE_FILE), junk).unwrap();

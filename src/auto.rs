@@ -1,0 +1,361 @@
+//! The autopilot's records: the state file (`auto/state.json`) and its event
+//! log (`auto/log.jsonl`), see `docs/formats.md`.
+//!
+//! Loading never fails: a missing file is the default state; an empty,
+//! damaged or non-object file is the default state and says why; a field that
+//! is missing (an older format) takes its default, and a field of the wrong
+//! shape is dropped to its default and named — the rest of the file is kept.
+//! The next save writes the whole state.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Timestamp;
+
+pub const SCHEMA_VERSION: u32 = 1;
+/// The events the state keeps a copy of (the log keeps them all).
+pub const HISTORY_KEPT: usize = 50;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Off,
+    On,
+    /// Let the current batch end, launch nothing more, then off.
+    Finishing,
+}
+
+/// Why auto mode is on but not launching, since when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hold {
+    /// A short code (`batch_running`, `settings_invalid`, …).
+    pub reason: String,
+    /// The reason in words.
+    #[serde(default)]
+    pub words: String,
+    #[serde(with = "crate::timefmt::rfc3339")]
+    pub since: Timestamp,
+}
+
+/// One line of the event log, and of the state's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogEvent {
+    #[serde(with = "crate::timefmt::rfc3339")]
+    pub at: Timestamp,
+    pub event: String,
+    #[serde(default)]
+    pub detail: Value,
+}
+
+/// One batch the autopilot launched in its session, closed when it ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Iteration {
+    #[serde(default)]
+    pub unit: String,
+    #[serde(default)]
+    pub run_set: String,
+    #[serde(default)]
+    pub spec: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub cells: usize,
+    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    pub launched_at: Option<Timestamp>,
+    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    pub ended_at: Option<Timestamp>,
+    /// The batch outcome's status once it ended.
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub cells_attempted: Option<usize>,
+    #[serde(default)]
+    pub passes: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    pub started_at: Option<Timestamp>,
+    /// Filled in on load when an older file lacks it.
+    #[serde(default)]
+    pub iterations: Vec<Iteration>,
+    #[serde(default)]
+    pub ended_reason: Option<String>,
+}
+
+/// The batch the autopilot launched and is waiting for (on one lane).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Current {
+    pub unit: String,
+    pub label: String,
+    pub spec: String,
+    pub run_set: String,
+    #[serde(with = "crate::timefmt::rfc3339")]
+    pub launched_at: Timestamp,
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub request_preset: Option<String>,
+    #[serde(default)]
+    pub prompt_variant: Option<String>,
+    #[serde(default)]
+    pub retry_feedback: Option<bool>,
+    #[serde(default)]
+    pub cells: usize,
+}
+
+/// An endpoint quarantined after a failure, until `retry_at`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointFailure {
+    pub failures: u32,
+    #[serde(with = "crate::timefmt::rfc3339")]
+    pub retry_at: Timestamp,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// A paid model held back after a credit-like failure, until `until` (the
+/// next UTC midnight).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreditFlag {
+    #[serde(default)]
+    pub reason: String,
+    #[serde(with = "crate::timefmt::rfc3339")]
+    pub until: Timestamp,
+}
+
+/// A run set whose publication stage failed: listed once, by run set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Backfill {
+    pub run_set: String,
+    #[serde(default)]
+    pub stage: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+/// `auto/state.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutoState {
+    pub schema_version: u32,
+    #[serde(default)]
+    pub mode: Mode,
+    /// The operator's settings, as saved (validated when used).
+    #[serde(default = "empty_object")]
+    pub settings: Value,
+    #[serde(default)]
+    pub session: Session,
+    #[serde(default)]
+    pub current: Option<Current>,
+    /// Per lane (endpoint name), with parallel lanes.
+    #[serde(default)]
+    pub currents: BTreeMap<String, Current>,
+    #[serde(default)]
+    pub lane_outcomes: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub lane_finished_at: BTreeMap<String, String>,
+    #[serde(default)]
+    pub endpoint_failures: BTreeMap<String, EndpointFailure>,
+    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    pub last_batch_finished_at: Option<Timestamp>,
+    #[serde(default)]
+    pub credit_flags: BTreeMap<String, CreditFlag>,
+    #[serde(default)]
+    pub closeout_backfill: Vec<Backfill>,
+    /// UTC day (`2026-12-01`) → model → batches launched.
+    #[serde(default)]
+    pub daily_launches: BTreeMap<String, BTreeMap<String, u32>>,
+    #[serde(default)]
+    pub last_decision: Option<Value>,
+    #[serde(default)]
+    pub hold: Option<Hold>,
+    /// The newest [`HISTORY_KEPT`] events (the log holds them all).
+    #[serde(default)]
+    pub history: Vec<LogEvent>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+impl Default for AutoState {
+    fn default() -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            mode: Mode::Off,
+            settings: empty_object(),
+            session: Session::default(),
+            current: None,
+            currents: BTreeMap::new(),
+            lane_outcomes: BTreeMap::new(),
+            lane_finished_at: BTreeMap::new(),
+            endpoint_failures: BTreeMap::new(),
+            last_batch_finished_at: None,
+            credit_flags: BTreeMap::new(),
+            closeout_backfill: Vec::new(),
+            daily_launches: BTreeMap::new(),
+            last_decision: None,
+            hold: None,
+            history: Vec::new(),
+        }
+    }
+}
+
+/// A loaded state, and what was repaired to load it (empty: nothing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub state: AutoState,
+    pub repaired: Vec<String>,
+}
+
+/// Loads the state file's bytes (`None`: no file). Never fails.
+pub fn load(bytes: Option<&[u8]>) -> Loaded {
+    let Some(bytes) = bytes else {
+        return Loaded { state: AutoState::default(), repaired: Vec::new() };
+    };
+    let mut repaired = Vec::new();
+    let mut obj = match crate::json::from_slice_lenient::<Value>(bytes) {
+        _ if bytes.iter().all(u8::is_ascii_whitespace) => {
+            repaired.push("the file is empty; a default state is used".into());
+            return Loaded { state: AutoState::default(), repaired };
+        }
+        Ok(Value::Object(m)) => m,
+        Ok(other) => {
+            let kind = match other {
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                _ => "null",
+            };
+            repaired.push(format!("the file holds {kind}, not an object; a default state is used"));
+            return Loaded { state: AutoState::default(), repaired };
+        }
+        Err(e) => {
+            repaired.push(format!(
+                "the file does not parse ({}); a default state is used",
+                crate::json::describe_error(&e)
+            ));
+            return Loaded { state: AutoState::default(), repaired };
+        }
+    };
+    if obj.get("schema_version").and_then(Value::as_u64) != Some(u64::from(SCHEMA_VERSION)) {
+        if obj.contains_key("schema_version") {
+            repaired.push(format!("schema_version {} read as {SCHEMA_VERSION}", obj["schema_version"]));
+        }
+        obj.insert("schema_version".into(), Value::from(SCHEMA_VERSION));
+    }
+    // A field of the wrong shape is dropped to its default, one at a time,
+    // named by the path serde stopped at; the rest is kept.
+    for _ in 0..32 {
+        match serde_path_to_error::deserialize::<_, AutoState>(Value::Object(obj.clone())) {
+            Ok(state) => return Loaded { state, repaired },
+            Err(e) => {
+                let path = e.path().to_string();
+                let top = path.split(['.', '[']).next().unwrap_or("").to_owned();
+                if top.is_empty() || top == "?" || obj.remove(&top).is_none() {
+                    repaired.push(format!("{path}: {}; a default state is used", e.into_inner()));
+                    return Loaded { state: AutoState::default(), repaired };
+                }
+                repaired.push(format!("{path}: {}; `{top}` read as its default", e.into_inner()));
+            }
+        }
+    }
+    Loaded { state: AutoState::default(), repaired }
+}
+
+impl AutoState {
+    /// Keeps a copy of `event` in the history (the newest [`HISTORY_KEPT`]).
+    /// Append it to the log first.
+    pub fn remember(&mut self, event: LogEvent) {
+        self.history.push(event);
+        let excess = self.history.len().saturating_sub(HISTORY_KEPT);
+        self.history.drain(..excess);
+    }
+
+    /// Auto mode off, the current work cleared (what a stop does), with the
+    /// event to log. Returns whether it was on or finishing.
+    pub fn turn_off(&mut self, reason: &str, now: Timestamp) -> (bool, LogEvent) {
+        let was = self.mode;
+        self.mode = Mode::Off;
+        self.current = None;
+        self.currents.clear();
+        self.hold = None;
+        self.session.ended_reason = Some(reason.to_owned());
+        let event =
+            LogEvent { at: now, event: "auto_off".into(), detail: serde_json::json!({ "reason": reason, "was": was }) };
+        (was != Mode::Off, event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whatever_the_file_holds_a_state_loads() {
+        assert_eq!(load(None), Loaded { state: AutoState::default(), repaired: vec![] });
+        for (bytes, why) in [
+            (&b""[..], "empty"),
+            (b"  \n", "empty"),
+            (b"[1, 2]", "an array, not an object"),
+            (b"\"on\"", "a string"),
+            (b"{\"mode\": \"on\", \"sett", "does not parse"),
+        ] {
+            let l = load(Some(bytes));
+            assert_eq!(l.state, AutoState::default(), "{bytes:?}");
+            assert!(l.repaired[0].contains(why), "{bytes:?}: {:?}", l.repaired);
+        }
+    }
+
+    #[test]
+    fn an_older_or_partly_damaged_file_keeps_what_it_can() {
+        // An older file: no schema_version, a session without iterations.
+        let old =
+            br#"{"mode": "on", "settings": {"wait_minutes": 5}, "session": {"started_at": "2026-09-01T00:00:00Z"}}"#;
+        let l = load(Some(old));
+        assert_eq!(l.state.mode, Mode::On);
+        assert_eq!(l.state.settings["wait_minutes"], 5);
+        assert!(l.state.session.iterations.is_empty());
+        assert!(l.state.session.started_at.is_some());
+        assert_eq!(l.state.schema_version, SCHEMA_VERSION);
+        // Wrong shapes: each dropped to its default and named; the rest kept.
+        let damaged = br#"{"schema_version": 1, "mode": "sideways", "hold": {"reason": "x"},
+                           "credit_flags": {"gpt": {"until": "2026-12-02T00:00:00Z"}}, "history": 7}"#;
+        let l = load(Some(damaged));
+        assert_eq!(l.state.mode, Mode::Off);
+        assert!(l.state.hold.is_none());
+        assert_eq!(l.state.credit_flags.len(), 1, "kept");
+        assert!(l.state.history.is_empty());
+        assert_eq!(l.repaired.len(), 3, "{:?}", l.repaired);
+        assert!(l.repaired.iter().any(|r| r.starts_with("mode:")), "{:?}", l.repaired);
+        // What loads saves whole and loads again the same.
+        let text = serde_json::to_vec(&l.state).unwrap();
+        assert_eq!(load(Some(&text)).state, l.state);
+        assert!(load(Some(&text)).repaired.is_empty());
+    }
+
+    #[test]
+    fn the_history_keeps_the_newest_fifty_and_a_stop_turns_auto_off() {
+        let mut s = AutoState { mode: Mode::Finishing, ..AutoState::default() };
+        for i in 0..60 {
+            s.remember(LogEvent { at: Timestamp(i), event: format!("e{i}"), detail: Value::Null });
+        }
+        assert_eq!(s.history.len(), HISTORY_KEPT);
+        assert_eq!(s.history[0].event, "e10");
+        let (was_on, ev) = s.turn_off("stop and abort by the operator", Timestamp(99));
+        assert!(was_on);
+        assert_eq!((s.mode, ev.event.as_str()), (Mode::Off, "auto_off"));
+        assert_eq!(ev.detail["was"], "finishing");
+    }
+}
