@@ -497,7 +497,7 @@ impl Campaign {
 
     /// The latest unit and what its launcher says of it.
     fn current_unit(&self, cfg: &CampaignConfig) -> Option<(UnitRecord, UnitSeen)> {
-        let rec = self.records.units().pop()?;
+        let rec = self.records.units().last().cloned()?;
         let observation = match rec.backend.as_str() {
             "local" => self.local.observe(&rec),
             other => match self.launcher(cfg) {
@@ -649,8 +649,9 @@ impl Campaign {
     fn running_units(&self) -> Vec<UnitRecord> {
         self.records
             .units()
-            .into_iter()
+            .iter()
             .filter(|r| matches!(self.local.observe(r), runboard::live::Observation::Active { .. }))
+            .cloned()
             .collect()
     }
 
@@ -666,7 +667,7 @@ impl Campaign {
         if !running.is_empty() {
             report.lease = cfg.hooks.release_lease.as_ref().map(|cmd| run_hook(cmd, &self.root));
         }
-        running.into_iter().last().or_else(|| self.records.units().pop())
+        running.into_iter().last().or_else(|| self.records.units().last().cloned())
     }
 
     /// Ends every unit still running, recording nothing else (the demo's

@@ -53,6 +53,9 @@ type RunSetKey = (Option<FileStamp>, Option<FileStamp>, Option<FileStamp>);
 struct Held {
     matrix: Option<(Option<FileStamp>, Arc<Matrix>)>,
     run_sets: HashMap<String, (RunSetKey, Arc<RunSetRead>)>,
+    /// The unit records, read again only when the units folder changed (a
+    /// record is replaced by a rename; a log appended beside it changes nothing).
+    units: Option<(Option<FileStamp>, Arc<Vec<UnitRecord>>)>,
 }
 
 /// The campaign's records, read within its root, cached by file stamps.
@@ -64,6 +67,15 @@ pub struct Records {
     /// Cell record files read since the start (a figure for the debug
     /// endpoint and the benches: polls while nothing changed add none).
     cell_files_read: std::sync::atomic::AtomicU64,
+}
+
+/// Whether a folder's stamp can be trusted to say "nothing changed": its
+/// modification time comes from a coarse clock, so two renames a few
+/// milliseconds apart may leave the same time. A folder changed within the
+/// last second is read again.
+fn settled(stamp: &Option<FileStamp>) -> bool {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+    stamp.is_none_or(|s| now - s.mtime_ns > 1_000_000_000)
 }
 
 impl Records {
@@ -159,7 +171,7 @@ impl Records {
         let key: RunSetKey =
             (stamp_of(&dir.join("cells")), stamp_of(&dir.join("batch_outcome.json")), stamp_of(&dir.join("spec.json")));
         let old = match held.run_sets.get(name) {
-            Some((k, rs)) if *k == key => return rs.clone(),
+            Some((k, rs)) if *k == key && settled(&key.0) => return rs.clone(),
             Some((_, rs)) => Some(rs.clone()),
             None => None,
         };
@@ -299,22 +311,31 @@ impl Records {
         self.root.join(UNITS_DIR).join(format!("{unit}.json"))
     }
 
-    /// Every unit record, oldest launch first.
-    pub fn units(&self) -> Vec<UnitRecord> {
-        let Ok(entries) = fs::read_dir(self.root.join(UNITS_DIR)) else { return Vec::new() };
-        let mut out: Vec<UnitRecord> = entries
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-            .filter_map(|e| self.within.read(&e.path()).ok())
-            .filter_map(|b| from_slice_lenient::<UnitRecord>(&b).ok())
-            .collect();
+    /// Every unit record, oldest launch first. The live view's version asks
+    /// for them at every poll: they are parsed again only when the units
+    /// folder changed.
+    pub fn units(&self) -> Arc<Vec<UnitRecord>> {
+        let dir = self.root.join(UNITS_DIR);
+        let stamp = stamp_of(&dir);
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((s, units)) = &held.units {
+            if *s == stamp && settled(&stamp) {
+                return units.clone();
+            }
+        }
+        let mut out: Vec<UnitRecord> = match fs::read_dir(&dir) {
+            Err(_) => Vec::new(),
+            Ok(entries) => entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .filter_map(|e| self.within.read(&e.path()).ok())
+                .filter_map(|b| from_slice_lenient::<UnitRecord>(&b).ok())
+                .collect(),
+        };
         out.sort_by(|a, b| a.started_at.cmp(&b.started_at).then_with(|| a.unit.cmp(&b.unit)));
-        out
-    }
-
-    pub fn unit(&self, unit: &str) -> Option<UnitRecord> {
-        let b = self.within.read(&self.unit_path(unit)).ok()?;
-        from_slice_lenient(&b).ok()
+        let units = Arc::new(out);
+        held.units = Some((stamp, units.clone()));
+        units
     }
 
     /// The last `n` lines of a file inside the root (a unit's log).
