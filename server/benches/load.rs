@@ -117,30 +117,22 @@ fn main() {
         v.sort_by(f64::total_cmp);
         percentile(&v, 0.5)
     };
-    let n = by_rounds.len();
-    let (early, late) = (&by_rounds[..n.min(10)], &by_rounds[n.saturating_sub(10)..]);
-    println!(
-        "live run, one request after each written round: {:.2} ms at rounds {}–{}, {:.2} ms at rounds {}–{} (ratio {:.2})",
-        median_of(early),
-        early.first().map_or(0, |x| x.0),
-        early.last().map_or(0, |x| x.0),
-        median_of(late),
-        late.first().map_or(0, |x| x.0),
-        late.last().map_or(0, |x| x.0),
-        median_of(late) / median_of(early).max(1e-9)
-    );
-    let m = again_by_rounds.len();
-    let (early, late) = (&again_by_rounds[..m.min(10)], &again_by_rounds[m.saturating_sub(10)..]);
-    println!(
-        "live run, the next request (nothing written since): {:.2} ms at rounds {}–{}, {:.2} ms at rounds {}–{} (ratio {:.2})",
-        median_of(early),
-        early.first().map_or(0, |x| x.0),
-        early.last().map_or(0, |x| x.0),
-        median_of(late),
-        late.first().map_or(0, |x| x.0),
-        late.last().map_or(0, |x| x.0),
-        median_of(late) / median_of(early).max(1e-9)
-    );
+    // The median of the first ten and of the last ten, and their ratio.
+    let early_late = |what: &str, xs: &[(u64, f64)]| {
+        let n = xs.len();
+        let (early, late) = (&xs[..n.min(10)], &xs[n.saturating_sub(10)..]);
+        let span = |p: &[(u64, f64)]| format!("{}–{}", p.first().map_or(0, |x| x.0), p.last().map_or(0, |x| x.0));
+        println!(
+            "live run, {what}: {:.2} ms at rounds {}, {:.2} ms at rounds {} (ratio {:.2})",
+            median_of(early),
+            span(early),
+            median_of(late),
+            span(late),
+            median_of(late) / median_of(early).max(1e-9)
+        );
+    };
+    early_late("one request after each written round", &by_rounds);
+    early_late("the next request (nothing written since)", &again_by_rounds);
 
     // 2. Load.
     let latencies = Arc::new(Mutex::new(Vec::<f64>::new()));
