@@ -28,6 +28,23 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
 fi
 
+# The launcher backends' tests run real daemons: a systemd user manager (with
+# its D-Bus session bus) and single-node Slurm with accounting (slurmdbd on a
+# private MariaDB). See scripts/fixtures/ and docs/backends.md.
+BACKEND_PACKAGES=""
+for pair in systemd:/usr/lib/systemd/systemd dbus-user-session:/usr/lib/systemd/user/dbus.socket \
+            slurmctld:/usr/sbin/slurmctld slurmd:/usr/sbin/slurmd slurm-client:/usr/bin/sbatch \
+            slurmdbd:/usr/sbin/slurmdbd mariadb-server:/usr/sbin/mariadbd; do
+  [ -e "${pair#*:}" ] || BACKEND_PACKAGES="$BACKEND_PACKAGES ${pair%%:*}"
+done
+if [ -n "$BACKEND_PACKAGES" ]; then
+  log "installing the launcher backends' test daemons:$BACKEND_PACKAGES"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  # The packages' own services are not wanted (there is no init to run them).
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $BACKEND_PACKAGES >/dev/null
+fi
+
 if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
   log "adding rust target wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown

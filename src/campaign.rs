@@ -130,6 +130,115 @@ pub struct LauncherConfig {
     /// default 30).
     #[serde(default)]
     pub grace_s: Option<f64>,
+    /// The bound on each state read of a unit (a D-Bus property read,
+    /// `squeue`, `sacct`): seconds, default 10. A read that takes longer
+    /// makes the unit's state `unknown`, never `failed`.
+    #[serde(default)]
+    pub query_timeout_s: Option<f64>,
+    /// Names of the server's environment variables a systemd unit is given
+    /// (besides `PATH`, `HOME`, `LANG`, `USER` and `RUNBOARD_*`): a transient
+    /// unit does not inherit the server's environment. Slurm jobs get the
+    /// whole environment (`sbatch`'s default).
+    #[serde(default)]
+    pub environment: Vec<String>,
+    #[serde(default)]
+    pub systemd: SystemdConfig,
+    #[serde(default)]
+    pub slurm: SlurmConfig,
+}
+
+/// `[launcher.systemd]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemdConfig {
+    /// The journal folder `journalctl -D` reads a failed unit's last lines
+    /// from; default: the journals `journalctl` finds itself.
+    #[serde(default)]
+    pub journal_dir: Option<String>,
+}
+
+/// `[launcher.slurm]`: what each batch job asks for (`sbatch` options).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlurmConfig {
+    /// `--partition`; default: the cluster's default partition.
+    #[serde(default)]
+    pub partition: Option<String>,
+    /// `--time`: `minutes`, `HH:MM:SS`, `D-HH:MM:SS`…; default: the partition's.
+    #[serde(default)]
+    pub time_limit: Option<String>,
+    /// `--cpus-per-task`.
+    #[serde(default)]
+    pub cpus: Option<u32>,
+    /// `--mem`: megabytes, or a number with K, M, G or T.
+    #[serde(default)]
+    pub memory: Option<String>,
+    /// `--account`.
+    #[serde(default)]
+    pub account: Option<String>,
+}
+
+impl LauncherConfig {
+    /// The bound on one state read.
+    pub fn query_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.query_timeout_s.unwrap_or(10.0))
+    }
+
+    /// What makes the launcher settings unusable.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.grace_s.is_some_and(|g| !(g.is_finite() && (0.0..=3600.0).contains(&g))) {
+            out.push("launcher.grace_s must be between 0 and 3600 seconds".into());
+        }
+        if self.query_timeout_s.is_some_and(|g| !(g.is_finite() && (0.1..=120.0).contains(&g))) {
+            out.push("launcher.query_timeout_s must be between 0.1 and 120 seconds".into());
+        }
+        for name in &self.environment {
+            let ok = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok {
+                out.push(format!("launcher.environment: {name:?} is not an environment variable name"));
+            }
+        }
+        let s = &self.slurm;
+        let word = |v: &str| {
+            !v.is_empty() && v.len() <= 64 && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        };
+        if s.partition.as_deref().is_some_and(|p| !word(p)) {
+            out.push("launcher.slurm.partition must be a partition name (letters, digits, '-', '_', '.')".into());
+        }
+        if s.account.as_deref().is_some_and(|p| !word(p)) {
+            out.push("launcher.slurm.account must be an account name (letters, digits, '-', '_', '.')".into());
+        }
+        if s.time_limit.as_deref().is_some_and(|t| !slurm_time_ok(t)) {
+            out.push("launcher.slurm.time_limit must be minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS".into());
+        }
+        if s.cpus == Some(0) {
+            out.push("launcher.slurm.cpus must be at least 1".into());
+        }
+        if s.memory.as_deref().is_some_and(|m| !slurm_memory_ok(m)) {
+            out.push("launcher.slurm.memory must be megabytes or a number with K, M, G or T (\"4G\")".into());
+        }
+        out
+    }
+}
+
+/// Slurm's time formats: `M`, `M:S`, `H:M:S`, `D-H`, `D-H:M`, `D-H:M:S`.
+fn slurm_time_ok(t: &str) -> bool {
+    let num = |p: &str| !p.is_empty() && p.len() <= 6 && p.chars().all(|c| c.is_ascii_digit());
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (Some(d), r),
+        None => (None, t),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    days.is_none_or(num) && parts.iter().all(|p| num(p)) && (1..=3).contains(&parts.len())
+}
+
+fn slurm_memory_ok(m: &str) -> bool {
+    let digits = m.trim_end_matches(['K', 'M', 'G', 'T', 'k', 'm', 'g', 't']);
+    (m.len() - digits.len()) <= 1
+        && !digits.is_empty()
+        && digits.len() <= 9
+        && digits.chars().all(|c| c.is_ascii_digit())
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -222,9 +331,7 @@ impl CampaignConfig {
                 out.push(format!("budget.{what} must be a number > 0"));
             }
         }
-        if self.launcher.grace_s.is_some_and(|g| !(g.is_finite() && (0.0..=3600.0).contains(&g))) {
-            out.push("launcher.grace_s must be between 0 and 3600 seconds".into());
-        }
+        out.extend(self.launcher.problems());
         if self.hooks.release_lease.as_ref().is_some_and(Vec::is_empty) {
             out.push("hooks.release_lease must name a program".into());
         }
@@ -294,7 +401,20 @@ mod tests {
                 "daily_cap must be at least 1",
             ),
             ("schema_version = 1\nname = \"x\"\n[launcher]\nkind = \"cron\"", "unknown variant `cron`"),
+            ("schema_version = 1\nname = \"x\"\n[launcher]\nquery_timeout_s = 0", "query_timeout_s must be between"),
+            ("schema_version = 1\nname = \"x\"\n[launcher]\nenvironment = [\"A B\"]", "is not an environment variable name"),
+            ("schema_version = 1\nname = \"x\"\n[launcher.slurm]\ntime_limit = \"1:2:3:4\"", "time_limit must be"),
+            ("schema_version = 1\nname = \"x\"\n[launcher.slurm]\nmemory = \"4GB\"", "memory must be"),
+            ("schema_version = 1\nname = \"x\"\n[launcher.slurm]\npartition = \"a;b\"", "partition must be"),
         ];
+        let ok = "schema_version = 1\nname = \"x\"\n[launcher]\nkind = \"slurm\"\nquery_timeout_s = 2\n[launcher.slurm]\npartition = \"debug\"\ntime_limit = \"1-02:00:00\"\ncpus = 2\nmemory = \"4G\"";
+        let cfg = CampaignConfig::parse(ok).unwrap();
+        assert_eq!(cfg.launcher.kind, LauncherKind::Slurm);
+        assert_eq!(cfg.launcher.query_timeout(), std::time::Duration::from_secs(2));
+        assert_eq!(cfg.launcher.slurm.memory.as_deref(), Some("4G"));
+        for t in ["90", "10:00", "02:00:00", "1-02", "1-02:00", "1-02:00:00"] {
+            assert!(slurm_time_ok(t), "{t}");
+        }
         for (text, want) in cases {
             let err = CampaignConfig::parse(text).unwrap_err().to_string();
             assert!(err.contains(want), "{text:?} -> {err}");

@@ -5,11 +5,12 @@
 //!
 //! The rules, in order (the first that holds decides):
 //!
-//! 1. a driver process is alive and names its run set → **running**
+//! 1. the launcher cannot say what the latest unit is → **unknown**, with the
+//!    reason (never guessed as finished or failed; a driver process seen
+//!    alive on this host is named with it);
+//! 2. a driver process is alive and names its run set → **running**
 //!    (it beats the marker: parallel lanes rewrite the shared marker);
-//! 2. the unit is pending or active (no run set process yet) → **starting**;
-//! 3. the launcher cannot say what the unit is → **unknown** (never guessed as
-//!    finished or failed);
+//! 3. the unit is pending or active (no run set process yet) → **starting**;
 //! 4. the unit ended unsuccessfully before its batch wrote an outcome →
 //!    **launch_failed**, with the unit's exit status, result and the last
 //!    lines of its log;
@@ -126,13 +127,39 @@ pub struct LiveObservations {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum LiveState {
-    Idle { last_run_set: Option<String>, last_outcome: Option<BatchStatus> },
-    Starting { unit: String, run_set: String, reason: Option<String> },
-    Running { run_set: String, unit: Option<String> },
-    StoppedResumable { run_set: String, spec: String, reason: Option<String> },
-    Aborted { run_set: String, at: Timestamp },
-    LaunchFailed { run_set: String, failure: UnitFailure },
-    Unknown { unit: String, reason: String },
+    Idle {
+        last_run_set: Option<String>,
+        last_outcome: Option<BatchStatus>,
+    },
+    Starting {
+        unit: String,
+        run_set: String,
+        reason: Option<String>,
+    },
+    Running {
+        run_set: String,
+        unit: Option<String>,
+    },
+    StoppedResumable {
+        run_set: String,
+        spec: String,
+        reason: Option<String>,
+    },
+    Aborted {
+        run_set: String,
+        at: Timestamp,
+    },
+    LaunchFailed {
+        run_set: String,
+        failure: UnitFailure,
+    },
+    Unknown {
+        unit: String,
+        reason: String,
+        /// A run set whose driver process is alive on this host meanwhile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        alive_run_set: Option<String>,
+    },
 }
 
 impl LiveState {
@@ -168,7 +195,13 @@ impl LiveState {
                 Some(r) => format!("{} {r}", failure.title),
                 None => failure.title.clone(),
             },
-            Self::Unknown { unit, reason } => format!("Unknown: {unit} could not be observed ({reason})."),
+            Self::Unknown { unit, reason, alive_run_set } => format!(
+                "Unknown: {unit} could not be observed ({reason}).{}",
+                alive_run_set
+                    .as_deref()
+                    .map(|rs| format!(" A driver of {rs} is alive on this host."))
+                    .unwrap_or_default()
+            ),
         }
     }
 
@@ -413,6 +446,15 @@ pub fn attach_runs(cells: &mut [LiveCell], run_set: &str, rows: &[crate::runview
 
 /// The live state from `obs` (see the module's rules).
 pub fn derive(obs: &LiveObservations) -> LiveState {
+    if let Some(u) = &obs.unit {
+        if let Observation::Unknown { reason } = &u.observation {
+            return LiveState::Unknown {
+                unit: u.unit.clone(),
+                reason: reason.clone(),
+                alive_run_set: obs.process_run_set.clone(),
+            };
+        }
+    }
     if let Some(rs) = &obs.process_run_set {
         let unit = obs.unit.as_ref().filter(|u| u.run_set == *rs).map(|u| u.unit.clone());
         return LiveState::Running { run_set: rs.clone(), unit };
@@ -425,10 +467,7 @@ pub fn derive(obs: &LiveObservations) -> LiveState {
             Observation::Active { .. } => {
                 return LiveState::Starting { unit: u.unit.clone(), run_set: u.run_set.clone(), reason: None }
             }
-            Observation::Unknown { reason } => {
-                return LiveState::Unknown { unit: u.unit.clone(), reason: reason.clone() }
-            }
-            Observation::Finished { .. } => {}
+            Observation::Unknown { .. } | Observation::Finished { .. } => {}
         }
     }
     if let Some(m) = &obs.marker {
@@ -563,8 +602,18 @@ mod tests {
             (LiveObservations { unit: Some(unit(pending, None)), ..Default::default() }, "starting"),
             (
                 LiveObservations {
-                    unit: Some(unit(unknown, None)),
+                    unit: Some(unit(unknown.clone(), None)),
                     marker: Some(marker(AbortedByOperator, "b-1")),
+                    ..Default::default()
+                },
+                "unknown",
+            ),
+            // A unit that cannot be asked is unknown even while a driver
+            // process runs: the process is named, the unit's fate is not guessed.
+            (
+                LiveObservations {
+                    unit: Some(unit(unknown, None)),
+                    process_run_set: Some("b-1".into()),
                     ..Default::default()
                 },
                 "unknown",
@@ -612,6 +661,11 @@ mod tests {
         for (i, (obs, want)) in cases.iter().enumerate() {
             assert_eq!(derive(obs).label(), *want, "case {i}: {obs:?}");
         }
+        let unknown_alive = cases.iter().find(|(o, w)| *w == "unknown" && o.process_run_set.is_some()).unwrap();
+        assert_eq!(
+            derive(&unknown_alive.0).words(),
+            "Unknown: u1 could not be observed (bus down). A driver of b-1 is alive on this host.",
+        );
     }
 
     #[test]

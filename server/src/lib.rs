@@ -29,6 +29,7 @@ pub mod auto_state;
 pub mod campaign;
 pub mod cli;
 pub mod clock;
+pub mod command;
 pub mod console;
 pub mod demo;
 pub mod drive;

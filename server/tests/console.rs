@@ -4,148 +4,13 @@
 //! live state through a batch, pause / resume / stop+abort, a unit that dies
 //! before its batch, and a batch that outlives its server being killed.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::path::Path;
+use std::time::Duration;
+
+use common::served::*;
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_runboard");
-
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(root: &Path, data: &Path) -> Served {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--port", "0", "--root"])
-        .arg(root)
-        .arg("--data-dir")
-        .arg(data)
-        .env_remove("RUNBOARD_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line.split("at http://").nth(1).and_then(|r| r.trim().strip_suffix('/')).unwrap().to_owned();
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    Served { child, addr }
-}
-
-/// One HTTP/1.1 exchange: the status and the body as JSON (Null if not JSON).
-fn http(addr: &str, method: &str, path: &str, body: Option<&str>, content_type: &str) -> (u16, Value) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    let body = body.unwrap_or("");
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let payload = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    // Chunked bodies: the JSON is the one line that parses.
-    let value = serde_json::from_str(payload.trim())
-        .ok()
-        .or_else(|| payload.lines().find_map(|l| serde_json::from_str::<Value>(l.trim()).ok()))
-        .unwrap_or(Value::Null);
-    (code, value)
-}
-
-fn get(addr: &str, path: &str) -> (u16, Value) {
-    http(addr, "GET", path, None, "application/json")
-}
-
-fn post(addr: &str, path: &str, body: Value) -> (u16, Value) {
-    http(addr, "POST", path, Some(&body.to_string()), "application/json")
-}
-
-fn wait_for(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
-    let until = Instant::now() + within;
-    while Instant::now() < until {
-        if ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
-}
-
-fn live_state(addr: &str) -> (String, Value) {
-    let (code, v) = get(addr, "/api/live");
-    assert_eq!(code, 200, "{v}");
-    (v["state"]["state"].as_str().unwrap_or("").to_owned(), v)
-}
-
-/// A campaign: a matrix of 2 conditions × 2 phases × 2 seeds, a task chain,
-/// a catalogue, and cells that each sleep `cell_s` and report tokens.
-fn campaign(tmp: &Path, cell_s: f64) -> PathBuf {
-    let root = tmp.join("campaign");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(
-        root.join("campaign.toml"),
-        format!(
-            r#"schema_version = 1
-name = "console test"
-[runner]
-command = ["sh", "-c", "sleep {cell_s}; printf '{{{{\"tokens\": 100, \"score\": 0.5}}}}' > {{out}}/result.json"]
-parallel = 1
-grace_s = 5
-[[tasks]]
-name = "t1"
-phases = ["warmup", "main"]
-[[models]]
-name = "local-m"
-kind = "local"
-[[models]]
-name = "paid-m"
-kind = "paid"
-daily_cap = 1
-price_per_1k_tokens = 2.0
-[[endpoints]]
-name = "gpu-a"
-url = "http://127.0.0.1:9/v1"
-backend = "vllm"
-models = ["local-m"]
-[launcher]
-grace_s = 5
-"#
-        ),
-    )
-    .unwrap();
-    let mut m = String::from("condition,task,phase,seed,repetition\n");
-    for c in ["base", "treat"] {
-        for p in ["warmup", "main"] {
-            for s in [1, 2] {
-                m += &format!("{c},t1,{p},{s},0\n");
-            }
-        }
-    }
-    std::fs::write(root.join("matrix.csv"), m).unwrap();
-    root
-}
-
-fn draft(addr: &str, body: Value) -> String {
-    let (code, saved) = post(addr, "/api/drafts", body);
-    assert_eq!(code, 200, "{saved}");
-    saved["path"].as_str().unwrap().to_owned()
-}
 
 #[test]
 fn coverage_and_drafting_follow_the_matrix_and_the_chains() {
@@ -312,12 +177,6 @@ fn pause_resume_and_stop_steer_a_real_batch() {
             assert!(!Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid), "driver {pid} still runs");
         }
     }
-}
-
-fn is_zombie(pid: u64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
-        .unwrap_or(true)
 }
 
 #[test]

@@ -30,7 +30,7 @@ use runboard::runsets::{
 use runboard::spec::BatchSpec;
 use runboard::Timestamp;
 
-use self::launcher::{Launcher, LocalLauncher, UnitRequest};
+use self::launcher::{Launcher, LocalLauncher, SlurmLauncher, SystemdBus, SystemdLauncher, UnitRequest};
 use self::records::Records;
 
 /// How long a writer waits for the campaign lock before answering 409.
@@ -44,6 +44,16 @@ pub struct Campaign {
     root: PathBuf,
     records: Records,
     local: LocalLauncher,
+    /// The D-Bus connection of the systemd launcher, made when first needed.
+    systemd_bus: std::sync::OnceLock<Result<SystemdBus, String>>,
+    /// What each unit's launcher last said of it, and when: a D-Bus read or
+    /// an `squeue` is not made again for every poll of every page.
+    observed: std::sync::Mutex<std::collections::HashMap<String, (Instant, runboard::live::Observation)>>,
+    /// One observation at a time: pollers arriving while one is made wait
+    /// for it and share it, instead of each asking a slow backend.
+    observing: std::sync::Mutex<()>,
+    /// Each ended unit's failure as last made (its journal is read once).
+    failures: std::sync::Mutex<Option<(String, runboard::live::UnitFailure)>>,
     /// The whole live view as last made, and its version: polls while nothing
     /// changed are answered from it (a page of its cells each), made again at
     /// most every `LIVE_REMAKE` so running cells' durations move on.
@@ -68,6 +78,10 @@ impl Campaign {
             root: root.to_path_buf(),
             records: Records::new(root),
             local: LocalLauncher::new(),
+            systemd_bus: std::sync::OnceLock::new(),
+            observed: Default::default(),
+            observing: std::sync::Mutex::new(()),
+            failures: std::sync::Mutex::new(None),
             live_made: std::sync::Mutex::new(None),
             coverage_made: std::sync::Mutex::new(None),
         }
@@ -95,13 +109,88 @@ impl Campaign {
         }
     }
 
-    fn launcher(&self, cfg: &CampaignConfig) -> Result<&dyn Launcher, ApiError> {
-        match cfg.launcher.kind {
-            LauncherKind::Local => Ok(&self.local),
-            other => Err(ApiError::refused(vec![format!(
-                "campaign.toml: [launcher] kind = {:?} is not available in this runboard yet; use \"local\"",
-                format!("{other:?}").to_lowercase()
-            )])),
+    /// The launcher new batches start with (`[launcher] kind`).
+    fn launcher(&self, cfg: &CampaignConfig) -> Result<Box<dyn Launcher + '_>, ApiError> {
+        let name = match cfg.launcher.kind {
+            LauncherKind::Local => "local",
+            LauncherKind::Systemd => "systemd",
+            LauncherKind::Slurm => "slurm",
+        };
+        self.launcher_named(name, cfg).map_err(|e| ApiError::refused(vec![e]))
+    }
+
+    /// The launcher of a unit's backend, with the campaign's settings now
+    /// (a unit keeps being observed by its own backend after the campaign
+    /// changed `kind`).
+    fn launcher_named(&self, backend: &str, cfg: &CampaignConfig) -> Result<Box<dyn Launcher + '_>, String> {
+        let l = &cfg.launcher;
+        match backend {
+            "local" => Ok(Box::new(&self.local)),
+            "systemd" => {
+                let bus = self.systemd_bus.get_or_init(SystemdBus::new).as_ref().map_err(Clone::clone)?;
+                Ok(Box::new(SystemdLauncher {
+                    bus,
+                    query_timeout: l.query_timeout(),
+                    journal_dir: l.systemd.journal_dir.clone(),
+                    environment: launcher::unit_environment(&l.environment),
+                }))
+            }
+            "slurm" => Ok(Box::new(SlurmLauncher { query_timeout: l.query_timeout(), settings: l.slurm.clone() })),
+            other => Err(format!("unit backend {other:?} is not one this runboard knows")),
+        }
+    }
+
+    /// What a unit's launcher says of it. A remote backend is asked at most
+    /// once a second (Slurm: every two seconds) whatever the number of pollers.
+    fn observe(&self, rec: &UnitRecord, cfg: &CampaignConfig) -> runboard::live::Observation {
+        use runboard::live::Observation;
+        let fresh_for = match rec.backend.as_str() {
+            "local" => return self.local.observe(rec),
+            "slurm" => Duration::from_secs(2),
+            _ => Duration::from_secs(1),
+        };
+        if rec.ended_at.is_some() {
+            return self.local.observe(rec); // the recorded end, whatever the backend
+        }
+        let cached = |m: &std::sync::Mutex<std::collections::HashMap<String, (Instant, Observation)>>| {
+            m.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&rec.unit)
+                .filter(|(at, _)| at.elapsed() < fresh_for)
+                .map(|(_, o)| o.clone())
+        };
+        if let Some(o) = cached(&self.observed) {
+            return o;
+        }
+        let _one = self.observing.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(o) = cached(&self.observed) {
+            return o;
+        }
+        let obs = match self.launcher_named(&rec.backend, cfg) {
+            Ok(l) => l.observe(rec),
+            Err(reason) => Observation::Unknown { reason },
+        };
+        self.observed.lock().unwrap_or_else(|p| p.into_inner()).insert(rec.unit.clone(), (Instant::now(), obs.clone()));
+        obs
+    }
+
+    /// Writes the end of every ended unit of a remote backend into its
+    /// record and lets the backend forget it (systemd unloads the unit it
+    /// kept to be read). Under the campaign lock, before a launch or control.
+    fn harvest(&self, cfg: &CampaignConfig) {
+        for rec in self.records.units().iter().filter(|r| r.ended_at.is_none() && r.backend != "local") {
+            self.observed.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.unit);
+            let obs = self.observe(rec, cfg);
+            let Some(done) = launcher::ended(rec, &obs) else { continue };
+            if let Err(e) = launcher::write_record(&self.records.unit_path(&rec.unit), &done) {
+                tracing::error!("recording the end of {}: {e}", rec.unit);
+                continue;
+            }
+            if let Ok(l) = self.launcher_named(&rec.backend, cfg) {
+                if let Err(e) = l.forget(&done) {
+                    tracing::warn!("{}: {e}", rec.unit);
+                }
+            }
         }
     }
 
@@ -329,9 +418,10 @@ impl Campaign {
         let cfg = self.config()?;
         let launcher = self.launcher(&cfg)?;
         let prediction = self.gate(&spec, &cfg, req.skip_preflight)?;
+        self.harvest(&cfg);
         let committed = self.commit(req.path.trim(), &bytes, &spec.label)?;
         let run_set = runsets::run_set_name(&spec.label, crate::clock::now(), &|n| self.run_set_taken(n));
-        self.launch_unit(launcher, &cfg, &spec, &committed, &run_set, None, &tag, "launch", prediction)
+        self.launch_unit(launcher.as_ref(), &cfg, &spec, &committed, &run_set, None, &tag, "launch", prediction)
     }
 
     /// Resume: the run set's committed spec, driven again into it.
@@ -359,8 +449,9 @@ impl Campaign {
         let cfg = self.config()?;
         let launcher = self.launcher(&cfg)?;
         let prediction = self.gate(&spec, &cfg, req.skip_preflight)?;
+        self.harvest(&cfg);
         let tag = index.iter().rev().find(|e| e.run_set == name).map_or("console".into(), |e| e.tag.clone());
-        self.launch_unit(launcher, &cfg, &spec, &spec_rel, name, Some(&rs.dir), &tag, "resume", prediction)
+        self.launch_unit(launcher.as_ref(), &cfg, &spec, &spec_rel, name, Some(&rs.dir), &tag, "resume", prediction)
     }
 
     /// Whether the run set was aborted: the marker says so for it, or its
@@ -495,17 +586,49 @@ impl Campaign {
 
     // ---- live ---------------------------------------------------------------
 
-    /// The latest unit and what its launcher says of it.
+    /// The latest unit and what its launcher says of it. The latest is the
+    /// run index's last launch when its unit record cannot be read (then
+    /// its state is unknown, with the reason).
     fn current_unit(&self, cfg: &CampaignConfig) -> Option<(UnitRecord, UnitSeen)> {
-        let rec = self.records.units().last().cloned()?;
-        let observation = match rec.backend.as_str() {
-            "local" => self.local.observe(&rec),
-            other => match self.launcher(cfg) {
-                Ok(l) if l.backend() == other => l.observe(&rec),
-                _ => runboard::live::Observation::Unknown {
-                    reason: format!("no {other} launcher in this configuration"),
-                },
-            },
+        let units = self.records.units();
+        let (index, _) = self.records.run_index();
+        let last_launch = index.last().filter(|e| {
+            !units.iter().any(|u| u.unit == e.unit) && units.last().is_none_or(|u| u.started_at <= e.launched_at)
+        });
+        let (rec, observation) = match last_launch {
+            Some(e) => {
+                let path = self.records.unit_path(&e.unit);
+                let why = match self.records.within().read(&path) {
+                    Err(err) => format!("its unit record {UNITS_DIR}/{}.json cannot be read: {err}", e.unit),
+                    Ok(b) => match serde_json::from_slice::<UnitRecord>(&b) {
+                        Err(err) => format!("its unit record {UNITS_DIR}/{}.json is damaged: {err}", e.unit),
+                        Ok(_) => "its unit record changed while it was read".into(),
+                    },
+                };
+                let rec = UnitRecord {
+                    schema_version: 1,
+                    unit: e.unit.clone(),
+                    backend: e.launcher.clone(),
+                    run_set: e.run_set.clone(),
+                    spec: e.spec.clone(),
+                    command: Vec::new(),
+                    started_at: e.launched_at,
+                    pid: None,
+                    pid_start: None,
+                    driver_pid: None,
+                    job_id: None,
+                    ended_at: None,
+                    exit_status: None,
+                    result: None,
+                    log: None,
+                };
+                (rec, runboard::live::Observation::Unknown { reason: why })
+            }
+            None => {
+                let rec = units.last().cloned()?;
+                let obs = self.observe(&rec, cfg);
+                (rec, obs)
+            }
         };
         let outcome = self.records.run_set(&rec.run_set).and_then(|rs| rs.outcome_ok().map(|o| o.status));
         let seen = UnitSeen {
@@ -518,6 +641,24 @@ impl Campaign {
             outcome,
         };
         Some((rec, seen))
+    }
+
+    /// Why the unit died (from its log or journal), made once per ending.
+    fn failure(&self, rec: &UnitRecord, seen: &UnitSeen, cfg: &CampaignConfig) -> runboard::live::UnitFailure {
+        let key = format!("{}\u{0}{:?}", rec.unit, seen.observation);
+        let mut held = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, f)) = held.as_ref() {
+            if *k == key {
+                return f.clone();
+            }
+        }
+        let tail = match self.launcher_named(&rec.backend, cfg) {
+            Ok(l) => l.log_tail(rec, &self.records, 12),
+            Err(_) => rec.log.as_deref().map(|l| self.records.tail_lines(l, 12)).unwrap_or_default(),
+        };
+        let f = launcher::failure_of(rec, &seen.observation, &tail);
+        *held = Some((key, f.clone()));
+        f
     }
 
     /// `GET /api/live`: the whole view, shared while nothing changed.
@@ -558,10 +699,11 @@ impl Campaign {
             .filter(|rs| live_sets.contains(rs))
             .or(live_sets.first().copied())
             .map(str::to_owned);
-        let failure = current.as_ref().and_then(|(rec, u)| match &u.observation {
-            runboard::live::Observation::Finished { .. } if !u.observation.succeeded() && u.outcome.is_none() => {
-                let tail = rec.log.as_deref().map(|l| self.records.tail_lines(l, 12)).unwrap_or_default();
-                Some(self.local.failure(rec, &tail))
+        let failure = current.as_ref().and_then(|(rec, u)| match (&u.observation, cfg.as_ref()) {
+            (runboard::live::Observation::Finished { .. }, Some(cfg))
+                if !u.observation.succeeded() && u.outcome.is_none() =>
+            {
+                Some(self.failure(rec, u, cfg))
             }
             _ => None,
         });
@@ -645,12 +787,20 @@ impl Campaign {
 
     // ---- control --------------------------------------------------------------
 
-    /// The units still running (local: supervisor alive).
-    fn running_units(&self) -> Vec<UnitRecord> {
+    /// The units that may still be running: active or pending, or whose
+    /// state cannot be read now (a stop is still tried on those).
+    fn running_units(&self, cfg: &CampaignConfig) -> Vec<UnitRecord> {
+        use runboard::live::Observation;
         self.records
             .units()
             .iter()
-            .filter(|r| matches!(self.local.observe(r), runboard::live::Observation::Active { .. }))
+            .filter(|r| r.ended_at.is_none() || r.backend == "local")
+            .filter(|r| {
+                matches!(
+                    self.observe(r, cfg),
+                    Observation::Active { .. } | Observation::Pending { .. } | Observation::Unknown { .. }
+                )
+            })
             .cloned()
             .collect()
     }
@@ -658,12 +808,17 @@ impl Campaign {
     /// Ends the running units and releases the lease; the marker of `run_set`
     /// (default: the latest unit's) becomes `status`.
     fn end_units(&self, cfg: &CampaignConfig, report: &mut StopReport) -> Option<UnitRecord> {
-        let running = self.running_units();
+        let running = self.running_units(cfg);
         let grace = Duration::from_secs_f64(cfg.grace_s());
         for rec in &running {
-            let s = self.local.stop(rec, grace);
+            let s = match self.launcher_named(&rec.backend, cfg) {
+                Ok(l) => l.stop(rec, grace),
+                Err(e) => launcher::Stopped { unit: rec.unit.clone(), was_running: true, ended: false, detail: e },
+            };
+            self.observed.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.unit);
             report.units.push(format!("{}: {}", s.unit, s.detail));
         }
+        self.harvest(cfg);
         if !running.is_empty() {
             report.lease = cfg.hooks.release_lease.as_ref().map(|cmd| run_hook(cmd, &self.root));
         }
@@ -673,9 +828,12 @@ impl Campaign {
     /// Ends every unit still running, recording nothing else (the demo's
     /// batch, when the server that launched it stops).
     pub fn end_running_units(&self) {
-        let grace = Duration::from_secs_f64(self.config().map_or(30.0, |c| c.grace_s()));
-        for rec in self.running_units() {
-            self.local.stop(&rec, grace);
+        let Ok(cfg) = self.config() else { return };
+        let grace = Duration::from_secs_f64(cfg.grace_s());
+        for rec in self.running_units(&cfg) {
+            if let Ok(l) = self.launcher_named(&rec.backend, &cfg) {
+                l.stop(&rec, grace);
+            }
         }
     }
 
@@ -683,7 +841,7 @@ impl Campaign {
     pub fn pause(&self) -> Result<StopReport, ApiError> {
         let _lock = self.lock()?;
         let cfg = self.config()?;
-        if self.running_units().is_empty() {
+        if self.running_units(&cfg).is_empty() {
             return Err(ApiError::busy("no batch is running: nothing to pause"));
         }
         let mut report = StopReport::default();
@@ -772,41 +930,21 @@ fn run_hook(cmd: &[String], root: &Path) -> HookResult {
     let Some((program, args)) = cmd.split_first() else {
         return HookResult { ok: false, status: "no program".into(), output: String::new() };
     };
-    let child = std::process::Command::new(program)
-        .args(args)
-        .current_dir(root)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            return HookResult { ok: false, status: format!("could not start {program}: {e}"), output: String::new() }
-        }
+    let last = |out: &[u8]| -> String {
+        let text = String::from_utf8_lossy(out);
+        text.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect()
     };
-    let pid = child.id();
-    // Its output is drained while it runs (a full pipe must not stall it).
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let (status, out) = match rx.recv_timeout(HOOK_TIMEOUT) {
-        Ok(Ok(o)) => (Ok(o.status), [o.stdout, o.stderr].concat()),
-        Ok(Err(e)) => (Err(e.to_string()), Vec::new()),
-        Err(_) => {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
-            let out = rx.recv_timeout(Duration::from_secs(5)).ok().and_then(Result::ok);
-            (
-                Err(format!("killed after {} s", HOOK_TIMEOUT.as_secs())),
-                out.map(|o| [o.stdout, o.stderr].concat()).unwrap_or_default(),
-            )
-        }
-    };
-    let text = String::from_utf8_lossy(&out);
-    let output: String = text.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
-    match status {
-        Ok(s) => HookResult { ok: s.success(), status: s.to_string(), output },
-        Err(why) => HookResult { ok: false, status: why, output },
+    match crate::command::run_bounded(program, args, Some(root), HOOK_TIMEOUT) {
+        Ok(o) => HookResult {
+            ok: o.status.success(),
+            status: o.status.to_string(),
+            output: last(&[o.stdout, o.stderr].concat()),
+        },
+        Err(crate::command::Failed::TimedOut { output, .. }) => HookResult {
+            ok: false,
+            status: format!("killed after {} s", HOOK_TIMEOUT.as_secs()),
+            output: last(&output),
+        },
+        Err(e) => HookResult { ok: false, status: e.to_string(), output: String::new() },
     }
 }

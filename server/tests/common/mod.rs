@@ -1,6 +1,8 @@
 //! Helpers shared by the server's integration tests.
 #![allow(dead_code)]
 
+pub mod served;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -1,8 +1,3 @@
-//! Launcher backends: what starts a unit (one supervised `runboard drive`),
-//! observes it, and stops it. The local launcher is built here; the systemd
-//! and Slurm launchers sit behind the same trait (`campaign.toml`
-//! `[launcher] kind`).
-//!
 //! **The local launcher** starts `runboard __unit`, a small supervising
 //! process of its own, in its own process group and with no tie to the
 //! server (a server killed with SIGKILL leaves it running): it starts the
@@ -16,53 +11,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use runboard::live::{unit_failure, Observation, UnitFailure};
+use runboard::live::Observation;
 use runboard::runsets::UnitRecord;
 
+use super::{Launcher, Stopped, UnitRequest};
 use crate::fsread::process_start;
-
-/// What a launch asks for.
-#[derive(Debug, Clone)]
-pub struct UnitRequest {
-    pub unit: String,
-    pub run_set: String,
-    /// The committed spec, relative to the root.
-    pub spec: String,
-    /// The driver's command line (`runboard drive …`).
-    pub command: Vec<String>,
-    pub root: PathBuf,
-    /// Where the record goes (`.runboard/units/<unit>.json`).
-    pub record: PathBuf,
-    /// The unit's log, relative to the root.
-    pub log: String,
-    pub grace: Duration,
-}
-
-/// What a stop did, for the stop report.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Stopped {
-    pub unit: String,
-    /// Whether the unit was still running when asked to stop.
-    pub was_running: bool,
-    /// Whether it had ended when the stop returned.
-    pub ended: bool,
-    pub detail: String,
-}
-
-pub trait Launcher: Send + Sync {
-    /// `local`, `systemd` or `slurm`.
-    fn backend(&self) -> &'static str;
-    /// Starts the unit; the record it keeps of it, or why it could not.
-    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String>;
-    /// What the unit is now (bounded in time).
-    fn observe(&self, rec: &UnitRecord) -> Observation;
-    /// Ends the unit: SIGTERM, up to `grace`, then SIGKILL; waits for it.
-    fn stop(&self, rec: &UnitRecord, grace: Duration) -> Stopped;
-    /// Why an ended unit failed, from its record and its log's last lines.
-    fn failure(&self, rec: &UnitRecord, log_tail: &[String]) -> UnitFailure {
-        unit_failure(&rec.unit, rec.exit_status, rec.result.as_deref().unwrap_or(""), log_tail)
-    }
-}
 
 /// The local supervising launcher (the default).
 pub struct LocalLauncher {
@@ -97,7 +50,7 @@ fn is_zombie(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-fn read_record(path: &Path) -> Option<UnitRecord> {
+pub(super) fn read_record(path: &Path) -> Option<UnitRecord> {
     let bytes = crate::fsread::read_regular(path).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
@@ -109,28 +62,8 @@ impl Launcher for LocalLauncher {
 
     fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
         use std::os::unix::process::CommandExt;
-        let first = UnitRecord {
-            schema_version: 1,
-            unit: req.unit.clone(),
-            backend: "local".into(),
-            run_set: req.run_set.clone(),
-            spec: req.spec.clone(),
-            command: req.command.clone(),
-            started_at: crate::clock::now(),
-            pid: None,
-            pid_start: None,
-            driver_pid: None,
-            job_id: None,
-            ended_at: None,
-            exit_status: None,
-            result: None,
-            log: Some(req.log.clone()),
-        };
-        if let Some(dir) = req.record.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        let bytes = serde_json::to_vec_pretty(&first).map_err(|e| e.to_string())?;
-        crate::atomic::write_atomic(&req.record, &bytes).map_err(|e| format!("{}: {e}", req.record.display()))?;
+        let first = super::first_record(req, "local");
+        super::write_record(&req.record, &first)?;
         let mut child = std::process::Command::new(&self.exe)
             .arg("__unit")
             .arg("--record")

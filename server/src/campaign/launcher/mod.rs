@@ -1,0 +1,171 @@
+//! Launcher backends: what starts a unit (one supervised `runboard drive`),
+//! observes it, and stops it — behind one trait, chosen per campaign
+//! (`campaign.toml` `[launcher] kind`; see `docs/backends.md`):
+//!
+//! - `local` (default, [`local`]): a supervising `runboard __unit` process
+//!   of its own that outlives the server;
+//! - `systemd` ([`systemd`]): a transient service of the systemd user
+//!   manager, over D-Bus;
+//! - `slurm` ([`slurm`]): a Slurm batch job.
+//!
+//! Every backend keeps a unit record (`.runboard/units/<unit>.json`) naming
+//! what it started (a PID, a unit name, a job id), so a restarted server
+//! finds its units again. An observation that cannot be made is
+//! [`Observation::Unknown`] with the reason — never a guess that the unit
+//! finished or failed.
+
+pub mod local;
+pub mod slurm;
+pub mod systemd;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use runboard::live::{unit_failure, Observation, UnitFailure};
+use runboard::runsets::UnitRecord;
+
+use super::records::Records;
+
+pub use self::local::{supervise, LocalLauncher};
+pub use self::slurm::SlurmLauncher;
+pub use self::systemd::{SystemdBus, SystemdLauncher};
+
+/// What a launch asks for.
+#[derive(Debug, Clone)]
+pub struct UnitRequest {
+    pub unit: String,
+    pub run_set: String,
+    /// The committed spec, relative to the root.
+    pub spec: String,
+    /// The driver's command line (`runboard drive …`).
+    pub command: Vec<String>,
+    pub root: PathBuf,
+    /// Where the record goes (`.runboard/units/<unit>.json`).
+    pub record: PathBuf,
+    /// The unit's log, relative to the root (systemd: its journal instead).
+    pub log: String,
+    pub grace: Duration,
+}
+
+/// What a stop did, for the stop report.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Stopped {
+    pub unit: String,
+    /// Whether the unit was still running when asked to stop.
+    pub was_running: bool,
+    /// Whether it had ended when the stop returned.
+    pub ended: bool,
+    pub detail: String,
+}
+
+pub trait Launcher: Send + Sync {
+    /// `local`, `systemd` or `slurm`.
+    fn backend(&self) -> &'static str;
+    /// Starts the unit; the record it keeps of it, or why it could not.
+    /// Accepted is not surviving: a unit that dies later is seen by
+    /// [`Launcher::observe`].
+    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String>;
+    /// What the unit is now (bounded in time; `Unknown` when it cannot be asked).
+    fn observe(&self, rec: &UnitRecord) -> Observation;
+    /// Ends the unit: SIGTERM, up to `grace`, then SIGKILL; waits for it.
+    fn stop(&self, rec: &UnitRecord, grace: Duration) -> Stopped;
+    /// The last `n` lines the unit wrote: its log file, read inside the
+    /// root (systemd: its journal).
+    fn log_tail(&self, rec: &UnitRecord, records: &Records, n: usize) -> Vec<String> {
+        rec.log.as_deref().map(|l| records.tail_lines(l, n)).unwrap_or_default()
+    }
+    /// After an ended unit's end was written into its record: let the
+    /// backend forget it (systemd unloads the unit it kept loaded so that
+    /// its result could be read). Its failure is only logged.
+    fn forget(&self, rec: &UnitRecord) -> Result<(), String> {
+        let _ = rec;
+        Ok(())
+    }
+}
+
+/// A borrowed launcher is a launcher (the campaign hands out its local one).
+impl<L: Launcher + ?Sized> Launcher for &L {
+    fn backend(&self) -> &'static str {
+        (**self).backend()
+    }
+    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
+        (**self).start(req)
+    }
+    fn observe(&self, rec: &UnitRecord) -> Observation {
+        (**self).observe(rec)
+    }
+    fn stop(&self, rec: &UnitRecord, grace: Duration) -> Stopped {
+        (**self).stop(rec, grace)
+    }
+    fn log_tail(&self, rec: &UnitRecord, records: &Records, n: usize) -> Vec<String> {
+        (**self).log_tail(rec, records, n)
+    }
+    fn forget(&self, rec: &UnitRecord) -> Result<(), String> {
+        (**self).forget(rec)
+    }
+}
+
+/// The first record of a unit, before its backend says more.
+pub fn first_record(req: &UnitRequest, backend: &str) -> UnitRecord {
+    UnitRecord {
+        schema_version: 1,
+        unit: req.unit.clone(),
+        backend: backend.into(),
+        run_set: req.run_set.clone(),
+        spec: req.spec.clone(),
+        command: req.command.clone(),
+        started_at: crate::clock::now(),
+        pid: None,
+        pid_start: None,
+        driver_pid: None,
+        job_id: None,
+        ended_at: None,
+        exit_status: None,
+        result: None,
+        log: Some(req.log.clone()),
+    }
+}
+
+/// Writes a unit record atomically (making its folder).
+pub fn write_record(path: &Path, rec: &UnitRecord) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let bytes = serde_json::to_vec_pretty(rec).map_err(|e| e.to_string())?;
+    crate::atomic::write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Why an ended unit failed: its launcher's exit status and result, and the
+/// last lines it wrote.
+pub fn failure_of(rec: &UnitRecord, obs: &Observation, tail: &[String]) -> UnitFailure {
+    let (status, result) = match obs {
+        Observation::Finished { exit_status, result, .. } => (*exit_status, result.clone()),
+        _ => (rec.exit_status, rec.result.clone().unwrap_or_default()),
+    };
+    unit_failure(&rec.unit, status, &result, tail)
+}
+
+/// The record of an ended unit, from its final observation.
+pub fn ended(rec: &UnitRecord, obs: &Observation) -> Option<UnitRecord> {
+    let Observation::Finished { exit_status, result, at } = obs else { return None };
+    let mut r = rec.clone();
+    r.ended_at = Some(at.unwrap_or_else(crate::clock::now));
+    r.exit_status = *exit_status;
+    r.result = Some(result.clone());
+    Some(r)
+}
+
+/// The environment a unit that does not inherit the server's is given:
+/// `PATH`, `HOME`, `LANG`, `USER`, every `RUNBOARD_*`, and the names the
+/// campaign lists (`[launcher] environment`) that are set.
+pub fn unit_environment(names: &[String]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| {
+            matches!(k.as_str(), "PATH" | "HOME" | "LANG" | "USER")
+                || k.starts_with("RUNBOARD_")
+                || names.iter().any(|n| n == k)
+        })
+        .collect();
+    out.sort();
+    out
+}

@@ -1,0 +1,86 @@
+//! Running an outside command with a bound on its time: its output drained
+//! while it runs (a full pipe must not stall it), killed when the bound
+//! passes, and why it failed said in words.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// How a bounded command ended when it did not give an output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failed {
+    /// It could not be started (not installed, not executable).
+    NotStarted(String),
+    /// It ran past its bound and was killed; what it wrote until then.
+    TimedOut { after: Duration, output: Vec<u8> },
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotStarted(e) => write!(f, "{e}"),
+            Self::TimedOut { after, .. } => write!(f, "no answer within {} s (killed)", after.as_secs_f64()),
+        }
+    }
+}
+
+/// Runs `program args…` (in `cwd`, stdin closed), waiting at most `limit`.
+pub fn run_bounded(program: &str, args: &[String], cwd: Option<&Path>, limit: Duration) -> Result<Output, Failed> {
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let child = cmd.spawn().map_err(|e| Failed::NotStarted(format!("could not start {program}: {e}")))?;
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(out)) => Ok(out),
+        Ok(Err(e)) => Err(Failed::NotStarted(format!("{program}: {e}"))),
+        Err(_) => {
+            // Only the child this call started, by its PID (its waiter thread
+            // has not reaped it: it is still ours).
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+            let out = rx.recv_timeout(Duration::from_secs(5)).ok().and_then(Result::ok);
+            Err(Failed::TimedOut {
+                after: limit,
+                output: out.map(|o| [o.stdout, o.stderr].concat()).unwrap_or_default(),
+            })
+        }
+    }
+}
+
+/// The first line of a command's error output (or its status), for a reason.
+pub fn why(program: &str, out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    if line.is_empty() {
+        format!("{program} ended with {}", out.status)
+    } else {
+        format!("{program}: {}", runboard::spec::shorten(line))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_past_its_bound_is_killed_and_says_so() {
+        let t0 = std::time::Instant::now();
+        let r = run_bounded("sh", &["-c".into(), "echo before; sleep 30".into()], None, Duration::from_millis(300));
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        match r {
+            Err(Failed::TimedOut { output, .. }) => assert_eq!(String::from_utf8_lossy(&output), "before\n"),
+            other => panic!("{other:?}"),
+        }
+        let missing = run_bounded("/nonexistent/squeue", &[], None, Duration::from_secs(1)).unwrap_err();
+        assert!(missing.to_string().contains("could not start /nonexistent/squeue"), "{missing}");
+        let out =
+            run_bounded("sh", &["-c".into(), "echo oops >&2; exit 3".into()], None, Duration::from_secs(5)).unwrap();
+        assert_eq!(why("sh", &out), "sh: oops");
+    }
+}

@@ -1,0 +1,265 @@
+//! One table of cases run against every launcher backend, each the real
+//! thing: the local supervisor; a real systemd user manager (in a private
+//! mount namespace and cgroup, `scripts/fixtures/systemd-up.sh`), driven over
+//! D-Bus; a real single-node Slurm with accounting
+//! (`scripts/fixtures/slurm-up.sh`). A daemon that cannot start fails the
+//! test — it is never skipped.
+//!
+//! The cases, in order, on one campaign: launch → running; the server killed
+//! with SIGKILL and started again finds the unit at its first answer; the
+//! backend cannot be asked (the manager or controller stopped with SIGSTOP;
+//! for local, its unit record damaged) → `unknown` with the reason, and the
+//! batch untouched; pause → `stopped_resumable`; resume → running; stop and
+//! abort → `aborted`, nothing left running; a driver that refuses its batch
+//! at the doctor → `launch_failed`, with the reason on the Live page; every
+//! unit and job cleaned up.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::served::*;
+use serde_json::{json, Value};
+
+/// A daemon fixture started by its script, ended (by the PIDs it recorded)
+/// when dropped.
+struct Fixture {
+    dir: PathBuf,
+    down: PathBuf,
+    vars: Vec<(String, String)>,
+}
+
+impl Fixture {
+    fn up(name: &str, dir: &Path) -> Self {
+        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fixtures");
+        let out = Command::new(scripts.join(format!("{name}-up.sh"))).arg(dir).output().unwrap();
+        // Made before the check: a fixture that half started is ended too.
+        let mut fixture = Self { dir: dir.to_owned(), down: scripts.join(format!("{name}-down.sh")), vars: Vec::new() };
+        assert!(
+            out.status.success(),
+            "the {name} fixture did not start ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        fixture.vars = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+            .collect();
+        fixture
+    }
+
+    fn var(&self, k: &str) -> String {
+        self.vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_else(|| panic!("{k} not given"))
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let out = Command::new(&self.down).arg(&self.dir).output();
+        if let Ok(o) = out {
+            if !o.status.success() {
+                eprintln!("{}: {}", self.down.display(), String::from_utf8_lossy(&o.stderr));
+            }
+        }
+    }
+}
+
+fn signal(pid: &str, sig: &str) {
+    assert!(Command::new("kill").args([sig, pid]).status().unwrap().success(), "kill {sig} {pid}");
+}
+
+/// Makes the backend blind (`true`) or sighted again, given the root and unit.
+type Blind = Box<dyn Fn(&Path, &str, bool)>;
+/// What is left of the test's units in the backend.
+type Leftovers = Box<dyn Fn(&Path) -> Vec<String>>;
+
+/// How a backend is made blind (its state cannot be read) and sighted again,
+/// and what is left of the test's units in it.
+struct Backend {
+    kind: &'static str,
+    /// `[launcher]` lines added to the campaign.
+    config: String,
+    env: Vec<(String, String)>,
+    blind: Blind,
+    leftovers: Leftovers,
+}
+
+fn table(b: Backend) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 4.0);
+    let cfg = std::fs::read_to_string(root.join("campaign.toml")).unwrap() + &b.config;
+    std::fs::write(root.join("campaign.toml"), &cfg).unwrap();
+    let data = tmp.path().join("data");
+    let s = serve_env(&root, &data, &b.env);
+    let kind = b.kind;
+
+    // Launch: the backend named in the unit, the batch running.
+    let path = draft(&s.addr, json!({"label": "steer", "max_cells": 4, "endpoint": "gpu-a"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{kind}: {l}");
+    let run_set = l["run_set"].as_str().unwrap().to_owned();
+    let unit = l["unit"].as_str().unwrap().to_owned();
+    wait_for("running", Duration::from_secs(40), || live_state(&s.addr).0 == "running");
+    let (_, v) = live_state(&s.addr);
+    assert_eq!(v["unit"]["backend"], kind, "{v}");
+    assert_eq!(v["run_set"], run_set.as_str());
+
+    // The server killed mid-batch and started again: found at once.
+    drop(s);
+    let s = serve_env(&root, &data, &b.env);
+    let (state, v) = live_state(&s.addr);
+    assert_eq!(state, "running", "{kind}: the first answer after a restart finds the batch: {v}");
+    assert_eq!(v["unit"]["unit"], unit.as_str());
+
+    // The backend cannot be asked: unknown, with the reason, and untouched.
+    (b.blind)(&root, &unit, true);
+    wait_for("unknown", Duration::from_secs(20), || live_state(&s.addr).0 == "unknown");
+    let (_, v) = live_state(&s.addr);
+    let reason = v["state"]["reason"].as_str().unwrap_or("").to_owned();
+    assert!(!reason.is_empty(), "{kind}: unknown says why: {v}");
+    assert!(v["words"].as_str().unwrap().contains(&reason), "{kind}: {v}");
+    assert_eq!(v["resumable"], false);
+    (b.blind)(&root, &unit, false);
+    wait_for("running again", Duration::from_secs(20), || live_state(&s.addr).0 == "running");
+    let rec: Value =
+        serde_json::from_slice(&std::fs::read(root.join(format!(".runboard/units/{unit}.json"))).unwrap()).unwrap();
+    assert!(rec["ended_at"].is_null(), "{kind}: the batch was not touched while its state was unknown: {rec}");
+
+    // Pause → stopped, resumable; resume → running again.
+    let (code, r) = post(&s.addr, "/api/control/pause", json!({}));
+    assert_eq!(code, 200, "{kind}: {r}");
+    assert_eq!(r["marker"], "stopped_before_completion");
+    let (state, v) = live_state(&s.addr);
+    assert_eq!(state, "stopped_resumable", "{kind}: {v}");
+    let (code, r) = post(&s.addr, "/api/control/resume", json!({"run_set": run_set}));
+    assert_eq!(code, 200, "{kind}: {r}");
+    assert_eq!(r["unit"], format!("{unit}.r2"));
+    wait_for("running after resume", Duration::from_secs(40), || live_state(&s.addr).0 == "running");
+
+    // Stop and abort: terminal; nothing of the batch runs.
+    let (code, r) = post(&s.addr, "/api/control/stop", json!({}));
+    assert_eq!(code, 200, "{kind}: {r}");
+    assert_eq!(r["marker"], "aborted_by_operator");
+    let (state, v) = live_state(&s.addr);
+    assert_eq!(state, "aborted", "{kind}: {v}");
+    assert!((b.leftovers)(&root).is_empty(), "{kind}: left after stop: {:?}", (b.leftovers)(&root));
+
+    // A driver that refuses its batch at the doctor: launch_failed, and why,
+    // from the backend (its journal, its job's output, its log) — on the page.
+    let cfg = cfg.replace("[\"sh\", \"-c\",", "[\"no-such-harness-9\", \"-c\",");
+    std::fs::write(root.join("campaign.toml"), &cfg).unwrap();
+    let path = draft(&s.addr, json!({"label": "doomed", "max_cells": 1, "endpoint": "gpu-a"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path, "skip_preflight": true}));
+    assert_eq!(code, 200, "{kind}: {l}");
+    wait_for("launch_failed", Duration::from_secs(40), || live_state(&s.addr).0 == "launch_failed");
+    let (_, v) = live_state(&s.addr);
+    let f = &v["state"]["failure"];
+    assert_eq!(f["exit_status"], 2, "{kind}: {f}");
+    assert_eq!(f["refusal"], true, "{kind}: {f}");
+    assert!(f["reason"].as_str().unwrap_or("").contains("no-such-harness-9"), "{kind}: {f}");
+    let (code, page) = get_text(&s.addr, "/live");
+    assert_eq!(code, 200);
+    assert!(page.contains("The batch was refused before it started."), "{kind}: the Live page says what happened");
+    assert!(page.contains("no-such-harness-9"), "{kind}: the Live page says why");
+
+    // Stop clears what is left (a failed systemd unit is reset).
+    assert_eq!(post(&s.addr, "/api/control/stop", json!({})).0, 200);
+    assert!((b.leftovers)(&root).is_empty(), "{kind}: left at the end: {:?}", (b.leftovers)(&root));
+}
+
+#[test]
+fn the_local_launcher_passes_the_backend_table() {
+    let units = |root: &Path| root.join(".runboard/units");
+    table(Backend {
+        kind: "local",
+        config: String::new(),
+        env: Vec::new(),
+        // The local launcher's state is its unit record: damaged (replaced
+        // whole, as a bad write would), its state cannot be read.
+        blind: Box::new(move |root, unit, on| {
+            let rec = units(root).join(format!("{unit}.json"));
+            let kept = units(root).join(format!("{unit}.json.kept"));
+            let tmp = units(root).join("tmp.damaged");
+            if on {
+                std::fs::copy(&rec, &kept).unwrap();
+                std::fs::write(&tmp, b"{\"schema_version\": 1, \"unit\": ").unwrap();
+                std::fs::rename(&tmp, &rec).unwrap();
+            } else {
+                std::fs::rename(&kept, &rec).unwrap();
+            }
+        }),
+        leftovers: Box::new(move |root| {
+            let mut left = Vec::new();
+            for e in std::fs::read_dir(units(root)).unwrap().flatten() {
+                if e.path().extension().is_some_and(|x| x == "json") {
+                    let rec: Value = serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+                    for key in ["pid", "driver_pid"] {
+                        if let Some(pid) = rec[key].as_u64() {
+                            if Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid) {
+                                left.push(format!("{} {key} {pid}", rec["unit"]));
+                            }
+                        }
+                    }
+                }
+            }
+            left
+        }),
+    });
+}
+
+#[test]
+fn the_systemd_launcher_passes_the_backend_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fx = Fixture::up("systemd", &tmp.path().join("sd"));
+    let env: Vec<(String, String)> =
+        ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"].iter().map(|k| ((*k).to_owned(), fx.var(k))).collect();
+    let manager = fx.var("MANAGER_PID");
+    let list_env = env.clone();
+    table(Backend {
+        kind: "systemd",
+        config: format!(
+            "kind = \"systemd\"\nquery_timeout_s = 1\n[launcher.systemd]\njournal_dir = \"{}\"\n",
+            fx.var("JOURNAL_DIR")
+        ),
+        env,
+        // A user manager that does not answer (stopped): its units run on.
+        blind: Box::new(move |_, _, on| signal(&manager, if on { "-STOP" } else { "-CONT" })),
+        // What the manager still has loaded of the test's units.
+        leftovers: Box::new(move |_| {
+            let out = Command::new("systemctl")
+                .args(["--user", "list-units", "--all", "--plain", "--no-legend", "rb-*"])
+                .envs(list_env.iter().map(|(k, v)| (k, v)))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "systemctl list-units: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).filter(|l| !l.trim().is_empty()).collect()
+        }),
+    });
+    drop(fx);
+}
+
+#[test]
+fn the_slurm_launcher_passes_the_backend_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fx = Fixture::up("slurm", &tmp.path().join("slurm"));
+    let env = vec![("SLURM_CONF".to_owned(), fx.var("SLURM_CONF"))];
+    let ctld = fx.var("SLURMCTLD_PID");
+    let conf = fx.var("SLURM_CONF");
+    table(Backend {
+        kind: "slurm",
+        config: "kind = \"slurm\"\nquery_timeout_s = 1\n[launcher.slurm]\npartition = \"debug\"\ntime_limit = \"10\"\ncpus = 1\nmemory = \"100M\"\n".into(),
+        env,
+        // A controller that does not answer (stopped): its jobs run on.
+        blind: Box::new(move |_, _, on| signal(&ctld, if on { "-STOP" } else { "-CONT" })),
+        // The test's jobs still queued or running.
+        leftovers: Box::new(move |_| {
+            let out = Command::new("squeue").args(["-h", "-o", "%i %j %T"]).env("SLURM_CONF", &conf).output().unwrap();
+            assert!(out.status.success(), "squeue: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).filter(|l| !l.trim().is_empty()).collect()
+        }),
+    });
+    drop(fx);
+}

@@ -1,0 +1,168 @@
+//! A real `runboard serve` over a console campaign, and plain HTTP to it
+//! (the console and backend tests).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_runboard");
+
+pub struct Served {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn serve(root: &Path, data: &Path) -> Served {
+    serve_env(root, data, &[])
+}
+
+/// `runboard serve` with more environment (a bus address, `SLURM_CONF`).
+pub fn serve_env(root: &Path, data: &Path, env: &[(String, String)]) -> Served {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--port", "0", "--root"])
+        .arg(root)
+        .arg("--data-dir")
+        .arg(data)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env_remove("RUNBOARD_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.split("at http://").nth(1).and_then(|r| r.trim().strip_suffix('/')).unwrap().to_owned();
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    Served { child, addr }
+}
+
+/// One HTTP/1.1 exchange: the status and the body as JSON (Null if not JSON).
+pub fn http(addr: &str, method: &str, path: &str, body: Option<&str>, content_type: &str) -> (u16, Value) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let body = body.unwrap_or("");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let payload = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    // Chunked bodies: the JSON is the one line that parses.
+    let value = serde_json::from_str(payload.trim())
+        .ok()
+        .or_else(|| payload.lines().find_map(|l| serde_json::from_str::<Value>(l.trim()).ok()))
+        .unwrap_or(Value::Null);
+    (code, value)
+}
+
+pub fn get(addr: &str, path: &str) -> (u16, Value) {
+    http(addr, "GET", path, None, "application/json")
+}
+
+pub fn post(addr: &str, path: &str, body: Value) -> (u16, Value) {
+    http(addr, "POST", path, Some(&body.to_string()), "application/json")
+}
+
+pub fn wait_for(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+pub fn live_state(addr: &str) -> (String, Value) {
+    let (code, v) = get(addr, "/api/live");
+    assert_eq!(code, 200, "{v}");
+    (v["state"]["state"].as_str().unwrap_or("").to_owned(), v)
+}
+
+/// A campaign: a matrix of 2 conditions × 2 phases × 2 seeds, a task chain,
+/// a catalogue, and cells that each sleep `cell_s` and report tokens.
+pub fn campaign(tmp: &Path, cell_s: f64) -> PathBuf {
+    let root = tmp.join("campaign");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("campaign.toml"),
+        format!(
+            r#"schema_version = 1
+name = "console test"
+[runner]
+command = ["sh", "-c", "sleep {cell_s}; printf '{{{{\"tokens\": 100, \"score\": 0.5}}}}' > {{out}}/result.json"]
+parallel = 1
+grace_s = 5
+[[tasks]]
+name = "t1"
+phases = ["warmup", "main"]
+[[models]]
+name = "local-m"
+kind = "local"
+[[models]]
+name = "paid-m"
+kind = "paid"
+daily_cap = 1
+price_per_1k_tokens = 2.0
+[[endpoints]]
+name = "gpu-a"
+url = "http://127.0.0.1:9/v1"
+backend = "vllm"
+models = ["local-m"]
+[launcher]
+grace_s = 5
+"#
+        ),
+    )
+    .unwrap();
+    let mut m = String::from("condition,task,phase,seed,repetition\n");
+    for c in ["base", "treat"] {
+        for p in ["warmup", "main"] {
+            for s in [1, 2] {
+                m += &format!("{c},t1,{p},{s},0\n");
+            }
+        }
+    }
+    std::fs::write(root.join("matrix.csv"), m).unwrap();
+    root
+}
+
+pub fn draft(addr: &str, body: Value) -> String {
+    let (code, saved) = post(addr, "/api/drafts", body);
+    assert_eq!(code, 200, "{saved}");
+    saved["path"].as_str().unwrap().to_owned()
+}
+
+pub fn is_zombie(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+        .unwrap_or(true)
+}
+
+/// A page's status and HTML.
+pub fn get_text(addr: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
+}
