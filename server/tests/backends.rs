@@ -85,12 +85,23 @@ struct Backend {
     env: Vec<(String, String)>,
     blind: Blind,
     leftovers: Leftovers,
+    /// Whether a stop ends even what left the batch's process group (each
+    /// cell starts a `setsid sleep`): systemd's cgroup catches it.
+    ends_escapees: bool,
 }
 
 fn table(b: Backend) {
     let tmp = tempfile::tempdir().unwrap();
     let root = campaign(tmp.path(), 4.0);
-    let cfg = std::fs::read_to_string(root.join("campaign.toml")).unwrap() + &b.config;
+    let mut cfg = std::fs::read_to_string(root.join("campaign.toml")).unwrap() + &b.config;
+    let escaped = root.join("escaped.pids");
+    if b.ends_escapees {
+        // Not a child of the cell's process group any more: only the unit's
+        // cgroup still holds it. (No job control in `sh -c`: `$!` is the sleep.)
+        let start = format!("setsid sleep 600 & echo $! >> {}; sleep", escaped.display());
+        cfg = cfg.replacen("[\"sh\", \"-c\", \"sleep", &format!("[\"sh\", \"-c\", \"{start}"), 1);
+        assert!(cfg.contains("setsid"), "{cfg}");
+    }
     std::fs::write(root.join("campaign.toml"), &cfg).unwrap();
     let data = tmp.path().join("data");
     let s = serve_env(&root, &data, &b.env);
@@ -146,6 +157,16 @@ fn table(b: Backend) {
     let (state, v) = live_state(&s.addr);
     assert_eq!(state, "aborted", "{kind}: {v}");
     assert!((b.leftovers)(&root).is_empty(), "{kind}: left after stop: {:?}", (b.leftovers)(&root));
+    if b.ends_escapees {
+        let pids = std::fs::read_to_string(&escaped).unwrap();
+        assert!(pids.lines().count() >= 2, "{kind}: each run's cells started an escapee: {pids}");
+        for pid in pids.lines().filter_map(|l| l.trim().parse::<u64>().ok()) {
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid),
+                "{kind}: process {pid}, which left its process group, outlived the stop"
+            );
+        }
+    }
 
     // A driver that refuses its batch at the doctor: launch_failed, and why,
     // from the backend (its journal, its job's output, its log) — on the page.
@@ -176,6 +197,9 @@ fn the_local_launcher_passes_the_backend_table() {
     table(Backend {
         kind: "local",
         config: String::new(),
+        // The local supervisor ends the driver, whose teardown ends its
+        // process groups: a process that left them is out of its reach.
+        ends_escapees: false,
         env: Vec::new(),
         // The local launcher's state is its unit record: damaged (replaced
         // whole, as a bad write would), its state cannot be read.
@@ -220,6 +244,7 @@ fn the_systemd_launcher_passes_the_backend_table() {
     let list_env = env.clone();
     table(Backend {
         kind: "systemd",
+        ends_escapees: true,
         config: format!(
             "kind = \"systemd\"\nquery_timeout_s = 1\n[launcher.systemd]\njournal_dir = \"{}\"\n",
             fx.var("JOURNAL_DIR")
@@ -250,6 +275,9 @@ fn the_slurm_launcher_passes_the_backend_table() {
     let conf = fx.var("SLURM_CONF");
     table(Backend {
         kind: "slurm",
+        // proctrack/linuxproc follows the job's processes by parentage, and
+        // `scancel` signals them all (with proctrack/cgroup: by cgroup).
+        ends_escapees: true,
         config: "kind = \"slurm\"\nquery_timeout_s = 1\n[launcher.slurm]\npartition = \"debug\"\ntime_limit = \"10\"\ncpus = 1\nmemory = \"100M\"\n".into(),
         env,
         // A controller that does not answer (stopped): its jobs run on.
