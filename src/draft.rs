@@ -157,6 +157,7 @@ pub fn from_gaps(
         model,
         backend: endpoint.map(|e| e.backend.clone()),
         endpoint: endpoint.map(|e| e.name.clone()),
+        endpoints: Vec::new(),
         prompt_variant: req.prompt_variant.clone().filter(|p| !p.trim().is_empty()),
         retry: req.retry_feedback.map(|f| json!({ "feedback": f })),
         request_preset: endpoint.and_then(|e| e.request_preset.clone()),

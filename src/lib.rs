@@ -47,6 +47,7 @@ pub mod json;
 pub mod launch;
 pub mod live;
 pub mod matrix;
+pub mod pool;
 pub mod preflight;
 pub mod runsets;
 pub mod runview;

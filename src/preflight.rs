@@ -126,6 +126,8 @@ fn catalogue(spec: &BatchSpec, cfg: &CampaignConfig, launches_today: &BTreeMap<S
             None => {}
             Some(entry) => {
                 match endpoint {
+                    // A pool's endpoints are checked by `pool::check`.
+                    None if !spec.endpoints.is_empty() => {}
                     Some((name, Some(e))) if !e.models.iter().any(|s| s == m) => {
                         out.push(format!("endpoint {name:?} does not serve {m:?} (it serves {})", e.models.join(", ")))
                     }
@@ -237,6 +239,7 @@ mod tests {
             model: Some(model.into()),
             backend: None,
             endpoint: endpoint.map(Into::into),
+            endpoints: Vec::new(),
             prompt_variant: None,
             retry: None,
             request_preset: None,

@@ -34,6 +34,12 @@ pub struct BatchSpec {
     pub backend: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// A resource pool: one logical batch spread over these endpoints (the
+    /// spec's cell *i* runs on `endpoints[i mod n]`, its `{endpoint}`); they
+    /// must serve the same model identity under the same request policy
+    /// (checked at launch). Not with `endpoint`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_variant: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -195,7 +201,11 @@ pub fn merge(docs: Vec<(String, BatchSpec)>) -> Result<BatchSpec, SpecError> {
         artefacts.extend(doc.artefacts);
     }
     spec.artefacts = artefacts.into_iter().collect();
-    if spec.cells.is_empty() {
+    if spec.endpoint.is_some() && !spec.endpoints.is_empty() {
+        return Err(err(&first_file, "endpoints", "give endpoint (one) or endpoints (a pool), not both"));
+    }
+    // A pool's launch check lists an empty pool with its other reasons.
+    if spec.cells.is_empty() && spec.endpoints.is_empty() {
         return Err(err(&first_file, "cells", "the spec plans no cells"));
     }
     Ok(spec)

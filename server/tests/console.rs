@@ -302,3 +302,108 @@ fn a_cell_that_owns_a_run_directory_shows_its_rounds_and_trials() {
         assert!(c["tokens"].as_u64().unwrap() > 0, "the simulated agent reports its tokens: {c}");
     }
 }
+
+/// A stand-in for an OpenAI-compatible model server: answers `GET
+/// /v1/models` with `models` (a real GPU model server cannot run here; this
+/// is the one request the pool check makes). Its address.
+fn stand_in_endpoint(models: Value) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut conn = conn;
+            let mut buf = [0u8; 4096];
+            let n = std::io::Read::read(&mut conn, &mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]);
+            let (status, body) = if head.starts_with("GET /v1/models ") {
+                ("200 OK", json!({"object": "list", "data": models}).to_string())
+            } else {
+                ("404 Not Found", "{}".to_owned())
+            };
+            let _ = std::io::Write::write_all(
+                &mut conn,
+                format!("HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
+                    .as_bytes(),
+            );
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_resource_pool_is_refused_with_every_reason_or_spreads_its_cells_over_its_endpoints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.0);
+    let awq = json!([{"id": "local-m", "object": "model", "root": "/models/m-awq", "max_model_len": 32768}]);
+    let fp16 = json!([{"id": "local-m", "object": "model", "root": "/models/m-fp16", "max_model_len": 32768}]);
+    let (b, c, d) = (stand_in_endpoint(awq.clone()), stand_in_endpoint(awq), stand_in_endpoint(fp16));
+    // A port nothing listens on: the probe cannot connect.
+    let down = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let mut cfg = std::fs::read_to_string(root.join("campaign.toml"))
+        .unwrap()
+        .replace("\"sh\", \"-c\", \"sleep", "\"sh\", \"-c\", \"echo {endpoint} > {out}/endpoint.txt; sleep");
+    for (name, addr) in [("gpu-b", &b), ("gpu-c", &c), ("gpu-d", &d), ("gpu-down", &down)] {
+        cfg += &format!(
+            "[[endpoints]]\nname = \"{name}\"\nurl = \"http://{addr}/v1\"\nbackend = \"vllm\"\nmodels = [\"local-m\"]\nrequest_preset = \"p\"\n"
+        );
+    }
+    std::fs::write(root.join("campaign.toml"), cfg).unwrap();
+    std::fs::create_dir_all(root.join("specs/drafts")).unwrap();
+    let cells: Vec<Value> = (1..=2)
+        .flat_map(|s| {
+            ["base", "treat"].map(
+                |c| json!({"factors": {"condition": c, "task": "t1", "phase": "warmup", "seed": s, "repetition": 0}}),
+            )
+        })
+        .collect();
+    let pool = |endpoints: Value, cells: &[Value]| {
+        json!({"schema_version": 1, "label": "pool", "model": "local-m", "backend": "vllm",
+               "endpoints": endpoints, "cells": cells})
+    };
+    std::fs::write(
+        root.join("specs/drafts/bad-pool.json"),
+        pool(json!(["gpu-b", "gpu-b", "gpu-a", "gpu-d", "gpu-down", "gpu-x"]), &[]).to_string(),
+    )
+    .unwrap();
+    std::fs::write(root.join("specs/drafts/pool.json"), pool(json!(["gpu-b", "gpu-c"]), &cells).to_string()).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+
+    // Every reason at once — also when the preflight is skipped.
+    for skip in [false, true] {
+        let (code, e) =
+            post(&s.addr, "/api/control/start", json!({"path": "specs/drafts/bad-pool.json", "skip_preflight": skip}));
+        assert_eq!(code, 422, "{e}");
+        let reasons: Vec<&str> = e["reasons"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        for want in [
+            "the pool plans no cells",
+            "endpoint \"gpu-b\" is named twice in the pool",
+            "endpoint \"gpu-x\" is not in the catalogue",
+            "endpoint \"gpu-down\"",
+            "/models did not answer: cannot connect",
+            "the endpoints do not serve the same model identity",
+            "gpu-d serves /models/m-fp16 (max_model_len 32768)",
+            "the endpoints do not share a request policy: gpu-a uses preset (none)",
+        ] {
+            assert!(reasons.iter().any(|r| r.contains(want)), "skip {skip}: want {want:?} in {reasons:#?}");
+        }
+    }
+    assert!(!root.join(".runboard/units").exists(), "nothing refused was launched");
+
+    // A pool of the same serving: one batch, its cells spread over the pool.
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": "specs/drafts/pool.json"}));
+    assert_eq!(code, 200, "{l}");
+    let run_set = l["run_set"].as_str().unwrap().to_owned();
+    wait_for("the pool's batch to end", Duration::from_secs(60), || live_state(&s.addr).0 == "idle");
+    let (_, v) = live_state(&s.addr);
+    assert_eq!(v["outcome"]["status"], "completed", "{v}");
+    let spec: Value = serde_json::from_slice(&std::fs::read(root.join(l["spec"].as_str().unwrap())).unwrap()).unwrap();
+    let mut used = std::collections::BTreeMap::new();
+    for (i, cell) in spec["cells"].as_array().unwrap().iter().enumerate() {
+        let id = runboard::spec::cell_id(&serde_json::from_value(cell["factors"].clone()).unwrap());
+        let out = root.join("runsets").join(&run_set).join("out").join(&id).join("endpoint.txt");
+        let endpoint = std::fs::read_to_string(&out).unwrap().trim().to_owned();
+        assert_eq!(endpoint, ["gpu-b", "gpu-c"][i % 2], "cell {i} runs on endpoints[i mod 2]");
+        *used.entry(endpoint).or_insert(0) += 1;
+    }
+    assert_eq!(used, [("gpu-b".to_owned(), 2), ("gpu-c".to_owned(), 2)].into());
+}

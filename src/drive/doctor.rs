@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::config::{ClusterConfig, RunnerConfig};
-use super::plan::{cell_vars, fill, route_vars};
+use super::plan::{cell_vars, fill, pool_assignment, route_vars};
 use crate::spec::BatchSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -126,8 +126,12 @@ pub fn diagnose(
             }
             let fixed = ["out", "runset", "logs"];
             let route = route_vars(spec);
+            let pool = pool_assignment(spec);
             for cell in &spec.cells {
                 let mut vars = cell_vars(&route, cell);
+                if let Some(e) = pool.get(&cell.id) {
+                    vars.insert("endpoint".into(), e.clone());
+                }
                 vars.extend(fixed.iter().map(|k| ((*k).to_owned(), String::new())));
                 if let Err(e) = fill(&r.command, &vars) {
                     block(format!("runner.command for cell {}: {e}", cell.id));

@@ -61,6 +61,20 @@ pub fn route_vars(spec: &crate::spec::BatchSpec) -> BTreeMap<String, String> {
     .collect()
 }
 
+/// A resource pool's assignment: each cell's endpoint, by the cell's place in
+/// the spec (`endpoints[i mod n]`) — the same on a resume, which runs only
+/// some of the cells. Empty when the spec has no pool.
+pub fn pool_assignment(spec: &crate::spec::BatchSpec) -> BTreeMap<String, String> {
+    if spec.endpoints.is_empty() {
+        return BTreeMap::new();
+    }
+    spec.cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.clone(), spec.endpoints[i % spec.endpoints.len()].clone()))
+        .collect()
+}
+
 /// The template variables of a cell: the batch's route, then its factors as
 /// text (a factor of the same name wins), and its id.
 pub fn cell_vars(route: &BTreeMap<String, String>, cell: &Cell) -> BTreeMap<String, String> {

@@ -7,6 +7,7 @@
 //! launches never race, a stop and a launch never interleave.
 
 pub mod launcher;
+pub mod pool;
 pub mod records;
 
 use std::fs;
@@ -387,14 +388,29 @@ impl Campaign {
         let findings = crate::drive::doctor_findings(cfg, &self.root, spec, resume_label);
         let (index, _) = self.records.run_index();
         let today = runsets::launches_today(&index, crate::clock::now());
-        preflight::check(spec, cfg, &findings, &today, &self.history())
+        let mut pf = preflight::check(spec, cfg, &findings, &today, &self.history());
+        pf.refusals.extend(self.pool_refusals(spec, cfg));
+        pf
+    }
+
+    /// A resource pool's refusals (none for a spec without a pool): its
+    /// endpoints probed now.
+    fn pool_refusals(&self, spec: &BatchSpec, cfg: &CampaignConfig) -> Vec<String> {
+        if spec.endpoints.is_empty() {
+            return Vec::new();
+        }
+        let probes = pool::probe(cfg, &spec.endpoints);
+        runboard::pool::check(spec, cfg, &probes)
     }
 
     /// The static preflight as a gate: every refusal, or the prediction
     /// (none when skipped).
     fn gate(&self, spec: &BatchSpec, cfg: &CampaignConfig, skip: bool) -> Result<Option<Prediction>, ApiError> {
         if skip {
-            return Ok(None);
+            // Skipping the preflight never skips a pool's check: cells of
+            // endpoints serving different models are not one batch.
+            let refusals = self.pool_refusals(spec, cfg);
+            return if refusals.is_empty() { Ok(None) } else { Err(ApiError::refused(refusals)) };
         }
         let pf = self.preflight_of(spec, cfg, None);
         if pf.refusals.is_empty() {

@@ -56,7 +56,7 @@ async fn drive_cells(
     running: &mut Running,
     attempted: &mut usize,
 ) -> Result<(BatchStatus, String), DriveError> {
-    let BatchCtx { runset, env, stop, route, .. } = ctx;
+    let BatchCtx { runset, env, stop, route, pool, .. } = ctx;
     let existing = runset.read_cells();
     let mut queue = cells.iter();
     let parallel = cfg.parallel.max(1) as usize;
@@ -67,6 +67,9 @@ async fn drive_cells(
             let out = runset.out_dir().join(&cell.id);
             std::fs::create_dir_all(&out).map_err(DriveError::io("creating", &out))?;
             let mut vars = cell_vars(route, cell);
+            if let Some(e) = pool.get(&cell.id) {
+                vars.insert("endpoint".into(), e.clone());
+            }
             vars.insert("out".into(), out.display().to_string());
             vars.insert("runset".into(), env["RUNBOARD_RUNSET"].clone());
             vars.insert("logs".into(), env["RUNBOARD_LOG_DIR"].clone());

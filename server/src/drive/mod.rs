@@ -184,6 +184,8 @@ pub(crate) struct BatchCtx<'a> {
     pub stop: &'a CancellationToken,
     /// The spec's route as template variables (`{model}`, …).
     pub route: BTreeMap<String, String>,
+    /// A resource pool's endpoint of each cell (its `{endpoint}`).
+    pub pool: BTreeMap<String, String>,
 }
 
 /// What a runner reports when it returns.
@@ -353,7 +355,8 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         Err(e) => runset.log(&format!("warning: no sentinel ({e}); a killed driver may leave processes behind")),
     }
     let route = runboard::drive::plan::route_vars(&spec);
-    let ctx = BatchCtx { runset: &runset, env, grace, interactive: opts.interactive, stop: &stop, route };
+    let pool = runboard::drive::plan::pool_assignment(&spec);
+    let ctx = BatchCtx { runset: &runset, env, grace, interactive: opts.interactive, stop: &stop, route, pool };
     let ended = match (&cfg.cluster, &cfg.runner) {
         (Some(cluster), _) => cluster::run(cluster, &spec, &left, &ctx, &mut sup).await,
         (None, Some(runner)) => exec::run(runner, &left, &ctx, &mut sup).await,
