@@ -23,6 +23,9 @@ use std::time::Duration;
 use common::served::*;
 use serde_json::{json, Value};
 
+/// The Slurm fixture's ports are fixed: one at a time in this binary.
+static SLURM_ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A daemon fixture started by its script, ended (by the PIDs it recorded)
 /// when dropped.
 struct Fixture {
@@ -269,6 +272,7 @@ fn the_systemd_launcher_passes_the_backend_table() {
 #[test]
 fn the_slurm_launcher_passes_the_backend_table() {
     let tmp = tempfile::tempdir().unwrap();
+    let _one = SLURM_ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let fx = Fixture::up("slurm", &tmp.path().join("slurm"));
     let env = vec![("SLURM_CONF".to_owned(), fx.var("SLURM_CONF"))];
     let ctld = fx.var("SLURMCTLD_PID");
@@ -290,4 +294,55 @@ fn the_slurm_launcher_passes_the_backend_table() {
         }),
     });
     drop(fx);
+}
+
+/// What only Slurm has: a job Slurm refuses at submission (422 with Slurm's
+/// reason, nothing left behind), and a job that waits in the queue — shown as
+/// `starting` with Slurm's pending reason until it runs.
+#[test]
+fn slurm_refusals_and_pending_jobs_are_shown_as_slurm_says() {
+    let tmp = tempfile::tempdir().unwrap();
+    let _one = SLURM_ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let fx = Fixture::up("slurm", &tmp.path().join("slurm"));
+    let env = vec![("SLURM_CONF".to_owned(), fx.var("SLURM_CONF"))];
+    let root = campaign(tmp.path(), 3.0);
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let base = std::fs::read_to_string(root.join("campaign.toml")).unwrap()
+        + "kind = \"slurm\"\nquery_timeout_s = 2\n[launcher.slurm]\npartition = \"debug\"\n";
+    // More memory than the node has: sbatch refuses the job.
+    std::fs::write(root.join("campaign.toml"), base.clone() + "memory = \"900000M\"\n").unwrap();
+    let s = serve_env(&root, &tmp.path().join("data"), &env);
+    let path = draft(&s.addr, json!({"label": "big", "max_cells": 2, "endpoint": "gpu-a"}));
+    let (code, e) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 422, "{e}");
+    let reason = e["reasons"][0].as_str().unwrap();
+    assert!(reason.starts_with("Slurm refused the job: sbatch: "), "{reason}");
+    assert_eq!(live_state(&s.addr).0, "idle", "a refused launch is not a launched batch");
+    let units: Vec<_> =
+        std::fs::read_dir(root.join(".runboard/units")).map(|d| d.flatten().collect()).unwrap_or_default();
+    assert!(units.is_empty(), "a refused launch leaves no unit: {units:?}");
+
+    // Every CPU of the node for each job: the second waits for the first.
+    std::fs::write(root.join("campaign.toml"), base + &format!("cpus = {cpus}\n")).unwrap();
+    let first = draft(&s.addr, json!({"label": "first", "max_cells": 2, "endpoint": "gpu-a"}));
+    assert_eq!(post(&s.addr, "/api/control/start", json!({"path": first})).0, 200);
+    wait_for("the first running", Duration::from_secs(40), || live_state(&s.addr).0 == "running");
+    let second = draft(&s.addr, json!({"label": "second", "max_cells": 2, "endpoint": "gpu-a"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": second}));
+    assert_eq!(code, 200, "{l}");
+    let mut seen = String::new();
+    wait_for("the second pending", Duration::from_secs(20), || {
+        let (_, v) = live_state(&s.addr);
+        seen = v["words"].as_str().unwrap_or("").to_owned();
+        v["unit"]["unit"] == l["unit"] && v["state"]["state"] == "starting"
+    });
+    assert!(seen.contains("Slurm: PENDING (Resources)") || seen.contains("Slurm: PENDING (Priority)"), "{seen}");
+    // It runs once the first ended.
+    wait_for("the second running", Duration::from_secs(60), || {
+        let (st, v) = live_state(&s.addr);
+        st == "running" && v["run_set"] == l["run_set"]
+    });
+    assert_eq!(post(&s.addr, "/api/control/stop", json!({})).0, 200);
+    let out = Command::new("squeue").args(["-h"]).envs(env.iter().map(|(k, v)| (k, v))).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
 }

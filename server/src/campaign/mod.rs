@@ -556,7 +556,12 @@ impl Campaign {
             log: format!("{UNITS_DIR}/{unit}.log"),
             grace: Duration::from_secs_f64(cfg.grace_s()),
         };
-        let rec = launcher.start(&req).map_err(|e| ApiError::refused(vec![e]))?;
+        let rec = launcher.start(&req).map_err(|e| {
+            // A refused launch leaves no unit behind (the answer says why).
+            let _ = fs::remove_file(&req.record);
+            let _ = fs::remove_file(req.record.with_extension("sbatch"));
+            ApiError::refused(vec![e])
+        })?;
         // The launch is accepted: the tag, the index line and the marker say
         // so even if the unit dies before it makes its run set.
         let mut problems = Vec::new();
