@@ -26,8 +26,11 @@ impl std::fmt::Display for Failed {
 
 /// Runs `program args…` (in `cwd`, stdin closed), waiting at most `limit`.
 pub fn run_bounded(program: &str, args: &[String], cwd: Option<&Path>, limit: Duration) -> Result<Output, Failed> {
+    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(program);
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Its own process group: at the bound the whole group is killed (a child
+    // it started holds the output pipes open).
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
@@ -41,9 +44,9 @@ pub fn run_bounded(program: &str, args: &[String], cwd: Option<&Path>, limit: Du
         Ok(Ok(out)) => Ok(out),
         Ok(Err(e)) => Err(Failed::NotStarted(format!("{program}: {e}"))),
         Err(_) => {
-            // Only the child this call started, by its PID (its waiter thread
-            // has not reaped it: it is still ours).
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+            // Only the group this call started, by its PID (its waiter thread
+            // has not reaped the leader: the group is still ours).
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
             let out = rx.recv_timeout(Duration::from_secs(5)).ok().and_then(Result::ok);
             Err(Failed::TimedOut {
                 after: limit,
