@@ -220,6 +220,45 @@ pub struct UnitRecord {
     pub log: Option<String>,
 }
 
+impl UnitRecord {
+    /// A unit's record before its launcher says more (no PID, job or end).
+    pub fn new(
+        unit: &str,
+        backend: &str,
+        run_set: &str,
+        spec: &str,
+        command: Vec<String>,
+        started_at: Timestamp,
+    ) -> Self {
+        Self {
+            schema_version: 1,
+            unit: unit.to_owned(),
+            backend: backend.to_owned(),
+            run_set: run_set.to_owned(),
+            spec: spec.to_owned(),
+            command,
+            started_at,
+            pid: None,
+            pid_start: None,
+            driver_pid: None,
+            job_id: None,
+            ended_at: None,
+            exit_status: None,
+            result: None,
+            log: None,
+        }
+    }
+
+    /// How it ended, when its end is recorded (then no backend is asked).
+    pub fn recorded_end(&self) -> Option<crate::live::Observation> {
+        self.ended_at.map(|at| crate::live::Observation::Finished {
+            exit_status: self.exit_status,
+            result: self.result.clone().unwrap_or_default(),
+            at: Some(at),
+        })
+    }
+}
+
 /// One run set as the Run sets page and `GET /api/runsets` show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSetSummary {

@@ -150,8 +150,8 @@ impl Campaign {
             "slurm" => Duration::from_secs(2),
             _ => Duration::from_secs(1),
         };
-        if rec.ended_at.is_some() {
-            return self.local.observe(rec); // the recorded end, whatever the backend
+        if let Some(end) = rec.recorded_end() {
+            return end;
         }
         let cached = |m: &std::sync::Mutex<std::collections::HashMap<String, (Instant, Observation)>>| {
             m.lock()
@@ -626,23 +626,7 @@ impl Campaign {
                         Ok(_) => "its unit record changed while it was read".into(),
                     },
                 };
-                let rec = UnitRecord {
-                    schema_version: 1,
-                    unit: e.unit.clone(),
-                    backend: e.launcher.clone(),
-                    run_set: e.run_set.clone(),
-                    spec: e.spec.clone(),
-                    command: Vec::new(),
-                    started_at: e.launched_at,
-                    pid: None,
-                    pid_start: None,
-                    driver_pid: None,
-                    job_id: None,
-                    ended_at: None,
-                    exit_status: None,
-                    result: None,
-                    log: None,
-                };
+                let rec = UnitRecord::new(&e.unit, &e.launcher, &e.run_set, &e.spec, Vec::new(), e.launched_at);
                 (rec, runboard::live::Observation::Unknown { reason: why })
             }
             None => {

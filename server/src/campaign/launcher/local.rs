@@ -106,12 +106,8 @@ impl Launcher for LocalLauncher {
     }
 
     fn observe(&self, rec: &UnitRecord) -> Observation {
-        if let Some(at) = rec.ended_at {
-            return Observation::Finished {
-                exit_status: rec.exit_status,
-                result: rec.result.clone().unwrap_or_default(),
-                at: Some(at),
-            };
+        if let Some(end) = rec.recorded_end() {
+            return end;
         }
         if Self::supervisor_alive(rec) {
             return Observation::Active { since: Some(rec.started_at) };

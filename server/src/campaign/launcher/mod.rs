@@ -107,23 +107,10 @@ impl<L: Launcher + ?Sized> Launcher for &L {
 
 /// The first record of a unit, before its backend says more.
 pub fn first_record(req: &UnitRequest, backend: &str) -> UnitRecord {
-    UnitRecord {
-        schema_version: 1,
-        unit: req.unit.clone(),
-        backend: backend.into(),
-        run_set: req.run_set.clone(),
-        spec: req.spec.clone(),
-        command: req.command.clone(),
-        started_at: crate::clock::now(),
-        pid: None,
-        pid_start: None,
-        driver_pid: None,
-        job_id: None,
-        ended_at: None,
-        exit_status: None,
-        result: None,
-        log: Some(req.log.clone()),
-    }
+    let mut rec =
+        UnitRecord::new(&req.unit, backend, &req.run_set, &req.spec, req.command.clone(), crate::clock::now());
+    rec.log = Some(req.log.clone());
+    rec
 }
 
 /// Writes a unit record atomically (making its folder).

@@ -224,12 +224,8 @@ impl Launcher for SlurmLauncher {
     }
 
     fn observe(&self, rec: &UnitRecord) -> Observation {
-        if let Some(at) = rec.ended_at {
-            return Observation::Finished {
-                exit_status: rec.exit_status,
-                result: rec.result.clone().unwrap_or_default(),
-                at: Some(at),
-            };
+        if let Some(end) = rec.recorded_end() {
+            return end;
         }
         let Some(job) = rec.job_id.as_deref() else {
             return Observation::Finished { exit_status: None, result: "never-started".into(), at: None };

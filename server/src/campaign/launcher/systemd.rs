@@ -353,12 +353,8 @@ impl Launcher for SystemdLauncher<'_> {
     }
 
     fn observe(&self, rec: &UnitRecord) -> Observation {
-        if let Some(at) = rec.ended_at {
-            return Observation::Finished {
-                exit_status: rec.exit_status,
-                result: rec.result.clone().unwrap_or_default(),
-                at: Some(at),
-            };
+        if let Some(end) = rec.recorded_end() {
+            return end;
         }
         match self.props(&service_name(&rec.unit), self.query_timeout) {
             Ok(p) => p.observation(),
