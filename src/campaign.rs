@@ -247,6 +247,12 @@ pub struct Hooks {
     /// (a lease); its failure is reported in the stop report, the rest goes on.
     #[serde(default)]
     pub release_lease: Option<Vec<String>>,
+    /// Told about the autopilot's notable events (`batch_launched`,
+    /// `launch_failed`, `credit_flagged`, `lane_finished`, a hold lasting
+    /// longer than the settings say): the event as JSON on its standard
+    /// input, 20 s at most; its failure is logged, never fatal.
+    #[serde(default)]
+    pub notify: Option<Vec<String>>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -334,6 +340,9 @@ impl CampaignConfig {
         out.extend(self.launcher.problems());
         if self.hooks.release_lease.as_ref().is_some_and(Vec::is_empty) {
             out.push("hooks.release_lease must name a program".into());
+        }
+        if self.hooks.notify.as_ref().is_some_and(Vec::is_empty) {
+            out.push("hooks.notify must name a program".into());
         }
         out
     }

@@ -21,6 +21,14 @@ pub fn log_event(root: &Path, event: &str, detail: Value) -> std::io::Result<()>
     f.write_all(line.as_bytes())
 }
 
+/// Appends one event (as the tick made it, its own time) to the log.
+pub fn log_event_at(root: &Path, event: &runboard::auto::LogEvent) -> std::io::Result<()> {
+    fs::create_dir_all(root.join("auto"))?;
+    let line = serde_json::to_string(event).map_err(std::io::Error::other)? + "\n";
+    let mut f = fs::OpenOptions::new().create(true).append(true).open(root.join(LOG_FILE))?;
+    f.write_all(line.as_bytes())
+}
+
 /// Loads the state file (repaired when it must be; never fails).
 pub fn load(root: &Path) -> runboard::auto::Loaded {
     let bytes = crate::fsread::read_regular(&root.join(STATE_FILE)).ok();

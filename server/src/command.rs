@@ -36,6 +36,40 @@ pub fn run_bounded(program: &str, args: &[String], cwd: Option<&Path>, limit: Du
     }
     let child = cmd.spawn().map_err(|e| Failed::NotStarted(format!("could not start {program}: {e}")))?;
     let pid = child.id();
+    wait_bounded(child, pid, program, limit)
+}
+
+/// [`run_bounded`] with `input` written to the command's standard input
+/// (then closed).
+pub fn run_bounded_with_input(
+    program: &str,
+    args: &[String],
+    cwd: Option<&Path>,
+    input: &[u8],
+    limit: Duration,
+) -> Result<Output, Failed> {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd.spawn().map_err(|e| Failed::NotStarted(format!("could not start {program}: {e}")))?;
+    let pid = child.id();
+    let stdin = child.stdin.take();
+    let input = input.to_vec();
+    // Written from a thread of its own: a command that does not read must
+    // not stall this one.
+    std::thread::spawn(move || {
+        if let Some(mut s) = stdin {
+            let _ = s.write_all(&input);
+        }
+    });
+    wait_bounded(child, pid, program, limit)
+}
+
+fn wait_bounded(child: std::process::Child, pid: u32, program: &str, limit: Duration) -> Result<Output, Failed> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());

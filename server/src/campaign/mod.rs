@@ -6,6 +6,7 @@
 //! advisory file lock), shared by every server and CLI on the campaign: two
 //! launches never race, a stop and a launch never interleave.
 
+pub mod auto;
 pub mod launcher;
 pub mod pool;
 pub mod records;
@@ -422,6 +423,12 @@ impl Campaign {
 
     /// `start_spec`: the one launch path (see `docs/formats.md`, "Launching").
     pub fn start_spec(&self, req: &LaunchRequest) -> Result<Launched, ApiError> {
+        let lock = self.lock()?;
+        self.start_spec_inner(req, &lock)
+    }
+
+    /// The launch path itself, the campaign lock held.
+    fn start_spec_inner(&self, req: &LaunchRequest, _lock: &CampaignLock) -> Result<Launched, ApiError> {
         let tag = req.tag.clone().unwrap_or_else(|| "console".into());
         if !runsets::valid_tag(&tag) {
             return Err(ApiError::refused(vec![format!(
@@ -429,7 +436,6 @@ impl Campaign {
                 runboard::spec::shorten(&tag)
             )]));
         }
-        let _lock = self.lock()?;
         let (_, bytes, spec) = self.load_spec(&req.path)?;
         let cfg = self.config()?;
         let launcher = self.launcher(&cfg)?;

@@ -7,6 +7,9 @@
 //! shape is dropped to its default and named — the rest of the file is kept.
 //! The next save writes the whole state.
 
+pub mod settings;
+pub mod tick;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,270 @@
+//! The autopilot's thin server side: the tick run under the campaign lock
+//! (observe → `runboard::auto::tick::tick` → launch each planned batch
+//! through `start_spec_locked`, the Launch button's path → record → save),
+//! the loop that runs it every 30 s off the async runtime, the dry run
+//! (`explain`), the mode and settings controls, and the notification hook.
+//!
+//! The state file and the log: `auto_state` (the log line is written before
+//! the history copy; the state is replaced atomically, whole).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use app::api::ApiError;
+use runboard::auto::tick::{record_launch, tick, Guard, LaunchResult, Observed, Planned};
+use runboard::auto::{AutoState, LogEvent, Mode};
+use runboard::launch::LaunchRequest;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::auto_state;
+use crate::campaign::Campaign;
+
+/// The default tick interval.
+pub const TICK: Duration = Duration::from_secs(30);
+/// How long the notification hook may run.
+pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(20);
+/// The events the notification hook hears about (and long holds).
+pub const NOTIFIED: [&str; 4] = ["batch_launched", "launch_failed", "credit_flagged", "lane_finished"];
+
+/// What one tick did (or, for `explain`, would do).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TickReport {
+    pub mode: Mode,
+    pub verdict: String,
+    pub guards: Vec<Guard>,
+    /// The launches decided (explain: would be made).
+    pub launches: Vec<PlannedView>,
+    /// The events logged (explain: none).
+    pub events: Vec<LogEvent>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedView {
+    pub lane: String,
+    pub model: String,
+    pub endpoint: Option<String>,
+    pub label: String,
+    pub cells: usize,
+    pub why: String,
+}
+
+impl From<&Planned> for PlannedView {
+    fn from(p: &Planned) -> Self {
+        Self {
+            lane: p.lane.clone(),
+            model: p.model.clone(),
+            endpoint: p.endpoint.clone(),
+            label: p.draft.spec.label.clone(),
+            cells: p.draft.spec.cells.len(),
+            why: p.why.clone(),
+        }
+    }
+}
+
+/// A refusal's reasons (or its one error).
+fn reasons_of(e: &ApiError) -> Vec<String> {
+    if e.reasons.is_empty() {
+        vec![e.error.clone()]
+    } else {
+        e.reasons.clone()
+    }
+}
+
+/// Appends the event to the log, then keeps it in the state's history.
+fn remember(root: &Path, state: &mut AutoState, event: LogEvent) {
+    if let Err(e) = auto_state::log_event_at(root, &event) {
+        tracing::error!("auto/log.jsonl: {e}");
+    }
+    state.remember(event);
+}
+
+/// One tick: under the campaign lock; the launches it decides made through
+/// the Launch button's path. `dry`: evaluate only (nothing launched, saved
+/// or logged).
+pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> {
+    let root = campaign.root().to_path_buf();
+    let lock = campaign.lock()?;
+    let state = auto_state::load(&root).state;
+    let cfg = campaign.config()?;
+    let made = campaign.coverage();
+    let (matrix, coverage, _) = &*made;
+    let now = crate::clock::now();
+    let observed = Observed {
+        now,
+        cfg: &cfg,
+        matrix,
+        coverage,
+        units: campaign.auto_units(&state, &cfg),
+        live: campaign.auto_live(),
+        closeout_failures: campaign.closeout_failures(),
+        launches_today: campaign.launches_today(),
+    };
+    let out = tick(&state, &observed);
+    let mut report = TickReport {
+        mode: out.state.mode,
+        verdict: out.verdict.clone(),
+        guards: out.guards.clone(),
+        launches: out.launches.iter().map(PlannedView::from).collect(),
+        events: Vec::new(),
+    };
+    if dry {
+        return Ok(report);
+    }
+    let mut next = out.state;
+    let mut events = out.events;
+    for planned in &out.launches {
+        let result = match campaign.write_draft_locked(&planned.draft.spec, &lock) {
+            Err(e) => LaunchResult::Refused(reasons_of(&e)),
+            Ok(path) => {
+                let req = LaunchRequest { path, tag: Some("auto".into()), skip_preflight: false };
+                match campaign.start_spec_locked(&req, &lock) {
+                    Ok(l) => LaunchResult::Launched {
+                        unit: l.unit,
+                        run_set: l.run_set,
+                        spec: l.spec,
+                        backend: format!("{:?}", cfg.launcher.kind).to_lowercase(),
+                    },
+                    Err(e) => LaunchResult::Refused(reasons_of(&e)),
+                }
+            }
+        };
+        events.push(record_launch(&mut next, planned, &result, crate::clock::now()));
+    }
+    // A hold that has lasted longer than the settings say is announced once.
+    let notify_after = next.settings.get("hold_notify_minutes").and_then(Value::as_f64).unwrap_or(30.0);
+    if let Some(h) = next.hold.as_ref() {
+        let long = (now.0 - h.since.0) as f64 >= notify_after * 60_000.0;
+        let told = next.history.iter().any(|e| e.event == "hold_long" && e.detail["since"] == h.since.to_rfc3339());
+        if long && !told {
+            events.push(LogEvent {
+                at: now,
+                event: "hold_long".into(),
+                detail: json!({"reason": h.reason, "words": h.words, "since": h.since.to_rfc3339()}),
+            });
+        }
+    }
+    for e in &events {
+        remember(&root, &mut next, e.clone());
+    }
+    if next != state {
+        auto_state::save(&root, &next).map_err(|e| app::api::ssr::internal("saving auto/state.json", e))?;
+    }
+    drop(lock);
+    notify(&root, &cfg, &events);
+    report.mode = next.mode;
+    report.events = events;
+    Ok(report)
+}
+
+/// Runs the campaign's notification hook (`[hooks] notify`) once per
+/// notable event, the event as JSON on its standard input; its failure is
+/// logged (`notify_failed`), never fatal.
+fn notify(root: &Path, cfg: &runboard::campaign::CampaignConfig, events: &[LogEvent]) {
+    let Some(cmd) = cfg.hooks.notify.as_ref() else { return };
+    for e in events.iter().filter(|e| NOTIFIED.contains(&e.event.as_str()) || e.event == "hold_long") {
+        let input = serde_json::to_vec(e).unwrap_or_default();
+        let Some((program, args)) = cmd.split_first() else { return };
+        let failed = match crate::command::run_bounded_with_input(program, args, Some(root), &input, NOTIFY_TIMEOUT) {
+            Ok(out) if out.status.success() => None,
+            Ok(out) => Some(crate::command::why(program, &out)),
+            Err(why) => Some(why.to_string()),
+        };
+        if let Some(why) = failed {
+            tracing::warn!("the notification hook failed: {why}");
+            let _ = auto_state::log_event(root, "notify_failed", json!({"event": e.event, "why": why}));
+        }
+    }
+}
+
+/// The loop: a tick every `every`, on a thread of its own (off the async
+/// runtime); a tick that fails or panics is logged as `tick_exception` and
+/// the loop goes on. Ends when `stop` is set.
+pub fn spawn_loop(campaign: Arc<Campaign>, every: Duration, stop: Arc<std::sync::atomic::AtomicBool>) {
+    std::thread::Builder::new()
+        .name("runboard-autopilot".into())
+        .spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Sleep in short steps so a stop is seen at once.
+                let until = std::time::Instant::now() + every;
+                while std::time::Instant::now() < until {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(100).min(every));
+                }
+                let root = campaign.root().to_path_buf();
+                // Off: nothing to do, and the lock is not taken.
+                if auto_state::load(&root).state.mode == Mode::Off {
+                    continue;
+                }
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_tick(&campaign, false)));
+                let failure = match outcome {
+                    Ok(Ok(_)) => None,
+                    Ok(Err(e)) => Some(e.to_string()),
+                    Err(panic) => Some(
+                        panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                            .unwrap_or_else(|| "a panic".into()),
+                    ),
+                };
+                if let Some(why) = failure {
+                    tracing::error!("autopilot tick: {why}");
+                    let _ = auto_state::log_event(&root, "tick_exception", json!({ "error": why }));
+                }
+            }
+        })
+        .expect("starting the autopilot thread");
+}
+
+/// `POST /api/auto/on | off | finishing`.
+pub fn set_mode(campaign: &Campaign, mode: Mode) -> Result<AutoState, ApiError> {
+    let root = campaign.root();
+    let _lock = campaign.lock()?;
+    let mut state = auto_state::load(root).state;
+    let was = state.mode;
+    let now = crate::clock::now();
+    match mode {
+        Mode::Off => {
+            let (_, event) = state.turn_off("turned off by the operator", now);
+            remember(root, &mut state, event);
+        }
+        Mode::On | Mode::Finishing => {
+            if mode == Mode::On && was == Mode::Off {
+                state.session = runboard::auto::Session { started_at: Some(now), ..Default::default() };
+            }
+            state.mode = mode;
+            let event = LogEvent { at: now, event: format!("auto_{}", mode_word(mode)), detail: json!({"was": was}) };
+            remember(root, &mut state, event);
+        }
+    }
+    auto_state::save(root, &state).map_err(|e| app::api::ssr::internal("saving auto/state.json", e))?;
+    Ok(state)
+}
+
+pub fn mode_word(m: Mode) -> &'static str {
+    match m {
+        Mode::Off => "off",
+        Mode::On => "on",
+        Mode::Finishing => "finishing",
+    }
+}
+
+/// `POST /api/auto/settings`: validated against the campaign (422 with every
+/// reason), then saved whole.
+pub fn save_settings(campaign: &Campaign, settings: Value) -> Result<AutoState, ApiError> {
+    let cfg = campaign.config()?;
+    let made = campaign.coverage();
+    runboard::auto::settings::validate(&settings, &cfg, &made.0).map_err(ApiError::refused)?;
+    let root = campaign.root();
+    let _lock = campaign.lock()?;
+    let mut state = auto_state::load(root).state;
+    state.settings = settings;
+    let event = LogEvent { at: crate::clock::now(), event: "settings_saved".into(), detail: state.settings.clone() };
+    remember(root, &mut state, event);
+    auto_state::save(root, &state).map_err(|e| app::api::ssr::internal("saving auto/state.json", e))?;
+    Ok(state)
+}

@@ -1,0 +1,1172 @@
+//! The autopilot's tick: one pure function from the state, what the server
+//! observed and `now` to the new state, at most one launch per lane, and the
+//! events to log — plus every guard it evaluated, so the same function is the
+//! dry run (`explain`). It never does I/O: the server loop executes the
+//! launches through `start_spec` (the Launch button's path) and records each
+//! result with [`record_launch`].
+//!
+//! The order (the seed's): expire endpoint quarantines and credit flags →
+//! mode off returns → a current unit still active holds `batch_running`
+//! (unknown holds `state_unknown`) → a finished unit closes its iteration,
+//! may credit-flag a paid model until the next UTC midnight, and clears
+//! current → an unrelated running batch holds `batch_running` → a paused
+//! resumable batch holds `batch_paused` → finishing becomes off → the wait
+//! interval holds `waiting` → invalid settings hold `settings_invalid` → the
+//! decision, or the hold it gives → the launch.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::settings::{self, CountBasis, Objective, Settings};
+use super::{AutoState, Backfill, CreditFlag, Current, EndpointFailure, Hold, Iteration, LogEvent, Mode};
+use crate::campaign::{CampaignConfig, ModelKind};
+use crate::coverage::{CellState, Coverage};
+use crate::draft::{Draft, DraftRequest};
+use crate::live::Observation;
+use crate::matrix::{value_text, Matrix};
+use crate::Timestamp;
+
+/// The lane of a serial autopilot (one batch at a time).
+pub const SERIAL_LANE: &str = "serial";
+
+/// What a unit the autopilot launched is doing now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitNow {
+    pub observation: Observation,
+    /// Its batch outcome, once the driver wrote one.
+    pub outcome: Option<OutcomeNow>,
+    /// Why the unit died, in words (its failure observation), when it did.
+    pub failure: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeNow {
+    /// `completed`, `failed`, `stopped`, …
+    pub status: String,
+    pub reason: String,
+    pub attempted: usize,
+    /// Cells done (passed).
+    pub passes: usize,
+}
+
+/// The campaign's live state, for batches that are not the autopilot's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LiveNow {
+    /// `idle`, `starting`, `running`, `stopped_resumable`, `unknown`, …
+    pub state: String,
+    pub unit: Option<String>,
+    pub run_set: Option<String>,
+    pub words: String,
+}
+
+/// Everything a tick looks at.
+pub struct Observed<'a> {
+    pub now: Timestamp,
+    pub cfg: &'a CampaignConfig,
+    pub matrix: &'a Matrix,
+    pub coverage: &'a Coverage,
+    /// Each unit the state names as current.
+    pub units: BTreeMap<String, UnitNow>,
+    pub live: LiveNow,
+    /// Run sets whose closeout records a failed publication stage.
+    pub closeout_failures: Vec<Backfill>,
+    /// Today's (UTC) launches per model, every launcher's (the run index).
+    pub launches_today: BTreeMap<String, u32>,
+}
+
+/// One launch the tick decided, on one lane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Planned {
+    pub lane: String,
+    pub model: String,
+    pub endpoint: Option<String>,
+    pub prompt_variant: String,
+    pub retry_feedback: bool,
+    pub request: DraftRequest,
+    pub draft: Draft,
+    /// Why this slot, in words.
+    pub why: String,
+}
+
+/// One guard as evaluated: its name, whether it lets a launch through, its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Guard {
+    pub name: String,
+    pub ok: bool,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TickOut {
+    pub state: AutoState,
+    pub launches: Vec<Planned>,
+    pub events: Vec<LogEvent>,
+    pub guards: Vec<Guard>,
+    /// "would launch …, because …" or "holds, because …".
+    pub verdict: String,
+}
+
+struct Run<'a> {
+    obs: &'a Observed<'a>,
+    state: AutoState,
+    events: Vec<LogEvent>,
+    guards: Vec<Guard>,
+}
+
+impl Run<'_> {
+    fn event(&mut self, event: &str, detail: Value) {
+        self.events.push(LogEvent { at: self.obs.now, event: event.into(), detail });
+    }
+
+    fn guard(&mut self, name: &str, ok: bool, value: impl Into<String>) {
+        self.guards.push(Guard { name: name.into(), ok, value: value.into() });
+    }
+
+    /// Holds with `reason` (kept `since` while the same reason holds on).
+    fn hold(&mut self, reason: &str, words: String) {
+        let since = match &self.state.hold {
+            Some(h) if h.reason == reason => h.since,
+            _ => {
+                self.event("hold", json!({"reason": reason, "words": words}));
+                self.obs.now
+            }
+        };
+        self.state.hold = Some(Hold { reason: reason.into(), words, since });
+    }
+
+    fn finish(self, launches: Vec<Planned>, verdict: String) -> TickOut {
+        let mut state = self.state;
+        state.last_decision = Some(json!({"at": self.obs.now.to_rfc3339(), "verdict": verdict}));
+        TickOut { state, launches, events: self.events, guards: self.guards, verdict }
+    }
+}
+
+fn day_key(now: Timestamp) -> String {
+    now.to_rfc3339().chars().take(10).collect()
+}
+
+/// Words that say a paid route could not spend credit.
+fn credit_like(text: &str) -> bool {
+    let t = text.to_lowercase();
+    ["credit", "quota", "billing", "insufficient_quota", "payment required", "402", "rate limit exceeded for your plan"]
+        .iter()
+        .any(|w| t.contains(w))
+}
+
+/// The tick (see the module's order).
+pub fn tick(state: &AutoState, obs: &Observed) -> TickOut {
+    let mut run = Run { obs, state: state.clone(), events: Vec::new(), guards: Vec::new() };
+    let now = obs.now;
+
+    // Expire quarantines and credit flags.
+    let expired: Vec<String> =
+        run.state.endpoint_failures.iter().filter(|(_, f)| f.retry_at <= now).map(|(e, _)| e.clone()).collect();
+    for e in expired {
+        run.state.endpoint_failures.remove(&e);
+        run.event("endpoint_released", json!({"endpoint": e}));
+    }
+    let expired: Vec<String> =
+        run.state.credit_flags.iter().filter(|(_, f)| f.until <= now).map(|(m, _)| m.clone()).collect();
+    for m in expired {
+        run.state.credit_flags.remove(&m);
+        run.event("credit_expired", json!({"model": m}));
+    }
+    closeout(&mut run);
+
+    if run.state.mode == Mode::Off {
+        run.guard("mode", false, "off");
+        run.state.hold = None;
+        return run.finish(Vec::new(), "off: nothing is launched".into());
+    }
+    run.guard("mode", true, if run.state.mode == Mode::On { "on" } else { "finishing" });
+
+    // The autopilot's own batches: still active, unknown, or finished.
+    // (A serial batch and lanes' batches may both be there when the settings
+    // changed between ticks: each is followed to its end.)
+    let lanes: Vec<(String, Current)> = run
+        .state
+        .current
+        .iter()
+        .map(|c| (SERIAL_LANE.to_owned(), c.clone()))
+        .chain(run.state.currents.iter().map(|(l, c)| (l.clone(), c.clone())))
+        .collect();
+    let mut busy: Vec<String> = Vec::new();
+    let mut unknown: Vec<(String, String)> = Vec::new();
+    for (lane, cur) in lanes {
+        // The lane it occupies (a serial batch's too, should lanes be turned on).
+        let real = if lane == SERIAL_LANE {
+            lane_of(cur.model.as_deref().unwrap_or(""), cur.endpoint.as_deref())
+        } else {
+            lane.clone()
+        };
+        match obs.units.get(&cur.unit).map(|u| &u.observation) {
+            Some(Observation::Active { .. } | Observation::Pending { .. }) => busy.push(real),
+            Some(Observation::Unknown { reason }) => unknown.push((real, reason.clone())),
+            None => unknown.push((real, format!("{} was not observed", cur.unit))),
+            Some(Observation::Finished { .. }) => close_lane(&mut run, &lane, &cur),
+        }
+    }
+    let parallel = run.state.settings_parallel();
+    if !unknown.is_empty() {
+        let words = unknown.iter().map(|(l, r)| format!("{l}: {r}")).collect::<Vec<_>>().join("; ");
+        run.guard("current batch", false, format!("state unknown ({words})"));
+        if !parallel {
+            run.hold("state_unknown", format!("its batch's state cannot be read, so nothing new launches: {words}"));
+            return run.finish(Vec::new(), format!("holds, because its batch's state is unknown ({words})"));
+        }
+        // Parallel: nothing new on those lanes; the others go on.
+        busy.extend(unknown.iter().map(|(l, _)| l.clone()));
+    }
+    if !busy.is_empty() && !parallel {
+        let unit = run
+            .state
+            .current
+            .iter()
+            .chain(run.state.currents.values())
+            .map(|c| c.unit.clone())
+            .collect::<Vec<_>>()
+            .join(", ");
+        run.guard("current batch", false, format!("{unit} is running"));
+        run.hold("batch_running", format!("its batch {unit} is running"));
+        return run.finish(Vec::new(), format!("holds, because its batch {unit} is running"));
+    }
+    if busy.is_empty() {
+        run.guard("current batch", true, "none running");
+    }
+
+    // Batches that are not the autopilot's.
+    let ours = |u: &Option<String>, st: &AutoState| {
+        u.as_ref().is_some_and(|u| {
+            st.current.as_ref().is_some_and(|c| &c.unit == u) || st.currents.values().any(|c| &c.unit == u)
+        })
+    };
+    let live = &obs.live;
+    if matches!(live.state.as_str(), "running" | "starting" | "unknown") && !ours(&live.unit, &run.state) {
+        run.guard("other batch", false, live.words.clone());
+        run.hold("batch_running", format!("a batch it did not launch is running or cannot be read: {}", live.words));
+        return run.finish(Vec::new(), format!("holds, because another batch is running ({})", live.words));
+    }
+    if live.state == "stopped_resumable" {
+        run.guard("paused batch", false, live.words.clone());
+        run.hold("batch_paused", format!("a paused batch waits to be resumed or stopped: {}", live.words));
+        return run.finish(Vec::new(), "holds, because a paused batch must be resumed or stopped first".into());
+    }
+    run.guard("other batch", true, "none running or paused");
+
+    if run.state.mode == Mode::Finishing {
+        if busy.is_empty() {
+            run.state.mode = Mode::Off;
+            run.state.hold = None;
+            run.state.session.ended_reason = Some("finished: auto mode was set to finish".into());
+            run.event("auto_finished", json!({}));
+            return run.finish(Vec::new(), "finishing: its last batch ended, auto mode is off".into());
+        }
+        run.hold("finishing", "finishing: waiting for its batches to end; nothing new launches".into());
+        return run.finish(Vec::new(), "holds, because it is finishing".into());
+    }
+
+    // Settings.
+    let settings = match settings::validate(&run.state.settings, obs.cfg, obs.matrix) {
+        Ok(s) => {
+            run.guard("settings", true, "valid");
+            s
+        }
+        Err(why) => {
+            run.guard("settings", false, why.join("; "));
+            run.hold("settings_invalid", format!("the settings cannot be used: {}", why.join("; ")));
+            return run.finish(Vec::new(), format!("holds, because the settings are invalid: {}", why.join("; ")));
+        }
+    };
+
+    // The wait between batches.
+    let waits_until =
+        run.state.last_batch_finished_at.map(|t| Timestamp(t.0 + (settings.wait_minutes * 60_000.0) as i64));
+    match waits_until {
+        Some(until) if until > now && !settings.parallel_lanes => {
+            let left = crate::timefmt::duration_words((until.0 - now.0) as f64 / 1000.0);
+            run.guard("wait", false, format!("{} min between batches; {left} left", settings.wait_minutes));
+            run.hold("waiting", format!("waiting {} min between batches ({left} left)", settings.wait_minutes));
+            return run.finish(Vec::new(), format!("holds, because it waits between batches ({left} left)"));
+        }
+        _ => run.guard("wait", true, format!("{} min between batches: over", settings.wait_minutes)),
+    }
+
+    // Guards the slots face, shown whatever is decided.
+    let today = day_key(now);
+    let caps: Vec<String> = settings
+        .models
+        .iter()
+        .map(|m| {
+            let auto = run.state.daily_launches.get(&today).and_then(|d| d.get(m)).copied().unwrap_or(0);
+            match settings.daily_caps.get(m) {
+                Some(c) => format!("{m} {auto}/{c}"),
+                None => format!("{m} {auto} (no cap)"),
+            }
+        })
+        .collect();
+    run.guard("daily launches", true, caps.join(", "));
+    let flags: Vec<String> =
+        run.state.credit_flags.iter().map(|(m, f)| format!("{m} until {}", f.until.to_display())).collect();
+    run.guard("credit flags", flags.is_empty(), if flags.is_empty() { "none".into() } else { flags.join(", ") });
+    let quarantined: Vec<String> =
+        run.state.endpoint_failures.iter().map(|(e, f)| format!("{e} until {}", f.retry_at.to_display())).collect();
+    run.guard(
+        "quarantined endpoints",
+        quarantined.is_empty(),
+        if quarantined.is_empty() { "none".into() } else { quarantined.join(", ") },
+    );
+
+    // Decide: one launch (serial) or one per free lane.
+    let decided = decide(&run.state, obs, &settings, &busy);
+    let mut launches: Vec<Planned> = Vec::new();
+    let mut refused: Vec<String> = Vec::new();
+    match decided {
+        Ok(p) => launches = p,
+        Err(why) => refused = why,
+    }
+    if launches.is_empty() {
+        if !unknown.is_empty() && refused.iter().all(|r| r.contains("every lane is busy")) {
+            let words = unknown.iter().map(|(l, r)| format!("{l}: {r}")).collect::<Vec<_>>().join("; ");
+            run.hold("state_unknown", format!("lanes whose state cannot be read launch nothing: {words}"));
+            return run.finish(Vec::new(), format!("holds, because lanes' state is unknown ({words})"));
+        }
+        if !busy.is_empty() {
+            // Parallel lanes, some busy, none free to start.
+            run.state.hold = None;
+            run.guard("decision", true, format!("lanes busy: {}", busy.join(", ")));
+            return run.finish(Vec::new(), format!("nothing new: lanes {} are running", busy.join(", ")));
+        }
+        let words = refused.join("; ");
+        run.guard("decision", false, words.clone());
+        run.hold("no_eligible_slot", format!("nothing can be launched: {words}"));
+        return run.finish(Vec::new(), format!("holds, because nothing can be launched: {words}"));
+    }
+    let said: Vec<String> = launches
+        .iter()
+        .map(|p| format!("{} cells of {} on lane {} ({})", p.draft.spec.cells.len(), p.model, p.lane, p.why))
+        .collect();
+    run.guard("decision", true, said.join("; "));
+    run.state.hold = None;
+    let verdict = format!("would launch {}", said.join("; and "));
+    run.finish(launches, verdict)
+}
+
+impl AutoState {
+    fn settings_parallel(&self) -> bool {
+        self.settings.get("parallel_lanes").and_then(Value::as_bool).unwrap_or(false)
+    }
+}
+
+/// A finished batch: its iteration closed, a credit flag if a paid route
+/// could not spend, the lane's outcome (and its endpoint quarantined if it
+/// failed or made no run set), and the current cleared.
+fn close_lane(run: &mut Run, lane: &str, cur: &Current) {
+    let now = run.obs.now;
+    let unit = run.obs.units.get(&cur.unit);
+    let outcome = unit.and_then(|u| u.outcome.clone());
+    let failure = unit.and_then(|u| u.failure.clone());
+    let (status, attempted, passes) = match &outcome {
+        Some(o) => (o.status.clone(), Some(o.attempted), Some(o.passes)),
+        None => ("unit_failed".to_owned(), None, None),
+    };
+    if let Some(it) = run.state.session.iterations.iter_mut().rev().find(|i| i.unit == cur.unit) {
+        it.ended_at = Some(now);
+        it.status = Some(status.clone());
+        it.cells_attempted = attempted;
+        it.passes = passes;
+    }
+    run.event(
+        "batch_finished",
+        json!({"unit": cur.unit, "run_set": cur.run_set, "lane": lane, "status": status,
+               "cells_attempted": attempted, "passes": passes, "failure": failure}),
+    );
+    // A paid route that could not spend credit is held back until midnight.
+    let paid = cur.model.as_deref().and_then(|m| run.obs.cfg.model(m)).is_some_and(|m| m.kind == ModelKind::Paid);
+    let text =
+        format!("{} {}", outcome.as_ref().map(|o| o.reason.as_str()).unwrap_or(""), failure.as_deref().unwrap_or(""));
+    let bad = outcome.as_ref().is_none_or(|o| o.status != "completed");
+    if let (true, true, true, Some(model)) = (paid, bad, credit_like(&text), cur.model.as_ref()) {
+        let until = now.next_utc_midnight();
+        run.state.credit_flags.insert(model.clone(), CreditFlag { reason: text.trim().to_owned(), until });
+        run.event("credit_flagged", json!({"model": model, "until": until.to_rfc3339(), "reason": text.trim()}));
+    }
+    run.state.last_batch_finished_at = Some(now);
+    if lane == SERIAL_LANE {
+        run.state.current = None;
+    } else {
+        run.state.currents.remove(lane);
+        run.state
+            .lane_outcomes
+            .insert(lane.to_owned(), json!({"unit": cur.unit, "run_set": cur.run_set, "status": status}));
+        run.state.lane_finished_at.insert(lane.to_owned(), now.to_rfc3339());
+        // A lane that failed or made no run set quarantines only its endpoint.
+        let failed = outcome.is_none() || status == "failed";
+        if let (true, Some(endpoint)) = (failed, cur.endpoint.as_ref()) {
+            let minutes = run
+                .state
+                .settings
+                .get("endpoint_retry_minutes")
+                .and_then(Value::as_f64)
+                .unwrap_or(30.0)
+                .clamp(1.0, 1440.0);
+            let failures = run.state.endpoint_failures.get(endpoint).map_or(0, |f| f.failures) + 1;
+            let retry_at = Timestamp(now.0 + (minutes * 60_000.0) as i64);
+            let reason = if outcome.is_none() { "the lane made no run set" } else { "the lane's batch failed" };
+            run.state
+                .endpoint_failures
+                .insert(endpoint.clone(), EndpointFailure { failures, retry_at, reason: reason.into() });
+            run.event(
+                "endpoint_quarantined",
+                json!({"endpoint": endpoint, "retry_at": retry_at.to_rfc3339(), "reason": reason}),
+            );
+        }
+        run.event("lane_finished", json!({"lane": lane, "status": status}));
+    }
+}
+
+/// Closeout backfill: each run set with a failed publication stage listed
+/// once (replaced, never duplicated); one that no longer fails is removed.
+fn closeout(run: &mut Run) {
+    let seen = run.obs.closeout_failures.clone();
+    for b in &seen {
+        match run.state.closeout_backfill.iter_mut().find(|x| x.run_set == b.run_set) {
+            Some(x) => *x = b.clone(),
+            None => {
+                run.state.closeout_backfill.push(b.clone());
+                run.event("closeout_deferred", json!({"run_set": b.run_set, "stage": b.stage, "message": b.message}));
+            }
+        }
+    }
+    let before = run.state.closeout_backfill.len();
+    run.state.closeout_backfill.retain(|x| seen.iter().any(|b| b.run_set == x.run_set));
+    if run.state.closeout_backfill.len() != before {
+        run.event("closeout_resolved", json!({}));
+    }
+}
+
+/// One candidate: a route and the filters of its cells.
+#[derive(Debug, Clone)]
+struct Slot {
+    lane: String,
+    model: String,
+    endpoint: Option<String>,
+    prompt_variant: String,
+    retry_feedback: bool,
+    filters: BTreeMap<String, Vec<String>>,
+}
+
+impl Slot {
+    fn name(&self) -> String {
+        let mut parts = vec![self.model.clone()];
+        parts.extend(self.endpoint.clone());
+        parts.extend(self.filters.iter().map(|(k, v)| format!("{k}={}", v.join("|"))));
+        parts.push(format!("prompt {}", self.prompt_variant));
+        parts.push(format!("retry feedback {}", self.retry_feedback));
+        parts.join(", ")
+    }
+}
+
+/// The lane a route runs on: its endpoint, or `api:<model>` for a paid route.
+pub fn lane_of(model: &str, endpoint: Option<&str>) -> String {
+    endpoint.map_or_else(|| format!("api:{model}"), str::to_owned)
+}
+
+fn slots(settings: &Settings, cfg: &CampaignConfig, matrix: &Matrix) -> Vec<Slot> {
+    let has = |f: &str| matrix.factors.iter().any(|x| x == f);
+    let builds: Vec<Option<&String>> =
+        if has("build") { settings.builds.iter().map(Some).collect() } else { vec![None] };
+    let mut out = Vec::new();
+    for model in &settings.models {
+        let endpoints: Vec<Option<String>> = match cfg.model(model).map(|m| m.kind) {
+            Some(ModelKind::Local) => cfg
+                .endpoints
+                .iter()
+                .filter(|e| e.models.contains(model) && e.request_preset.is_some())
+                .map(|e| Some(e.name.clone()))
+                .collect(),
+            _ => vec![None],
+        };
+        for endpoint in &endpoints {
+            for task in &settings.tasks {
+                for build in &builds {
+                    for pv in &settings.prompt_variants {
+                        for rf in &settings.retry_feedback {
+                            let mut filters = BTreeMap::from([("task".to_owned(), vec![task.clone()])]);
+                            if let Some(b) = build {
+                                filters.insert("build".into(), vec![(*b).clone()]);
+                            }
+                            // Route factors the matrix plans are filters too.
+                            for (f, v) in [
+                                ("model", model.clone()),
+                                ("prompt_variant", pv.clone()),
+                                ("retry_feedback", rf.to_string()),
+                            ] {
+                                if has(f) {
+                                    filters.insert(f.into(), vec![v]);
+                                }
+                            }
+                            if let (true, Some(e)) = (has("endpoint"), endpoint) {
+                                filters.insert("endpoint".into(), vec![e.clone()]);
+                            }
+                            out.push(Slot {
+                                lane: lane_of(model, endpoint.as_deref()),
+                                model: model.clone(),
+                                endpoint: endpoint.clone(),
+                                prompt_variant: pv.clone(),
+                                retry_feedback: *rf,
+                                filters,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The launches to make: the best eligible slot (serial), or the best per
+/// free lane (parallel). Every slot's reason when none can go.
+fn decide(
+    state: &AutoState,
+    obs: &Observed,
+    settings: &Settings,
+    busy: &[String],
+) -> Result<Vec<Planned>, Vec<String>> {
+    let now = obs.now;
+    let today = day_key(now);
+    let counted = |s: CellState| match settings.count_basis {
+        CountBasis::Covered => s == CellState::Covered,
+        CountBasis::Attempted => matches!(s, CellState::Covered | CellState::Failed),
+    };
+    let mut why_not: BTreeMap<String, usize> = BTreeMap::new();
+    let mut not = |reason: String| *why_not.entry(reason).or_insert(0) += 1;
+    // (score, slot, draft, why), in slot order.
+    let mut candidates: Vec<(f64, Slot, Draft, String)> = Vec::new();
+    let iteration = state.session.iterations.len() + 1;
+    for slot in slots(settings, obs.cfg, obs.matrix) {
+        if busy.contains(&slot.lane) {
+            continue;
+        }
+        if let Some(f) = state.credit_flags.get(&slot.model) {
+            not(format!("model {} is credit-flagged until {}", slot.model, f.until.to_display()));
+            continue;
+        }
+        let auto_today = state.daily_launches.get(&today).and_then(|d| d.get(&slot.model)).copied().unwrap_or(0);
+        if let Some(cap) = settings.daily_caps.get(&slot.model).filter(|c| auto_today >= **c) {
+            not(format!("model {}: the autopilot's daily cap of {cap} is reached", slot.model));
+            continue;
+        }
+        let all_today = obs.launches_today.get(&slot.model).copied().unwrap_or(0);
+        if let Some(cap) = obs.cfg.model(&slot.model).and_then(|m| m.daily_cap).filter(|c| all_today >= *c) {
+            not(format!("model {}: its catalogue daily cap of {cap} is reached", slot.model));
+            continue;
+        }
+        if let Some(f) = slot.endpoint.as_ref().and_then(|e| state.endpoint_failures.get(e)) {
+            not(format!(
+                "endpoint {} is quarantined until {} ({})",
+                slot.endpoint.as_deref().unwrap_or(""),
+                f.retry_at.to_display(),
+                f.reason
+            ));
+            continue;
+        }
+        // The slot's cells and how counted they are.
+        let keeps = |factors: &BTreeMap<String, Value>| {
+            slot.filters.iter().all(|(f, vs)| factors.get(f).is_some_and(|v| vs.contains(&value_text(v))))
+        };
+        let cells: Vec<_> = obs.coverage.cells.iter().filter(|c| keeps(&c.factors)).collect();
+        let done = cells.iter().filter(|c| counted(c.state)).count();
+        let mut request = DraftRequest {
+            label: format!("{}-{iteration}", settings.label_prefix),
+            filters: slot.filters.clone(),
+            max_cells: settings.max_cells,
+            model: Some(slot.model.clone()),
+            endpoint: slot.endpoint.clone(),
+            prompt_variant: Some(slot.prompt_variant.clone()),
+            retry_feedback: Some(slot.retry_feedback),
+            skip_failed: settings.count_basis == CountBasis::Attempted,
+        };
+        let (score, why) = match settings.objective {
+            Objective::FillGaps => (0.0, format!("the first slot with gaps: {}", slot.name())),
+            Objective::LeastCovered => {
+                let frac = if cells.is_empty() { 1.0 } else { done as f64 / cells.len() as f64 };
+                (
+                    1.0 - frac,
+                    format!("the least covered slot ({done} of {} cells counted): {}", cells.len(), slot.name()),
+                )
+            }
+            Objective::ExpectedImpact => {
+                // The condition with the fewest counted cells: its interval
+                // is the widest of the comparison.
+                let mut by: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+                for c in &cells {
+                    let k = c.factors.get("condition").map(value_text).unwrap_or_default();
+                    let e = by.entry(k).or_insert((0, 0));
+                    e.0 += usize::from(counted(c.state));
+                    e.1 += usize::from(!counted(c.state) && c.state != CellState::Running);
+                }
+                match by.iter().filter(|(_, (_, open))| *open > 0).min_by_key(|(_, (n, _))| *n) {
+                    None => (0.0, slot.name()),
+                    Some((cond, (n, open))) => {
+                        let k = (*open).min(settings.max_cells) as f64;
+                        let half = |n: f64| 1.96 * 0.5 / n.max(1.0).sqrt();
+                        let (before, after) = (half(*n as f64), half(*n as f64 + k));
+                        if obs.matrix.factors.iter().any(|f| f == "condition") {
+                            request.filters.insert("condition".into(), vec![cond.clone()]);
+                        }
+                        (
+                            before - after,
+                            format!(
+                                "condition {cond:?} has {n} counted cell(s), the fewest of its comparison: {k} more narrow its 95 % interval from ±{before:.2} to ±{after:.2} ({})",
+                                slot.name()
+                            ),
+                        )
+                    }
+                }
+            }
+        };
+        match crate::draft::from_gaps(obs.matrix, obs.coverage, obs.cfg, &request) {
+            Ok(draft) => candidates.push((score, slot, draft, why)),
+            Err(e) => not(format!("{}: {}", slot.name(), e.first().cloned().unwrap_or_default())),
+        }
+    }
+    // Best first; ties keep the settings' order.
+    candidates.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+    let mut out: Vec<Planned> = Vec::new();
+    for (_, slot, draft, why) in candidates {
+        if out.iter().any(|p| p.lane == slot.lane) {
+            continue;
+        }
+        let request = DraftRequest {
+            label: format!("{}-{}", settings.label_prefix, iteration + out.len()),
+            ..draft_request_of(&slot, settings, &draft)
+        };
+        out.push(Planned {
+            lane: if settings.parallel_lanes { slot.lane.clone() } else { SERIAL_LANE.into() },
+            model: slot.model.clone(),
+            endpoint: slot.endpoint.clone(),
+            prompt_variant: slot.prompt_variant.clone(),
+            retry_feedback: slot.retry_feedback,
+            draft: Draft { spec: crate::spec::BatchSpec { label: request.label.clone(), ..draft.spec }, ..draft },
+            request,
+            why,
+        });
+        if !settings.parallel_lanes {
+            break;
+        }
+    }
+    if out.is_empty() {
+        let mut reasons: Vec<String> =
+            why_not.into_iter().map(|(r, n)| if n > 1 { format!("{r} ({n} slots)") } else { r }).collect();
+        if reasons.is_empty() {
+            reasons.push("no slot: every lane is busy".into());
+        }
+        return Err(reasons);
+    }
+    Ok(out)
+}
+
+fn draft_request_of(slot: &Slot, settings: &Settings, draft: &Draft) -> DraftRequest {
+    DraftRequest {
+        label: draft.spec.label.clone(),
+        filters: slot.filters.clone(),
+        max_cells: settings.max_cells,
+        model: Some(slot.model.clone()),
+        endpoint: slot.endpoint.clone(),
+        prompt_variant: Some(slot.prompt_variant.clone()),
+        retry_feedback: Some(slot.retry_feedback),
+        skip_failed: settings.count_basis == CountBasis::Attempted,
+    }
+}
+
+/// What `start_spec` answered for a planned launch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LaunchResult {
+    Launched { unit: String, run_set: String, spec: String, backend: String },
+    Refused(Vec<String>),
+}
+
+/// Records a planned launch's result: the current batch, the daily and
+/// session counts and `batch_launched`; or `launch_failed`, a hold, and the
+/// last-finished time (so a failing launch waits before it is tried again).
+pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchResult, now: Timestamp) -> LogEvent {
+    match result {
+        LaunchResult::Launched { unit, run_set, spec, backend } => {
+            let current = Current {
+                unit: unit.clone(),
+                label: planned.draft.spec.label.clone(),
+                spec: spec.clone(),
+                run_set: run_set.clone(),
+                launched_at: now,
+                backend: Some(backend.clone()),
+                model: Some(planned.model.clone()),
+                endpoint: planned.endpoint.clone(),
+                request_preset: planned.draft.spec.request_preset.clone(),
+                prompt_variant: Some(planned.prompt_variant.clone()),
+                retry_feedback: Some(planned.retry_feedback),
+                cells: planned.draft.spec.cells.len(),
+            };
+            if planned.lane == SERIAL_LANE {
+                state.current = Some(current);
+            } else {
+                state.currents.insert(planned.lane.clone(), current);
+            }
+            *state.daily_launches.entry(day_key(now)).or_default().entry(planned.model.clone()).or_insert(0) += 1;
+            // Only the last week of daily counts is kept.
+            let keep_from = day_key(Timestamp(now.0 - 7 * 86_400_000));
+            state.daily_launches.retain(|d, _| *d >= keep_from);
+            if state.session.started_at.is_none() {
+                state.session.started_at = Some(now);
+            }
+            state.session.iterations.push(Iteration {
+                unit: unit.clone(),
+                run_set: run_set.clone(),
+                spec: spec.clone(),
+                model: Some(planned.model.clone()),
+                endpoint: planned.endpoint.clone(),
+                cells: planned.draft.spec.cells.len(),
+                launched_at: Some(now),
+                ..Default::default()
+            });
+            state.hold = None;
+            LogEvent {
+                at: now,
+                event: "batch_launched".into(),
+                detail: json!({"unit": unit, "run_set": run_set, "spec": spec, "lane": planned.lane,
+                               "model": planned.model, "endpoint": planned.endpoint,
+                               "cells": planned.draft.spec.cells.len(), "why": planned.why}),
+            }
+        }
+        LaunchResult::Refused(reasons) => {
+            state.last_batch_finished_at = Some(now);
+            let words = format!("the launch was refused: {}", reasons.join("; "));
+            if state.hold.as_ref().is_none_or(|h| h.reason != "launch_failed") {
+                state.hold = Some(Hold { reason: "launch_failed".into(), words, since: now });
+            }
+            if let Some(e) = planned.endpoint.as_ref().filter(|_| planned.lane != SERIAL_LANE) {
+                let minutes = state
+                    .settings
+                    .get("endpoint_retry_minutes")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(30.0)
+                    .clamp(1.0, 1440.0);
+                let failures = state.endpoint_failures.get(e).map_or(0, |f| f.failures) + 1;
+                state.endpoint_failures.insert(
+                    e.clone(),
+                    EndpointFailure {
+                        failures,
+                        retry_at: Timestamp(now.0 + (minutes * 60_000.0) as i64),
+                        reason: "its launch was refused".into(),
+                    },
+                );
+            }
+            LogEvent {
+                at: now,
+                event: "launch_failed".into(),
+                detail: json!({"lane": planned.lane, "model": planned.model, "endpoint": planned.endpoint,
+                               "reasons": reasons}),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+    use crate::coverage::RunSetCells;
+
+    pub fn now() -> Timestamp {
+        Timestamp::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()
+    }
+
+    pub struct World {
+        pub cfg: CampaignConfig,
+        pub matrix: Matrix,
+        pub coverage: Coverage,
+    }
+
+    pub fn world() -> World {
+        let (mut cfg, matrix) = super::super::settings::tests::campaign();
+        cfg.endpoints.push(crate::campaign::EndpointEntry {
+            name: "gpu-b".into(),
+            url: "http://127.0.0.1:9/v1".into(),
+            backend: "vllm".into(),
+            models: vec!["qwen".into()],
+            request_preset: Some("p".into()),
+        });
+        let coverage = crate::coverage::compute(&matrix, &[] as &[RunSetCells]);
+        World { cfg, matrix, coverage }
+    }
+
+    pub fn observed(w: &World) -> Observed<'_> {
+        Observed {
+            now: now(),
+            cfg: &w.cfg,
+            matrix: &w.matrix,
+            coverage: &w.coverage,
+            units: BTreeMap::new(),
+            live: LiveNow { state: "idle".into(), ..Default::default() },
+            closeout_failures: Vec::new(),
+            launches_today: BTreeMap::new(),
+        }
+    }
+
+    pub fn on(settings: Value) -> AutoState {
+        AutoState { mode: Mode::On, settings, ..Default::default() }
+    }
+
+    pub fn current(unit: &str, model: &str, endpoint: Option<&str>) -> Current {
+        Current {
+            unit: unit.into(),
+            label: "auto-1".into(),
+            spec: "specs/committed/0001-auto-1.json".into(),
+            run_set: format!("{unit}-rs"),
+            launched_at: Timestamp(now().0 - 600_000),
+            backend: Some("local".into()),
+            model: Some(model.into()),
+            endpoint: endpoint.map(Into::into),
+            request_preset: None,
+            prompt_variant: None,
+            retry_feedback: None,
+            cells: 2,
+        }
+    }
+
+    pub fn unit(obs: Observation, outcome: Option<(&str, &str)>) -> UnitNow {
+        UnitNow {
+            observation: obs,
+            outcome: outcome.map(|(status, reason)| OutcomeNow {
+                status: status.into(),
+                reason: reason.into(),
+                attempted: 2,
+                passes: usize::from(status == "completed") * 2,
+            }),
+            failure: None,
+        }
+    }
+
+    pub fn finished(code: i32) -> Observation {
+        Observation::Finished { exit_status: Some(code), result: "exit-code".into(), at: None }
+    }
+
+    pub fn qwen() -> Value {
+        json!({"models": ["qwen"], "tasks": ["t1"], "wait_minutes": 5})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
+
+    /// Every branch of the tick, in the seed's order, with `now` passed in.
+    #[test]
+    fn the_tick_takes_each_branch_in_order() {
+        let w = world();
+        let hold = |t: &TickOut| t.state.hold.as_ref().map(|h| h.reason.clone());
+
+        // Off: nothing.
+        let t = tick(&AutoState { settings: qwen(), ..Default::default() }, &observed(&w));
+        assert!(t.launches.is_empty() && t.verdict.starts_with("off"));
+
+        // On, nothing running: one launch, the first slot with gaps.
+        let t = tick(&on(qwen()), &observed(&w));
+        assert_eq!(t.launches.len(), 1, "{}", t.verdict);
+        let p = &t.launches[0];
+        assert_eq!((p.lane.as_str(), p.model.as_str(), p.endpoint.as_deref()), (SERIAL_LANE, "qwen", Some("gpu-a")));
+        assert_eq!(p.draft.spec.cells.len(), 2, "t1's two cells");
+        assert_eq!(p.draft.spec.label, "auto-1");
+        assert!(t.verdict.starts_with("would launch 2 cells of qwen"), "{}", t.verdict);
+        assert_eq!(hold(&t), None);
+
+        // Its batch still runs: batch_running. Cannot be read: state_unknown.
+        let mut st = on(qwen());
+        st.current = Some(current("rb-a", "qwen", Some("gpu-a")));
+        let mut o = observed(&w);
+        o.units.insert("rb-a".into(), unit(Observation::Active { since: None }, None));
+        let t = tick(&st, &o);
+        assert_eq!((t.launches.len(), hold(&t).as_deref()), (0, Some("batch_running")));
+        o.units.insert("rb-a".into(), unit(Observation::Unknown { reason: "bus down".into() }, None));
+        let t = tick(&st, &o);
+        assert_eq!((t.launches.len(), hold(&t).as_deref()), (0, Some("state_unknown")));
+        assert!(t.state.current.is_some(), "unknown is neither finished nor failed");
+
+        // It finished: the iteration closes, current clears, the wait begins.
+        st.session.iterations.push(Iteration { unit: "rb-a".into(), ..Default::default() });
+        o.units.insert("rb-a".into(), unit(finished(0), Some(("completed", "ran 2 cells"))));
+        let t = tick(&st, &o);
+        assert!(t.state.current.is_none());
+        assert_eq!(t.state.session.iterations[0].passes, Some(2));
+        assert_eq!(t.state.last_batch_finished_at, Some(now()));
+        assert!(t.events.iter().any(|e| e.event == "batch_finished"));
+        assert_eq!(hold(&t).as_deref(), Some("waiting"));
+        assert!(t.launches.is_empty());
+
+        // After the wait it launches again.
+        let mut later = t.state.clone();
+        later.last_batch_finished_at = Some(Timestamp(now().0 - 6 * 60_000));
+        assert_eq!(tick(&later, &observed(&w)).launches.len(), 1);
+
+        // Someone else's batch runs, or one is paused: hold.
+        let mut o = observed(&w);
+        o.live = LiveNow {
+            state: "running".into(),
+            unit: Some("rb-manual".into()),
+            words: "Running: m.".into(),
+            ..Default::default()
+        };
+        assert_eq!(hold(&tick(&on(qwen()), &o)).as_deref(), Some("batch_running"));
+        o.live.state = "stopped_resumable".into();
+        assert_eq!(hold(&tick(&on(qwen()), &o)).as_deref(), Some("batch_paused"));
+
+        // Finishing with nothing running: off.
+        let t = tick(&AutoState { mode: Mode::Finishing, settings: qwen(), ..Default::default() }, &observed(&w));
+        assert_eq!(t.state.mode, Mode::Off);
+        assert!(t.events.iter().any(|e| e.event == "auto_finished"));
+
+        // Invalid settings: every reason in the hold.
+        let t = tick(&on(json!({"models": [], "tasks": ["t9"]})), &observed(&w));
+        let h = t.state.hold.clone().unwrap();
+        assert_eq!(h.reason, "settings_invalid");
+        assert!(h.words.contains("enable at least one model") && h.words.contains("task \"t9\""), "{}", h.words);
+    }
+
+    #[test]
+    fn caps_credit_flags_and_quarantines_hold_with_their_reason() {
+        let w = world();
+        let paid = json!({"models": ["gpt"], "tasks": ["t1"], "daily_caps": {"gpt": 1}, "wait_minutes": 0});
+        // A paid batch that failed for credit: flagged until the next UTC midnight.
+        let mut st = on(paid.clone());
+        st.current = Some(current("rb-p", "gpt", None));
+        let mut o = observed(&w);
+        o.units.insert("rb-p".into(), unit(finished(1), Some(("failed", "402 Payment Required: insufficient_quota"))));
+        let t = tick(&st, &o);
+        let flag = &t.state.credit_flags["gpt"];
+        assert_eq!(flag.until, Timestamp::parse_rfc3339("2026-12-02T00:00:00Z").unwrap());
+        assert!(t.events.iter().any(|e| e.event == "credit_flagged"));
+        assert_eq!(t.state.hold.as_ref().unwrap().reason, "no_eligible_slot");
+        assert!(t.state.hold.as_ref().unwrap().words.contains("credit-flagged until 2026-12-02 00:00:00"));
+        // Past midnight the flag expires.
+        let mut o = observed(&w);
+        o.now = Timestamp::parse_rfc3339("2026-12-02T00:00:01Z").unwrap();
+        let t2 = tick(&t.state, &o);
+        assert!(t2.state.credit_flags.is_empty() && t2.events.iter().any(|e| e.event == "credit_expired"));
+
+        // The autopilot's own daily cap.
+        let mut st = on(paid);
+        st.daily_launches.insert("2026-12-01".into(), BTreeMap::from([("gpt".into(), 1)]));
+        let t = tick(&st, &observed(&w));
+        assert!(t.launches.is_empty());
+        assert!(t.state.hold.unwrap().words.contains("the autopilot's daily cap of 1 is reached"));
+
+        // A quarantined endpoint: its slots are out; the other endpoint serves.
+        let mut st = on(qwen());
+        st.endpoint_failures.insert(
+            "gpu-a".into(),
+            EndpointFailure { failures: 1, retry_at: Timestamp(now().0 + 60_000), reason: "x".into() },
+        );
+        let t = tick(&st, &observed(&w));
+        assert_eq!(t.launches[0].endpoint.as_deref(), Some("gpu-b"));
+        st.endpoint_failures.get_mut("gpu-a").unwrap().retry_at = now();
+        let t = tick(&st, &observed(&w));
+        assert!(t.state.endpoint_failures.is_empty(), "expired at its retry time");
+        assert_eq!(t.launches[0].endpoint.as_deref(), Some("gpu-a"));
+    }
+
+    #[test]
+    fn a_launch_is_recorded_and_a_refused_one_holds_and_waits() {
+        let w = world();
+        let st = on(qwen());
+        let t = tick(&st, &observed(&w));
+        let p = &t.launches[0];
+        let mut ok = t.state.clone();
+        let e = record_launch(
+            &mut ok,
+            p,
+            &LaunchResult::Launched {
+                unit: "rb-auto-1-x".into(),
+                run_set: "auto-1-x".into(),
+                spec: "specs/committed/0001-auto-1.json".into(),
+                backend: "local".into(),
+            },
+            now(),
+        );
+        assert_eq!(e.event, "batch_launched");
+        assert_eq!(ok.current.as_ref().unwrap().unit, "rb-auto-1-x");
+        assert_eq!(ok.daily_launches["2026-12-01"]["qwen"], 1);
+        assert_eq!(ok.session.iterations.len(), 1);
+        let mut bad = t.state.clone();
+        let e = record_launch(&mut bad, p, &LaunchResult::Refused(vec!["budget: too much".into()]), now());
+        assert_eq!(e.event, "launch_failed");
+        assert_eq!(bad.hold.as_ref().unwrap().reason, "launch_failed");
+        assert_eq!(bad.last_batch_finished_at, Some(now()), "a refused launch waits before the next try");
+        assert!(bad.current.is_none());
+        assert_eq!(tick(&bad, &observed(&w)).state.hold.unwrap().reason, "waiting");
+    }
+
+    #[test]
+    fn parallel_lanes_launch_one_per_endpoint_and_quarantine_only_the_failing_one() {
+        let w = world();
+        let s = json!({"models": ["qwen"], "tasks": ["t1", "t2"], "parallel_lanes": true, "wait_minutes": 0});
+        let t = tick(&on(s.clone()), &observed(&w));
+        let lanes: Vec<&str> = t.launches.iter().map(|p| p.lane.as_str()).collect();
+        assert_eq!(lanes, ["gpu-a", "gpu-b"], "{}", t.verdict);
+        // gpu-a's batch made no run set; gpu-b's still runs: only gpu-a is
+        // quarantined, and nothing new starts on the busy lane.
+        let mut st = on(s);
+        st.currents.insert("gpu-a".into(), current("rb-a", "qwen", Some("gpu-a")));
+        st.currents.insert("gpu-b".into(), current("rb-b", "qwen", Some("gpu-b")));
+        let mut o = observed(&w);
+        o.units.insert("rb-a".into(), unit(finished(2), None));
+        o.units.insert("rb-b".into(), unit(Observation::Active { since: None }, None));
+        o.live = LiveNow { state: "running".into(), unit: Some("rb-b".into()), ..Default::default() };
+        let t = tick(&st, &o);
+        assert!(t.state.endpoint_failures.contains_key("gpu-a"));
+        assert!(!t.state.endpoint_failures.contains_key("gpu-b"));
+        assert!(t.events.iter().any(|e| e.event == "lane_finished"));
+        assert!(t.launches.is_empty(), "gpu-a quarantined, gpu-b busy: {}", t.verdict);
+        assert_eq!(t.state.currents.keys().collect::<Vec<_>>(), ["gpu-b"]);
+    }
+
+    #[test]
+    fn a_failed_publication_is_listed_once_per_run_set() {
+        let w = world();
+        let mut o = observed(&w);
+        let b = Backfill {
+            run_set: "rs1".into(),
+            stage: "publish_experiment_results".into(),
+            message: "push failed".into(),
+        };
+        o.closeout_failures = vec![b.clone()];
+        let t1 = tick(&AutoState::default(), &o);
+        let t2 = tick(&t1.state, &o);
+        assert_eq!(t2.state.closeout_backfill, [b]);
+        let deferred = |t: &TickOut| t.events.iter().filter(|e| e.event == "closeout_deferred").count();
+        assert_eq!((deferred(&t1), deferred(&t2)), (1, 0));
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::tests_support::*;
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One step of a random world: time passes, the autopilot's batch does
+    /// something, someone else's batch may run or be paused, the operator
+    /// may switch the mode.
+    #[derive(Debug, Clone)]
+    struct Step {
+        minutes: i64,
+        /// 0 active, 1 finished ok, 2 finished failing for credit, 3 unknown, 4 died with no run set
+        unit: u8,
+        /// 0 idle, 1 another batch running, 2 a paused batch
+        live: u8,
+        /// 0 keep, 1 on, 2 finishing
+        mode: u8,
+        parallel: bool,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        (
+            0i64..200,
+            0u8..5,
+            prop_oneof![6 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)],
+            prop_oneof![8 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)],
+            any::<bool>(),
+        )
+            .prop_map(|(minutes, unit, live, mode, parallel)| Step { minutes, unit, live, mode, parallel })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        /// Whatever happens: a daily cap is never exceeded; nothing launches
+        /// while held, while its batch runs, while another batch runs or is
+        /// paused, on a quarantined endpoint or with a credit-flagged model;
+        /// finishing ends off once nothing runs; every hold says why.
+        #[test]
+        fn the_guards_hold_in_every_world(steps in proptest::collection::vec(step(), 1..40)) {
+            let w = world();
+            let mut now = Timestamp::parse_rfc3339("2026-12-01T20:00:00Z").unwrap();
+            let mut state = AutoState {
+                mode: Mode::On,
+                settings: json!({"models": ["qwen", "gpt"], "tasks": ["t1", "t2"], "daily_caps": {"gpt": 2}, "wait_minutes": 3}),
+                ..Default::default()
+            };
+            let mut launched_today: BTreeMap<(String, String), u32> = BTreeMap::new();
+            for s in steps {
+                now = Timestamp(now.0 + s.minutes * 60_000);
+                state.settings["parallel_lanes"] = json!(s.parallel);
+                match s.mode {
+                    1 if state.mode == Mode::Off => state.mode = Mode::On,
+                    2 if state.mode == Mode::On => state.mode = Mode::Finishing,
+                    _ => {}
+                }
+                let mut o = observed(&w);
+                o.now = now;
+                let ours: Vec<Current> = state.current.iter().chain(state.currents.values()).cloned().collect();
+                for c in &ours {
+                    let u = match s.unit {
+                        0 => unit(Observation::Active { since: None }, None),
+                        1 => unit(finished(0), Some(("completed", "ran"))),
+                        2 => unit(finished(1), Some(("failed", "insufficient_quota: credit exhausted"))),
+                        3 => unit(Observation::Unknown { reason: "bus down".into() }, None),
+                        _ => unit(finished(2), None),
+                    };
+                    o.units.insert(c.unit.clone(), u);
+                }
+                o.live = match s.live {
+                    1 => LiveNow { state: "running".into(), unit: Some("rb-operator".into()), words: "Running: op.".into(), ..Default::default() },
+                    2 => LiveNow { state: "stopped_resumable".into(), unit: Some("rb-operator".into()), words: "Stopped.".into(), ..Default::default() },
+                    _ => LiveNow { state: "idle".into(), ..Default::default() },
+                };
+                let before = state.clone();
+                let out = tick(&state, &o);
+                if !out.launches.is_empty() {
+                    prop_assert!(out.state.hold.is_none(), "launched while held: {:?}", out.state.hold);
+                    prop_assert_eq!(s.live, 0, "launched while another batch ran or was paused");
+                    prop_assert_eq!(out.state.mode, Mode::On);
+                    prop_assert!(!(s.unit == 3 && !s.parallel && !ours.is_empty()), "launched while its batch's state was unknown");
+                    let occupied: Vec<String> = ours
+                        .iter()
+                        .filter(|c| !matches!(o.units[&c.unit].observation, Observation::Finished { .. }))
+                        .map(|c| lane_of(c.model.as_deref().unwrap_or(""), c.endpoint.as_deref()))
+                        .collect();
+                    for p in &out.launches {
+                        prop_assert!(!out.state.credit_flags.contains_key(&p.model), "a credit-flagged model launched");
+                        prop_assert!(!occupied.contains(&lane_of(&p.model, p.endpoint.as_deref())), "launched on a busy lane: {} {:?} occupied {:?} verdict {}", p.model, p.endpoint, occupied, out.verdict);
+                        if let Some(e) = &p.endpoint {
+                            prop_assert!(out.state.endpoint_failures.get(e).is_none_or(|f| f.retry_at <= now), "a quarantined endpoint launched");
+                        }
+                    }
+                    if !s.parallel {
+                        prop_assert!(out.launches.len() == 1 && out.state.current.is_none());
+                    }
+                } else if out.state.mode != Mode::Off {
+                    if let Some(h) = &out.state.hold {
+                        prop_assert!(!h.reason.is_empty() && !h.words.is_empty(), "a hold without words");
+                    }
+                }
+                if before.mode == Mode::Finishing && ours.iter().all(|c| matches!(o.units[&c.unit].observation, Observation::Finished { .. })) && s.live == 0 {
+                    prop_assert_eq!(out.state.mode, Mode::Off, "finishing did not end off");
+                }
+                state = out.state;
+                for p in &out.launches {
+                    let unit = format!("rb-{}-{}", p.draft.spec.label, now.0);
+                    record_launch(&mut state, p, &LaunchResult::Launched { unit: unit.clone(), run_set: unit.clone(), spec: "s".into(), backend: "local".into() }, now);
+                    let day = now.to_rfc3339()[..10].to_owned();
+                    *launched_today.entry((day, p.model.clone())).or_insert(0) += 1;
+                }
+                for ((_, model), n) in &launched_today {
+                    if model == "gpt" {
+                        prop_assert!(*n <= 2, "gpt launched {} times in a day (cap 2)", n);
+                    }
+                }
+            }
+        }
+    }
+}
