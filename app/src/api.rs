@@ -227,6 +227,16 @@ pub mod ssr {
         fn pause(&self) -> Result<StopReport, ApiError>;
         fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError>;
         fn resume(&self, req: &ResumeRequest) -> Result<Launched, ApiError>;
+        /// The autopilot: its state, the dry run, lanes and caps.
+        fn auto(&self) -> Result<runboard::auto::view::AutoView, ApiError>;
+        /// The dry run alone: every guard and the decision, nothing done.
+        fn auto_explain(&self) -> Result<runboard::auto::view::TickReport, ApiError>;
+        /// The event log, newest first.
+        fn auto_log(&self, query: &super::AutoLogQuery) -> Result<runboard::auto::view::LogPage, ApiError>;
+        /// `on`, `off` or `finishing`.
+        fn auto_mode(&self, mode: runboard::auto::Mode) -> Result<runboard::auto::view::AutoView, ApiError>;
+        /// Saves settings (422 with every reason).
+        fn auto_settings(&self, settings: serde_json::Value) -> Result<runboard::auto::view::AutoView, ApiError>;
     }
 
     pub type ConsoleHandle = Arc<dyn Console>;
@@ -416,4 +426,41 @@ pub async fn control_stop(req: StopRequest) -> Result<StopReport, ApiError> {
 #[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "control_resume")]
 pub async fn control_resume(req: ResumeRequest) -> Result<Launched, ApiError> {
     ssr::answer("resuming", move |c| c.resume(&req)).await
+}
+
+// ---- the autopilot ----------------------------------------------------------
+
+/// `?offset=&limit=`: a page of the autopilot's event log, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutoLogQuery {
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// 1–1,000 (default 100).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "auto")]
+pub async fn get_auto() -> Result<runboard::auto::view::AutoView, ApiError> {
+    ssr::answer("reading the autopilot", |c| c.auto()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "auto_explain")]
+pub async fn get_auto_explain() -> Result<runboard::auto::view::TickReport, ApiError> {
+    ssr::answer("explaining the autopilot", |c| c.auto_explain()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "auto_log")]
+pub async fn get_auto_log(#[server(default)] query: AutoLogQuery) -> Result<runboard::auto::view::LogPage, ApiError> {
+    ssr::answer("reading the autopilot's log", move |c| c.auto_log(&query)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "auto_mode")]
+pub async fn set_auto_mode(mode: runboard::auto::Mode) -> Result<runboard::auto::view::AutoView, ApiError> {
+    ssr::answer("switching auto mode", move |c| c.auto_mode(mode)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "auto_settings")]
+pub async fn save_auto_settings(settings: serde_json::Value) -> Result<runboard::auto::view::AutoView, ApiError> {
+    ssr::answer("saving the autopilot's settings", move |c| c.auto_settings(settings)).await
 }

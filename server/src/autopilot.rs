@@ -12,14 +12,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app::api::ApiError;
-use runboard::auto::tick::{record_launch, tick, Guard, LaunchResult, Observed, Planned};
+use runboard::auto::tick::{record_launch, tick, LaunchResult, Observed};
+use runboard::auto::view::{AutoView, LogPage, PlannedView, TickReport};
 use runboard::auto::{AutoState, LogEvent, Mode};
 use runboard::launch::LaunchRequest;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::auto_state;
 use crate::campaign::Campaign;
+use crate::console::LocalConsole;
 
 /// The default tick interval.
 pub const TICK: Duration = Duration::from_secs(30);
@@ -27,41 +28,6 @@ pub const TICK: Duration = Duration::from_secs(30);
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(20);
 /// The events the notification hook hears about (and long holds).
 pub const NOTIFIED: [&str; 4] = ["batch_launched", "launch_failed", "credit_flagged", "lane_finished"];
-
-/// What one tick did (or, for `explain`, would do).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TickReport {
-    pub mode: Mode,
-    pub verdict: String,
-    pub guards: Vec<Guard>,
-    /// The launches decided (explain: would be made).
-    pub launches: Vec<PlannedView>,
-    /// The events logged (explain: none).
-    pub events: Vec<LogEvent>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlannedView {
-    pub lane: String,
-    pub model: String,
-    pub endpoint: Option<String>,
-    pub label: String,
-    pub cells: usize,
-    pub why: String,
-}
-
-impl From<&Planned> for PlannedView {
-    fn from(p: &Planned) -> Self {
-        Self {
-            lane: p.lane.clone(),
-            model: p.model.clone(),
-            endpoint: p.endpoint.clone(),
-            label: p.draft.spec.label.clone(),
-            cells: p.draft.spec.cells.len(),
-            why: p.why.clone(),
-        }
-    }
-}
 
 /// A refusal's reasons (or its one error).
 fn reasons_of(e: &ApiError) -> Vec<String> {
@@ -85,7 +51,8 @@ fn remember(root: &Path, state: &mut AutoState, event: LogEvent) {
 /// or logged).
 pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> {
     let root = campaign.root().to_path_buf();
-    let lock = campaign.lock()?;
+    // The dry run reads only: no lock, so a page never waits on a tick.
+    let lock = if dry { None } else { Some(campaign.lock()?) };
     let state = auto_state::load(&root).state;
     let cfg = campaign.config()?;
     let made = campaign.coverage();
@@ -109,9 +76,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
         launches: out.launches.iter().map(PlannedView::from).collect(),
         events: Vec::new(),
     };
-    if dry {
-        return Ok(report);
-    }
+    let Some(lock) = lock else { return Ok(report) };
     let mut next = out.state;
     let mut events = out.events;
     for planned in &out.launches {
@@ -181,7 +146,7 @@ fn notify(root: &Path, cfg: &runboard::campaign::CampaignConfig, events: &[LogEv
 /// The loop: a tick every `every`, on a thread of its own (off the async
 /// runtime); a tick that fails or panics is logged as `tick_exception` and
 /// the loop goes on. Ends when `stop` is set.
-pub fn spawn_loop(campaign: Arc<Campaign>, every: Duration, stop: Arc<std::sync::atomic::AtomicBool>) {
+pub fn spawn_loop(console: Arc<LocalConsole>, every: Duration, stop: Arc<std::sync::atomic::AtomicBool>) {
     std::thread::Builder::new()
         .name("runboard-autopilot".into())
         .spawn(move || {
@@ -194,12 +159,13 @@ pub fn spawn_loop(campaign: Arc<Campaign>, every: Duration, stop: Arc<std::sync:
                     }
                     std::thread::sleep(Duration::from_millis(100).min(every));
                 }
+                let campaign = console.campaign();
                 let root = campaign.root().to_path_buf();
                 // Off: nothing to do, and the lock is not taken.
                 if auto_state::load(&root).state.mode == Mode::Off {
                     continue;
                 }
-                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_tick(&campaign, false)));
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_tick(campaign, false)));
                 let failure = match outcome {
                     Ok(Ok(_)) => None,
                     Ok(Err(e)) => Some(e.to_string()),
@@ -267,4 +233,51 @@ pub fn save_settings(campaign: &Campaign, settings: Value) -> Result<AutoState, 
     remember(root, &mut state, event);
     auto_state::save(root, &state).map_err(|e| app::api::ssr::internal("saving auto/state.json", e))?;
     Ok(state)
+}
+
+/// `GET /api/auto`: the state, the settings' problems, the dry run, lanes
+/// and caps. `tick_s`: the interval of this server's loop, if it runs one.
+pub fn view(campaign: &Campaign, tick_s: Option<f64>) -> Result<AutoView, ApiError> {
+    let explain = run_tick(campaign, true)?;
+    let state = auto_state::load(campaign.root()).state;
+    let cfg = campaign.config()?;
+    let made = campaign.coverage();
+    let now = crate::clock::now();
+    let settings = runboard::auto::settings::validate(&state.settings, &cfg, &made.0);
+    let problems = settings.as_ref().err().cloned().unwrap_or_default();
+    let settings = settings.ok();
+    Ok(AutoView {
+        generated_at: now,
+        lanes: runboard::auto::view::lanes(&state, settings.as_ref(), &cfg, now),
+        caps: runboard::auto::view::caps(&state, settings.as_ref(), &cfg, &campaign.launches_today(), now),
+        settings_problems: problems,
+        explain,
+        state,
+        tick_s,
+    })
+}
+
+/// `GET /api/auto/log?offset=&limit=`: newest first; a line that does not
+/// parse is counted, not shown.
+pub fn log_page(campaign: &Campaign, offset: usize, limit: usize) -> Result<LogPage, ApiError> {
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::refused(vec![format!("limit {limit}: must be between 1 and 1000")]));
+    }
+    let path = campaign.root().join(auto_state::LOG_FILE);
+    let bytes = match campaign.records().within().read_opt(&path) {
+        None => Vec::new(),
+        Some(Ok(b)) => b,
+        Some(Err(e)) => return Err(ApiError::unreadable(format!("{}: {e}", auto_state::LOG_FILE))),
+    };
+    let mut events = Vec::new();
+    let mut unreadable = 0;
+    for line in bytes.split(|b| *b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)) {
+        match serde_json::from_slice::<LogEvent>(line) {
+            Ok(e) => events.push(e),
+            Err(_) => unreadable += 1,
+        }
+    }
+    let total = events.len();
+    let page: Vec<LogEvent> = events.into_iter().rev().skip(offset).take(limit).collect();
+    Ok(LogPage { total, offset, events: page, unreadable })
 }

@@ -92,6 +92,11 @@ pub enum ConsoleCommand {
         #[command(flatten)]
         at: RootArg,
     },
+    /// The autopilot: status, on, off, finishing, explain (a dry run), settings, log, tick.
+    Auto {
+        #[command(subcommand)]
+        cmd: AutoCommand,
+    },
     /// Resume a stopped run set: its unfinished cells run again.
     Resume {
         run_set: String,
@@ -102,8 +107,175 @@ pub enum ConsoleCommand {
     },
 }
 
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum AutoCommand {
+    /// Mode, hold and why, lanes, today's launches against the caps, the last events.
+    Status {
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// Turn auto mode on: every tick decides and launches the next batch.
+    On {
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// Turn auto mode off (a running batch is left alone).
+    Off {
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// Let the current batch end, launch nothing more, then off.
+    Finishing {
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// A dry run: every guard with its value and what a tick now would do.
+    Explain {
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// Save settings from a JSON file (`-` for standard input); refused with every reason.
+    Settings {
+        file: PathBuf,
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// The event log, newest first.
+    Log {
+        #[command(flatten)]
+        at: RootArg,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Run one tick now (for a machine that runs no server: from cron or a timer).
+    Tick {
+        #[command(flatten)]
+        at: RootArg,
+    },
+}
+
+fn auto_text(v: &runboard::auto::view::AutoView) -> String {
+    let st = &v.state;
+    let mut out = format!("auto mode: {}\n", crate::autopilot::mode_word(st.mode));
+    if let Some(h) = &st.hold {
+        out += &format!("holds ({}) since {}: {}\n", h.reason, h.since.to_display(), h.words);
+    }
+    out += &format!("decision now: {}\n", v.explain.verdict);
+    for p in &v.settings_problems {
+        out += &format!("settings problem: {p}\n");
+    }
+    for l in &v.lanes {
+        out += &format!(
+            "lane {:16} {:14} {}\n",
+            l.lane,
+            l.status,
+            l.unit.clone().or(l.idle_reason.clone()).unwrap_or_default()
+        );
+    }
+    for c in &v.caps {
+        out += &format!(
+            "today {}: {} by auto{}, {} in all{}\n",
+            c.model,
+            c.auto_today,
+            c.auto_cap.map(|x| format!(" of {x}")).unwrap_or_default(),
+            c.all_today,
+            c.catalogue_cap.map(|x| format!(" of {x}")).unwrap_or_default()
+        );
+    }
+    for (m, f) in &st.credit_flags {
+        out += &format!("credit flag: {m} until {} ({})\n", f.until.to_display(), f.reason);
+    }
+    for (e, f) in &st.endpoint_failures {
+        out += &format!("quarantined: {e} until {} ({})\n", f.retry_at.to_display(), f.reason);
+    }
+    for b in &st.closeout_backfill {
+        out += &format!("closeout to backfill: {} ({}: {})\n", b.run_set, b.stage, b.message);
+    }
+    out
+}
+
+fn report_text(r: &runboard::auto::view::TickReport) -> String {
+    let mut out = format!("{}\n", r.verdict);
+    for g in &r.guards {
+        out += &format!("  [{}] {}: {}\n", if g.ok { "ok" } else { "holds" }, g.name, g.value);
+    }
+    for l in &r.launches {
+        out += &format!("  launch {} ({} cells of {} on {}): {}\n", l.label, l.cells, l.model, l.lane, l.why);
+    }
+    for e in &r.events {
+        out += &format!("  event {} {}\n", e.event, e.detail);
+    }
+    out
+}
+
+fn run_auto(cmd: AutoCommand) -> ExitCode {
+    use runboard::auto::Mode;
+    let at = match &cmd {
+        AutoCommand::Status { at }
+        | AutoCommand::On { at }
+        | AutoCommand::Off { at }
+        | AutoCommand::Finishing { at }
+        | AutoCommand::Explain { at }
+        | AutoCommand::Settings { at, .. }
+        | AutoCommand::Log { at, .. }
+        | AutoCommand::Tick { at } => at.clone(),
+    };
+    let console = match LocalConsole::open_once(&at.root) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("runboard: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let json = at.json;
+    let view =
+        |r: Result<runboard::auto::view::AutoView, ApiError>| r.map(|v| if json { pretty(&v) } else { auto_text(&v) });
+    let answered = match cmd {
+        AutoCommand::Status { .. } => view(console.auto()),
+        AutoCommand::On { .. } => view(console.auto_mode(Mode::On)),
+        AutoCommand::Off { .. } => view(console.auto_mode(Mode::Off)),
+        AutoCommand::Finishing { .. } => view(console.auto_mode(Mode::Finishing)),
+        AutoCommand::Explain { .. } => console.auto_explain().map(|r| if json { pretty(&r) } else { report_text(&r) }),
+        AutoCommand::Tick { .. } => {
+            crate::autopilot::run_tick(console.campaign(), false)
+                .map(|r| if json { pretty(&r) } else { report_text(&r) })
+        }
+        AutoCommand::Settings { file, .. } => {
+            let text = if file.as_os_str() == "-" {
+                let mut s = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
+            } else {
+                std::fs::read_to_string(&file)
+            };
+            match text {
+                Err(e) => Err(ApiError::refused(vec![format!("{}: {e}", file.display())])),
+                Ok(t) => match serde_json::from_str::<serde_json::Value>(&t) {
+                    Err(e) => Err(ApiError::refused(vec![format!("{}: not JSON: {e}", file.display())])),
+                    Ok(v) => view(console.auto_settings(v)),
+                },
+            }
+        }
+        AutoCommand::Log { limit, .. } => {
+            console.auto_log(&app::api::AutoLogQuery { offset: None, limit: Some(limit) }).map(|p| {
+                if json {
+                    return pretty(&p);
+                }
+                let mut out = String::new();
+                for e in &p.events {
+                    out += &format!("{} {} {}\n", e.at.to_display(), e.event, e.detail);
+                }
+                out
+            })
+        }
+    };
+    finish(answered, json)
+}
+
 /// Runs one console command (blocking: call it off the async runtime).
 pub fn run(cmd: ConsoleCommand) -> ExitCode {
+    if let ConsoleCommand::Auto { cmd } = cmd {
+        return run_auto(cmd);
+    }
     let at = match &cmd {
         ConsoleCommand::Status { at }
         | ConsoleCommand::Coverage { at, .. }
@@ -112,6 +284,7 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Pause { at }
         | ConsoleCommand::Stop { at, .. }
         | ConsoleCommand::Resume { at, .. } => at.clone(),
+        ConsoleCommand::Auto { .. } => unreachable!("answered above"),
     };
     let console = match LocalConsole::open_once(&at.root) {
         Ok(c) => c,
@@ -122,6 +295,7 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
     };
     let json = at.json;
     let answered = match cmd {
+        ConsoleCommand::Auto { .. } => unreachable!("answered above"),
         ConsoleCommand::Status { .. } => console.live(&runboard::live::LiveParams::default()).map(|v| {
             if json {
                 return pretty(&v);
@@ -249,6 +423,11 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
             console.resume(&ResumeRequest { run_set, skip_preflight }).map(|l| launched(&l, json))
         }
     };
+    finish(answered, json)
+}
+
+/// Prints the answer, or the refusal (every reason) with its exit code.
+fn finish(answered: Result<String, ApiError>, json: bool) -> ExitCode {
     match answered {
         Ok(text) => {
             print!("{text}");

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use app::api::ssr::Console;
 use app::api::{ApiError, CampaignInfo, CoverageParams, DraftForm};
+use runboard::auto::view::{AutoView, LogPage, TickReport};
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
 use runboard::coverage::{CellPage, CellParams, CoverageView};
 use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
@@ -25,6 +26,8 @@ pub struct LocalConsole {
     info: CampaignInfo,
     runs: RunIndex,
     campaign: crate::campaign::Campaign,
+    /// The autopilot loop's interval, when this server runs one.
+    auto_tick: Option<std::time::Duration>,
 }
 
 impl LocalConsole {
@@ -49,7 +52,13 @@ impl LocalConsole {
             Err(e) => anyhow::bail!("{}: {e}", root.join(CONFIG_FILE).display()),
         };
         let info = CampaignInfo { name: cfg.name, root: root.to_string_lossy().into_owned(), demo };
-        Ok(Self { info, campaign: crate::campaign::Campaign::open(&root), runs: RunIndex::new(root) })
+        Ok(Self { info, campaign: crate::campaign::Campaign::open(&root), runs: RunIndex::new(root), auto_tick: None })
+    }
+
+    /// Says that this server runs the autopilot's loop every `every`.
+    pub fn with_auto_tick(mut self, every: std::time::Duration) -> Self {
+        self.auto_tick = Some(every);
+        self
     }
 
     /// Keeps the run list's parsed files in `file` between starts.
@@ -227,6 +236,28 @@ impl Console for LocalConsole {
 
     fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError> {
         self.campaign.stop(req)
+    }
+
+    fn auto(&self) -> Result<AutoView, ApiError> {
+        crate::autopilot::view(&self.campaign, self.auto_tick.map(|d| d.as_secs_f64()))
+    }
+
+    fn auto_explain(&self) -> Result<TickReport, ApiError> {
+        crate::autopilot::run_tick(&self.campaign, true)
+    }
+
+    fn auto_log(&self, q: &app::api::AutoLogQuery) -> Result<LogPage, ApiError> {
+        crate::autopilot::log_page(&self.campaign, q.offset.unwrap_or(0), q.limit.unwrap_or(100))
+    }
+
+    fn auto_mode(&self, mode: runboard::auto::Mode) -> Result<AutoView, ApiError> {
+        crate::autopilot::set_mode(&self.campaign, mode)?;
+        self.auto()
+    }
+
+    fn auto_settings(&self, settings: serde_json::Value) -> Result<AutoView, ApiError> {
+        crate::autopilot::save_settings(&self.campaign, settings)?;
+        self.auto()
     }
 
     fn resume(&self, req: &ResumeRequest) -> Result<Launched, ApiError> {

@@ -104,6 +104,11 @@ pub fn app(state: AppState) -> Router {
         .route("/api/control/pause", post(control_pause))
         .route("/api/control/stop", post(control_stop))
         .route("/api/control/resume", post(control_resume))
+        .route("/api/auto", get(auto_view))
+        .route("/api/auto/explain", get(auto_explain))
+        .route("/api/auto/log", get(auto_log))
+        .route("/api/auto/settings", post(auto_settings))
+        .route("/api/auto/{mode}", post(auto_mode))
         .route("/api/{*rest}", get(api_not_found).post(api_not_found));
     Router::new()
         .merge(api)
@@ -418,6 +423,53 @@ async fn control_start(
 ) -> Result<impl IntoResponse, AppError> {
     let req: runboard::launch::LaunchRequest = body(&headers, &bytes)?;
     read(&s, "launching", move |c| c.start(&req)).await
+}
+
+async fn auto_view(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the autopilot", |c| c.auto()).await
+}
+
+async fn auto_explain(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    read(&s, "explaining the autopilot", |c| c.auto_explain()).await
+}
+
+async fn auto_log(
+    State(s): State<AppState>,
+    Query(q): Query<app::api::AutoLogQuery>,
+) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the autopilot's log", move |c| c.auto_log(&q)).await
+}
+
+async fn auto_settings(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Result<impl IntoResponse, AppError> {
+    let settings: serde_json::Value = body(&headers, &bytes)?;
+    read(&s, "saving the autopilot's settings", move |c| c.auto_settings(settings)).await
+}
+
+/// `POST /api/auto/on | off | finishing` (no body).
+async fn auto_mode(
+    State(s): State<AppState>,
+    Path(mode): Path<String>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Result<impl IntoResponse, AppError> {
+    let _: serde_json::Value = body::<Option<serde_json::Value>>(&headers, &bytes)?.unwrap_or_default();
+    let mode = match mode.as_str() {
+        "on" => runboard::auto::Mode::On,
+        "off" => runboard::auto::Mode::Off,
+        "finishing" => runboard::auto::Mode::Finishing,
+        other => {
+            return Err(ApiError::not_found(format!(
+                "no API endpoint POST /api/auto/{} (on, off, finishing or settings)",
+                runboard::spec::shorten(other)
+            ))
+            .into())
+        }
+    };
+    read(&s, "switching auto mode", move |c| c.auto_mode(mode)).await
 }
 
 async fn control_pause(

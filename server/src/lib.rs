@@ -26,6 +26,7 @@ pub mod assets;
 pub mod atomic;
 pub mod auth;
 pub mod auto_state;
+pub mod autopilot;
 pub mod campaign;
 pub mod cli;
 pub mod clock;

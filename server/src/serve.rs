@@ -36,6 +36,9 @@ pub struct ServeOptions {
     /// Connections served at once (default 512, fewer under a low descriptor limit).
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// The autopilot's tick, in seconds (it acts only while auto mode is on); 0 turns its loop off.
+    #[arg(long = "auto-tick", value_name = "SECONDS", default_value_t = 30.0)]
+    pub auto_tick_s: f64,
     /// Where runboard keeps its own data, such as the demo campaign.
     #[arg(long, env = "RUNBOARD_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
@@ -108,9 +111,24 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         console = console.with_list_cache(data.join("list-cache").join(format!("{key:016x}.json")));
     }
 
+    anyhow::ensure!(
+        opts.auto_tick_s == 0.0 || (0.2..=3600.0).contains(&opts.auto_tick_s),
+        "--auto-tick {} must be 0 (no autopilot loop) or between 0.2 and 3600 seconds",
+        opts.auto_tick_s
+    );
+    let auto_tick = (opts.auto_tick_s > 0.0).then(|| Duration::from_secs_f64(opts.auto_tick_s));
+    if let Some(every) = auto_tick {
+        console = console.with_auto_tick(every);
+    }
+
     // The demo launches its next batch through the one launch path, so the
     // Live view has something to show at once.
     let console = std::sync::Arc::new(console);
+    // The autopilot's loop, off the async runtime; it ends with the server.
+    let auto_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if let Some(every) = auto_tick {
+        crate::autopilot::spawn_loop(console.clone(), every, auto_stop.clone());
+    }
     if demo {
         let c = console.clone();
         match tokio::task::spawn_blocking(move || crate::demo::launch_batch(&c)).await {
@@ -190,6 +208,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         limits.max_connections = n;
     }
     crate::listen::serve(listener, app(state), limits, shutdown.clone()).await;
+    auto_stop.store(true, Ordering::Relaxed);
     if let Some(w) = writer {
         w.stop().await;
     }

@@ -9,6 +9,7 @@
 
 pub mod settings;
 pub mod tick;
+pub mod view;
 
 use std::collections::BTreeMap;
 

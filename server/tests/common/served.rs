@@ -29,8 +29,15 @@ pub fn serve(root: &Path, data: &Path) -> Served {
 
 /// `runboard serve` with more environment (a bus address, `SLURM_CONF`).
 pub fn serve_env(root: &Path, data: &Path, env: &[(String, String)]) -> Served {
+    serve_with(root, data, env, &[])
+}
+
+/// `runboard serve` with more environment and more flags (`--auto-tick 1`).
+pub fn serve_with(root: &Path, data: &Path, env: &[(String, String)], args: &[&str]) -> Served {
     let mut child = Command::new(BIN)
-        .args(["serve", "--port", "0", "--root"])
+        .args(["serve", "--port", "0"])
+        .args(args)
+        .arg("--root")
         .arg(root)
         .arg("--data-dir")
         .arg(data)
