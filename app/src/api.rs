@@ -227,6 +227,8 @@ pub mod ssr {
         fn pause(&self) -> Result<StopReport, ApiError>;
         fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError>;
         fn resume(&self, req: &ResumeRequest) -> Result<Launched, ApiError>;
+        /// Changes whenever the Auto page may have (`stat` only).
+        fn auto_version(&self) -> String;
         /// The autopilot: its state, the dry run, lanes and caps.
         fn auto(&self) -> Result<runboard::auto::view::AutoView, ApiError>;
         /// The dry run alone: every guard and the decision, nothing done.

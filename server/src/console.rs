@@ -238,6 +238,15 @@ impl Console for LocalConsole {
         self.campaign.stop(req)
     }
 
+    fn auto_version(&self) -> String {
+        let mut h = runboard::hash::Fnv1a::new();
+        for f in [crate::auto_state::STATE_FILE, crate::auto_state::LOG_FILE, CONFIG_FILE] {
+            h.write(format!("{:?}", crate::fsread::stamp_of(&self.root().join(f))).as_bytes());
+        }
+        h.write(self.campaign.live_version().as_bytes());
+        format!("{:016x}", h.finish())
+    }
+
     fn auto(&self) -> Result<AutoView, ApiError> {
         crate::autopilot::view(&self.campaign, self.auto_tick.map(|d| d.as_secs_f64()))
     }

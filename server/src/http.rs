@@ -106,6 +106,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/control/resume", post(control_resume))
         .route("/api/auto", get(auto_view))
         .route("/api/auto/explain", get(auto_explain))
+        .route("/api/auto/version/stream", get(auto_version_stream))
         .route("/api/auto/log", get(auto_log))
         .route("/api/auto/settings", post(auto_settings))
         .route("/api/auto/{mode}", post(auto_mode))
@@ -427,6 +428,11 @@ async fn control_start(
 
 async fn auto_view(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
     read(&s, "reading the autopilot", |c| c.auto()).await
+}
+
+async fn auto_version_stream(State(s): State<AppState>) -> impl IntoResponse {
+    let console = s.console.clone();
+    version_events(&s, "auto", LIVE_FOLLOW_EVERY, move || Some(console.auto_version()))
 }
 
 async fn auto_explain(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {

@@ -178,7 +178,14 @@ pub fn tick(state: &AutoState, obs: &Observed) -> TickOut {
     if run.state.mode == Mode::Off {
         run.guard("mode", false, "off");
         run.state.hold = None;
-        return run.finish(Vec::new(), "off: nothing is launched".into());
+        // What it would do if on: every other guard, evaluated on a copy
+        // (nothing of it is kept), so the dry run explains an off autopilot too.
+        let mut on = run.state.clone();
+        on.mode = Mode::On;
+        let shadow = tick(&on, obs);
+        run.guards.extend(shadow.guards.into_iter().filter(|g| g.name != "mode"));
+        let verdict = format!("off: nothing is launched (if on, it {})", shadow.verdict);
+        return run.finish(Vec::new(), verdict);
     }
     run.guard("mode", true, if run.state.mode == Mode::On { "on" } else { "finishing" });
 

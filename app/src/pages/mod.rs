@@ -1,5 +1,6 @@
 //! One module per view of the console.
 
+pub mod auto;
 pub mod coverage;
 pub mod live;
 pub mod run;

@@ -1,0 +1,94 @@
+// The Auto page in a real browser against a server whose autopilot ticks
+// every second, on a campaign with real batches: a settings refusal shown in
+// words, the fix saved, the explain panel's guards, auto on launching a batch
+// (pushed to the page), the hold while it runs, and off — no console errors.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer, startBrowser, watchErrors } from './support.mjs';
+
+let server;
+let browser;
+let root;
+
+before(async () => {
+  root = mkdtempSync(join(tmpdir(), 'runboard-e2e-auto-'));
+  writeFileSync(join(root, 'campaign.toml'), `schema_version = 1
+name = "e2e auto"
+[runner]
+command = ["sh", "-c", "sleep 4; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]
+parallel = 1
+grace_s = 5
+[[tasks]]
+name = "t1"
+phases = ["warmup", "main"]
+[[models]]
+name = "local-m"
+kind = "local"
+[[endpoints]]
+name = "gpu-a"
+url = "http://127.0.0.1:9/v1"
+backend = "vllm"
+models = ["local-m"]
+request_preset = "default"
+[launcher]
+grace_s = 5
+`);
+  let matrix = 'condition,task,phase,seed,repetition\n';
+  for (const c of ['base', 'treat']) for (const p of ['warmup', 'main']) for (const s of [1, 2]) matrix += `${c},t1,${p},${s},0\n`;
+  writeFileSync(join(root, 'matrix.csv'), matrix);
+  server = await startServer(['--root', root, '--auto-tick', '1']);
+  browser = await startBrowser();
+});
+
+after(async () => {
+  // The batch auto mode launched is ended (turning auto off leaves it running).
+  await fetch(`${server.url}/api/control/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => {});
+  await browser?.close();
+  await server?.stop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+test('auto page: a refused setting in words, explain, on launches and holds, off', async () => {
+  const page = await browser.context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${server.url}/auto`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  assert.equal(await page.getAttribute('.auto-mode', 'data-mode'), 'off');
+  assert.match(await page.textContent('.explain .verdict'), /^off/);
+
+  // No model enabled: the server refuses the settings and the page says why.
+  await page.check('input[name="tasks_t1"]');
+  await page.click('button.save-settings');
+  await page.waitForSelector('form.auto-settings .refusal');
+  assert.match(await page.textContent('form.auto-settings .refusal'), /enable at least one model/);
+
+  // Fixed and saved: the explain panel lists every guard.
+  await page.check('input[name="models_local-m"]');
+  await page.fill('input[name="max_cells"]', '2');
+  await page.dispatchEvent('input[name="max_cells"]', 'change');
+  await page.fill('input[name="wait_minutes"]', '0');
+  await page.dispatchEvent('input[name="wait_minutes"]', 'change');
+  await page.click('button.save-settings');
+  await page.waitForSelector('form.auto-settings .said.ok');
+  await page.waitForSelector('tr.guard[data-guard="settings"]');
+  assert.match(await page.textContent('tr[data-guard="settings"]'), /valid/);
+  assert.match(await page.textContent('tr[data-guard="mode"]'), /off/);
+
+  // On: the loop launches a batch within a tick or two; the page follows it.
+  await page.click('button.auto-on');
+  await page.waitForSelector('.auto-mode[data-mode="on"]', { timeout: 10_000 });
+  await page.waitForSelector('tr.lane.status-busy', { timeout: 20_000 });
+  await page.waitForSelector('tr[data-event="batch_launched"]', { timeout: 10_000 });
+  await page.waitForFunction(() => /its batch .* is running/.test(document.querySelector('.auto-mode .words')?.textContent ?? ''), null, { timeout: 15_000 });
+  assert.match(await page.textContent('.explain .verdict'), /holds, because its batch .* is running/);
+  assert.match(await page.textContent('tr[data-guard="current batch"]'), /holds/);
+
+  await page.click('button.auto-off');
+  await page.waitForSelector('.auto-mode[data-mode="off"]', { timeout: 10_000 });
+  // The one refused save answered 422, which the browser logs; nothing else.
+  assert.deepEqual(errors, ['Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)'], 'no other console errors');
+  await page.close();
+});
