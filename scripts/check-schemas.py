@@ -86,6 +86,37 @@ with tempfile.TemporaryDirectory() as tmp:
         check("auto-log-line.schema.json", f"auto/log.jsonl:{i}", json.loads(line))
     for f in glob.glob(os.path.join(con, "specs", "committed", "*.json")):
         check("batch-spec.schema.json", f, json.load(open(f)))
+    # The autopilot's records: settings saved, on, one tick that launches,
+    # a tick after the batch ended that closes it, then off.
+    ap = os.path.join(tmp, "auto")
+    os.makedirs(ap)
+    with open(os.path.join(ap, "campaign.toml"), "w") as f:
+        f.write('schema_version = 1\nname = "auto"\n[runner]\ncommand = ["sh", "-c", "exit 0"]\n'
+                '[[tasks]]\nname = "t"\nphases = ["a"]\n[[models]]\nname = "m"\nkind = "local"\n'
+                '[[endpoints]]\nname = "e"\nurl = "http://127.0.0.1:9/v1"\nbackend = "vllm"\nmodels = ["m"]\nrequest_preset = "p"\n')
+    with open(os.path.join(ap, "matrix.csv"), "w") as f:
+        f.write("condition,task,phase,seed,repetition\nbase,t,a,1,0\ntreat,t,a,1,0\n")
+    settings = {"models": ["m"], "tasks": ["t"], "wait_minutes": 0, "max_cells": 1, "label_prefix": "ap"}
+    check("auto-settings.schema.json", "settings", settings)
+    auto_cli = lambda *a, **k: subprocess.run([binary, "auto", *a, "--root", ap], check=True, capture_output=True, text=True, **k).stdout
+    auto_cli("settings", "-", input=json.dumps(settings))
+    auto_cli("on")
+    auto_cli("tick")
+    deadline = time.time() + 60
+    while time.time() < deadline and json.loads(subprocess.run([binary, "status", "--json", "--root", ap], check=True, capture_output=True, text=True).stdout)["state"]["state"] != "idle":
+        time.sleep(0.2)
+    auto_cli("tick")
+    auto_cli("off")
+    st = json.load(open(os.path.join(ap, "auto", "state.json")))
+    check("auto-state.schema.json", "auto/state.json (autopilot)", st)
+    check("auto-settings.schema.json", "auto/state.json settings", st["settings"])
+    events = [json.loads(l) for l in open(os.path.join(ap, "auto", "log.jsonl"))]
+    for i, e in enumerate(events, 1):
+        check("auto-log-line.schema.json", f"auto/log.jsonl:{i} (autopilot)", e)
+    kinds = [e["event"] for e in events]
+    for want in ["settings_saved", "auto_on", "batch_launched", "batch_finished", "auto_off"]:
+        if want not in kinds:
+            bad.append(f"autopilot log: no {want} event in {kinds}")
     # The demo's campaign.toml (the fullest one runboard writes), as TOML.
     import tomllib
     data = os.path.join(tmp, "data")
