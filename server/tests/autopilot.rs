@@ -113,3 +113,114 @@ fn auto_mode_launches_waits_closes_and_stops_at_the_cap() {
     let (code, e) = post(&s.addr, "/api/auto/sideways", json!({}));
     assert_eq!((code, e["kind"].as_str()), (404, Some("not_found")));
 }
+
+fn cli(root: &std::path::Path, args: &[&str], input: Option<&str>) -> (bool, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(BIN)
+        .arg("auto")
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(i) = input {
+        child.stdin.take().unwrap().write_all(i.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+fn log_events(root: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(root.join("auto/log.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["event"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The notification hook hears the notable events on its standard input; a
+/// hook that fails is logged and changes nothing else.
+#[test]
+fn the_notification_hook_hears_launches_and_its_failure_is_only_logged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.5);
+    let heard = tmp.path().join("heard.jsonl");
+    let cfg = std::fs::read_to_string(root.join("campaign.toml")).unwrap().replace("daily_cap = 1", "daily_cap = 5")
+        + &format!("[hooks]\nnotify = [\"sh\", \"-c\", \"cat >> {}; echo >> {}\"]\n", heard.display(), heard.display());
+    std::fs::write(root.join("campaign.toml"), &cfg).unwrap();
+    let settings =
+        json!({"models": ["paid-m"], "tasks": ["t1"], "daily_caps": {"paid-m": 3}, "wait_minutes": 0, "max_cells": 1});
+    assert!(cli(&root, &["settings", "-"], Some(&settings.to_string())).0);
+    let (ok, text) = cli(&root, &["on"], None);
+    assert!(ok, "{text}");
+    let (ok, text) = cli(&root, &["tick"], None);
+    assert!(ok && text.contains("launch auto-1"), "{text}");
+    let lines: Vec<Value> = std::fs::read_to_string(&heard)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["event"], "batch_launched");
+    assert_eq!(lines[0]["detail"]["model"], "paid-m");
+
+    // A hook that fails: logged as notify_failed; the tick did its work.
+    let failing = cfg.replace(&format!("cat >> {}; echo >> {}", heard.display(), heard.display()), "exit 3");
+    std::fs::write(root.join("campaign.toml"), failing).unwrap();
+    wait_for("the first batch to end", Duration::from_secs(30), || {
+        serde_json::from_str::<Value>(&cli(&root, &["status", "--json"], None).1).unwrap()["state"]["current"]
+            .is_object()
+            && std::process::Command::new(BIN)
+                .args(["status", "--json", "--root"])
+                .arg(&root)
+                .output()
+                .map(|o| serde_json::from_slice::<Value>(&o.stdout).unwrap()["state"]["state"] == "idle")
+                .unwrap_or(false)
+    });
+    let (ok, text) = cli(&root, &["tick"], None);
+    assert!(ok, "{text}");
+    let (ok, text) = cli(&root, &["tick"], None);
+    assert!(ok, "{text}");
+    let events = log_events(&root);
+    assert!(events.contains(&"notify_failed".to_owned()), "{events:?}");
+    assert_eq!(
+        events.iter().filter(|e| *e == "batch_launched").count(),
+        2,
+        "the failing hook stopped nothing: {events:?}"
+    );
+    std::process::Command::new(BIN).args(["stop", "--root"]).arg(&root).output().unwrap();
+}
+
+/// A tick that fails (here: `campaign.toml` broken under it) is logged as
+/// `tick_exception`, and the loop goes on — once fixed, it launches.
+#[test]
+fn a_failing_tick_is_logged_and_the_loop_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.5);
+    let good = std::fs::read_to_string(root.join("campaign.toml")).unwrap().replace("daily_cap = 1", "daily_cap = 5");
+    std::fs::write(root.join("campaign.toml"), &good).unwrap();
+    let settings =
+        json!({"models": ["paid-m"], "tasks": ["t1"], "daily_caps": {"paid-m": 1}, "wait_minutes": 0, "max_cells": 1});
+    assert!(cli(&root, &["settings", "-"], Some(&settings.to_string())).0);
+    let s = serve_with(&root, &tmp.path().join("data"), &[], &["--auto-tick", "0.3"]);
+    std::fs::write(root.join("campaign.toml"), "schema_version = 1\nname = \n").unwrap();
+    // Turned on: the answer (the view) cannot be made from a broken
+    // campaign.toml (422, unreadable), but the mode is saved.
+    let (code, e) = post(&s.addr, "/api/auto/on", json!({}));
+    assert_eq!((code, e["kind"].as_str()), (422, Some("unreadable")), "{e}");
+    let state: Value = serde_json::from_slice(&std::fs::read(root.join("auto/state.json")).unwrap()).unwrap();
+    assert_eq!(state["mode"], "on");
+    wait_for("tick_exception", Duration::from_secs(10), || log_events(&root).contains(&"tick_exception".to_owned()));
+    std::fs::write(root.join("campaign.toml"), &good).unwrap();
+    wait_for("a launch after the fix", Duration::from_secs(10), || {
+        log_events(&root).contains(&"batch_launched".to_owned())
+    });
+    wait_for("its end", Duration::from_secs(30), || live_state(&s.addr).0 == "idle");
+    assert_eq!(post(&s.addr, "/api/control/stop", json!({})).0, 200);
+}
