@@ -31,6 +31,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Removes the temporary files of `path` that writers which died before
+/// their rename left behind (their process is gone). Best effort.
+pub fn sweep_stale_temps(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return };
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = file.strip_prefix(&prefix) else { continue };
+        let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+        let gone = pid.is_some_and(|p| p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists());
+        if gone {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

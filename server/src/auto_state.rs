@@ -39,11 +39,31 @@ pub fn load(root: &Path) -> runboard::auto::Loaded {
     loaded
 }
 
-/// Replaces the state file whole, atomically.
+/// Replaces the state file whole, atomically (a temporary file a killed
+/// writer left beside it is removed).
 pub fn save(root: &Path, state: &runboard::auto::AutoState) -> std::io::Result<()> {
     fs::create_dir_all(root.join("auto"))?;
     let bytes = serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?;
-    crate::atomic::write_atomic(&root.join(STATE_FILE), &bytes)
+    let path = root.join(STATE_FILE);
+    crate::atomic::write_atomic(&path, &bytes)?;
+    crate::atomic::sweep_stale_temps(&path);
+    Ok(())
+}
+
+/// The crash test's writer (`runboard __auto-save-loop`): saves the state
+/// over and over, its count in `last_decision`, continuing from the count
+/// the file holds, until it reaches `until`.
+pub fn save_loop(root: &Path, until: u64) -> anyhow::Result<()> {
+    let mut state = load(root).state;
+    let mut n = state.last_decision.as_ref().and_then(|d| d["saves"].as_u64()).unwrap_or(0);
+    while n < until {
+        n += 1;
+        state.last_decision = Some(json!({ "saves": n }));
+        // Something of size in it, so a torn write would show.
+        state.settings = json!({ "label_prefix": format!("save-{n}"), "models": vec!["m"; (n % 50) as usize] });
+        save(root, &state)?;
+    }
+    Ok(())
 }
 
 /// Auto mode off and the current work cleared, keeping everything else the

@@ -65,6 +65,15 @@ enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// (Internal, for the crash test) Saves the autopilot's state again and
+    /// again, counting in it, until the count reaches `until`.
+    #[command(name = "__auto-save-loop", hide = true)]
+    AutoSaveLoop {
+        #[arg(long)]
+        root: PathBuf,
+        #[arg(long)]
+        until: u64,
+    },
     #[command(flatten)]
     Console(server::cli::ConsoleCommand),
     /// Run directories under a campaign root.
@@ -197,6 +206,10 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let code =
                 tokio::task::spawn_blocking(move || server::drive::reaper::run_sentinel(&mark, grace, &runset)).await?;
             Ok(ExitCode::from(code))
+        }
+        Command::AutoSaveLoop { root, until } => {
+            tokio::task::spawn_blocking(move || server::auto_state::save_loop(&root, until)).await??;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Console(cmd) => Ok(tokio::task::spawn_blocking(move || server::cli::run(cmd)).await?),
         Command::Unit { record, log, grace, command } => {

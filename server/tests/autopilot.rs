@@ -224,3 +224,54 @@ fn a_failing_tick_is_logged_and_the_loop_goes_on() {
     wait_for("its end", Duration::from_secs(30), || live_state(&s.addr).0 == "idle");
     assert_eq!(post(&s.addr, "/api/control/stop", json!({})).0, 200);
 }
+
+/// The state file survives its writer being killed: SIGKILL at random
+/// moments while 10,000 saves are made leaves no unparseable state file, and
+/// no temporary file once a writer saves again.
+#[test]
+fn kill_9_during_10000_state_saves_leaves_no_unparseable_state_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let state = root.join("auto/state.json");
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let (mut kills, mut checks, mut saves) = (0u32, 0u32, 0u64);
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    while saves < 10_000 {
+        assert!(std::time::Instant::now() < deadline, "10,000 saves took too long ({saves} made)");
+        let mut child = std::process::Command::new(BIN)
+            .args(["__auto-save-loop", "--until", "10000", "--root"])
+            .arg(root)
+            .spawn()
+            .unwrap();
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        std::thread::sleep(Duration::from_micros(2_000 + rng % 40_000));
+        // SIGKILL, by its PID: mid-write, mid-rename, wherever it is.
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            kills += 1;
+        }
+        child.wait().unwrap();
+        if let Ok(bytes) = std::fs::read(&state) {
+            let v: Value = serde_json::from_slice(&bytes)
+                .unwrap_or_else(|e| panic!("an unparseable state file after {kills} kills: {e}"));
+            let loaded = runboard::auto::load(Some(&bytes));
+            assert!(loaded.repaired.is_empty(), "{:?}", loaded.repaired);
+            saves = v["last_decision"]["saves"].as_u64().unwrap_or(0);
+            checks += 1;
+        }
+    }
+    assert!(kills >= 20, "only {kills} kills: the test did not test much");
+    // One clean save sweeps what killed writers left.
+    let out = std::process::Command::new(BIN).args(["auto", "off", "--root"]).arg(root).output().unwrap();
+    let _ = out;
+    let left: Vec<String> = std::fs::read_dir(root.join("auto"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+    eprintln!("{saves} saves, {kills} kills, {checks} checks, 0 unparseable");
+}
