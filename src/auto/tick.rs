@@ -550,8 +550,14 @@ fn decide(
     };
     let mut why_not: BTreeMap<String, usize> = BTreeMap::new();
     let mut not = |reason: String| *why_not.entry(reason).or_insert(0) += 1;
-    // (score, slot, draft, why), in slot order.
-    let mut candidates: Vec<(f64, Slot, Draft, String)> = Vec::new();
+    // The planned cells by task, once: a slot looks only at its task's.
+    let mut by_task: std::collections::HashMap<String, Vec<&crate::coverage::CellCoverage>> =
+        std::collections::HashMap::new();
+    for c in &obs.coverage.cells {
+        by_task.entry(c.factors.get("task").map(value_text).unwrap_or_default()).or_default().push(c);
+    }
+    // Eligible slots scored (cheap); drafted lazily, best first.
+    let mut candidates: Vec<(f64, Slot, DraftRequest, String)> = Vec::new();
     let iteration = state.session.iterations.len() + 1;
     for slot in slots(settings, obs.cfg, obs.matrix) {
         if busy.contains(&slot.lane) {
@@ -584,10 +590,19 @@ fn decide(
         let keeps = |factors: &BTreeMap<String, Value>| {
             slot.filters.iter().all(|(f, vs)| factors.get(f).is_some_and(|v| vs.contains(&value_text(v))))
         };
-        let cells: Vec<_> = obs.coverage.cells.iter().filter(|c| keeps(&c.factors)).collect();
+        let task = slot.filters.get("task").and_then(|t| t.first()).cloned().unwrap_or_default();
+        let cells: Vec<_> =
+            by_task.get(&task).map(|cs| cs.iter().copied().filter(|c| keeps(&c.factors)).collect()).unwrap_or_default();
+        let open = |c: &&crate::coverage::CellCoverage| {
+            c.state == CellState::Gap || (c.state == CellState::Failed && settings.count_basis == CountBasis::Covered)
+        };
+        if !cells.iter().any(open) {
+            not(format!("{}: no gap to fill", slot.name()));
+            continue;
+        }
         let done = cells.iter().filter(|c| counted(c.state)).count();
         let mut request = DraftRequest {
-            label: format!("{}-{iteration}", settings.label_prefix),
+            label: String::new(),
             filters: slot.filters.clone(),
             max_cells: settings.max_cells,
             model: Some(slot.model.clone()),
@@ -613,7 +628,7 @@ fn decide(
                     let k = c.factors.get("condition").map(value_text).unwrap_or_default();
                     let e = by.entry(k).or_insert((0, 0));
                     e.0 += usize::from(counted(c.state));
-                    e.1 += usize::from(!counted(c.state) && c.state != CellState::Running);
+                    e.1 += usize::from(open(c));
                 }
                 match by.iter().filter(|(_, (_, open))| *open > 0).min_by_key(|(_, (n, _))| *n) {
                     None => (0.0, slot.name()),
@@ -635,33 +650,32 @@ fn decide(
                 }
             }
         };
-        match crate::draft::from_gaps(obs.matrix, obs.coverage, obs.cfg, &request) {
-            Ok(draft) => candidates.push((score, slot, draft, why)),
-            Err(e) => not(format!("{}: {}", slot.name(), e.first().cloned().unwrap_or_default())),
-        }
+        candidates.push((score, slot, request, why));
     }
-    // Best first; ties keep the settings' order.
+    // Best first; ties keep the settings' order. Drafted until one per lane
+    // (serial: one) succeeds.
     candidates.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
     let mut out: Vec<Planned> = Vec::new();
-    for (_, slot, draft, why) in candidates {
-        if out.iter().any(|p| p.lane == slot.lane) {
+    for (_, slot, mut request, why) in candidates {
+        let lane = if settings.parallel_lanes { slot.lane.clone() } else { SERIAL_LANE.into() };
+        if out.iter().any(|p| p.lane == lane) {
             continue;
         }
-        let request = DraftRequest {
-            label: format!("{}-{}", settings.label_prefix, iteration + out.len()),
-            ..draft_request_of(&slot, settings, &draft)
-        };
-        out.push(Planned {
-            lane: if settings.parallel_lanes { slot.lane.clone() } else { SERIAL_LANE.into() },
-            model: slot.model.clone(),
-            endpoint: slot.endpoint.clone(),
-            prompt_variant: slot.prompt_variant.clone(),
-            retry_feedback: slot.retry_feedback,
-            draft: Draft { spec: crate::spec::BatchSpec { label: request.label.clone(), ..draft.spec }, ..draft },
-            request,
-            why,
-        });
-        if !settings.parallel_lanes {
+        request.label = format!("{}-{}", settings.label_prefix, iteration + out.len());
+        match crate::draft::from_gaps(obs.matrix, obs.coverage, obs.cfg, &request) {
+            Ok(draft) => out.push(Planned {
+                lane,
+                model: slot.model.clone(),
+                endpoint: slot.endpoint.clone(),
+                prompt_variant: slot.prompt_variant.clone(),
+                retry_feedback: slot.retry_feedback,
+                draft,
+                request,
+                why,
+            }),
+            Err(e) => not(format!("{}: {}", slot.name(), e.first().cloned().unwrap_or_default())),
+        }
+        if !settings.parallel_lanes && !out.is_empty() {
             break;
         }
     }
@@ -674,19 +688,6 @@ fn decide(
         return Err(reasons);
     }
     Ok(out)
-}
-
-fn draft_request_of(slot: &Slot, settings: &Settings, draft: &Draft) -> DraftRequest {
-    DraftRequest {
-        label: draft.spec.label.clone(),
-        filters: slot.filters.clone(),
-        max_cells: settings.max_cells,
-        model: Some(slot.model.clone()),
-        endpoint: slot.endpoint.clone(),
-        prompt_variant: Some(slot.prompt_variant.clone()),
-        retry_feedback: Some(slot.retry_feedback),
-        skip_failed: settings.count_basis == CountBasis::Attempted,
-    }
 }
 
 /// What `start_spec` answered for a planned launch.
