@@ -7,6 +7,7 @@
 //! shape is dropped to its default and named — the rest of the file is kept.
 //! The next save writes the whole state.
 
+pub mod schedule;
 pub mod settings;
 pub mod tick;
 pub mod view;
@@ -121,11 +122,16 @@ pub struct Current {
 /// An endpoint quarantined after a failure, until `retry_at`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EndpointFailure {
+    /// Failures in a row (a batch that succeeds on it forgets them).
     pub failures: u32,
     #[serde(with = "crate::timefmt::rfc3339")]
     pub retry_at: Timestamp,
     #[serde(default)]
     pub reason: String,
+    /// The quarantine ended (`retry_at` passed): the next batch on it is a
+    /// probe; another failure quarantines it longer (the circuit breaker).
+    #[serde(default)]
+    pub released: bool,
 }
 
 /// A paid model held back after a credit-like failure, until `until` (the

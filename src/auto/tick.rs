@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::schedule::{Assignment, Circuit, Policy, Scheduler, Worker};
 use super::settings::{self, CountBasis, Objective, Settings};
 use super::{AutoState, Backfill, CreditFlag, Current, EndpointFailure, Hold, Iteration, LogEvent, Mode};
 use crate::campaign::{CampaignConfig, ModelKind};
@@ -161,10 +162,17 @@ pub fn tick(state: &AutoState, obs: &Observed) -> TickOut {
     let now = obs.now;
 
     // Expire quarantines and credit flags.
-    let expired: Vec<String> =
-        run.state.endpoint_failures.iter().filter(|(_, f)| f.retry_at <= now).map(|(e, _)| e.clone()).collect();
+    let expired: Vec<String> = run
+        .state
+        .endpoint_failures
+        .iter()
+        .filter(|(_, f)| f.retry_at <= now && !f.released)
+        .map(|(e, _)| e.clone())
+        .collect();
     for e in expired {
-        run.state.endpoint_failures.remove(&e);
+        if let Some(f) = run.state.endpoint_failures.get_mut(&e) {
+            f.released = true;
+        }
         run.event("endpoint_released", json!({"endpoint": e}));
     }
     let expired: Vec<String> =
@@ -317,8 +325,13 @@ pub fn tick(state: &AutoState, obs: &Observed) -> TickOut {
     let flags: Vec<String> =
         run.state.credit_flags.iter().map(|(m, f)| format!("{m} until {}", f.until.to_display())).collect();
     run.guard("credit flags", flags.is_empty(), if flags.is_empty() { "none".into() } else { flags.join(", ") });
-    let quarantined: Vec<String> =
-        run.state.endpoint_failures.iter().map(|(e, f)| format!("{e} until {}", f.retry_at.to_display())).collect();
+    let quarantined: Vec<String> = run
+        .state
+        .endpoint_failures
+        .iter()
+        .filter(|(_, f)| f.retry_at > now)
+        .map(|(e, f)| format!("{e} until {} ({} failure(s) in a row)", f.retry_at.to_display(), f.failures))
+        .collect();
     run.guard(
         "quarantined endpoints",
         quarantined.is_empty(),
@@ -408,28 +421,74 @@ fn close_lane(run: &mut Run, lane: &str, cur: &Current) {
             .lane_outcomes
             .insert(lane.to_owned(), json!({"unit": cur.unit, "run_set": cur.run_set, "status": status}));
         run.state.lane_finished_at.insert(lane.to_owned(), now.to_rfc3339());
-        // A lane that failed or made no run set quarantines only its endpoint.
+        // A lane that failed or made no run set quarantines only its endpoint
+        // (cooldown; failures in a row open its circuit for longer); one that
+        // succeeded forgets its failures.
         let failed = outcome.is_none() || status == "failed";
-        if let (true, Some(endpoint)) = (failed, cur.endpoint.as_ref()) {
-            let minutes = run
-                .state
-                .settings
-                .get("endpoint_retry_minutes")
-                .and_then(Value::as_f64)
-                .unwrap_or(30.0)
-                .clamp(1.0, 1440.0);
-            let failures = run.state.endpoint_failures.get(endpoint).map_or(0, |f| f.failures) + 1;
-            let retry_at = Timestamp(now.0 + (minutes * 60_000.0) as i64);
-            let reason = if outcome.is_none() { "the lane made no run set" } else { "the lane's batch failed" };
-            run.state
-                .endpoint_failures
-                .insert(endpoint.clone(), EndpointFailure { failures, retry_at, reason: reason.into() });
-            run.event(
-                "endpoint_quarantined",
-                json!({"endpoint": endpoint, "retry_at": retry_at.to_rfc3339(), "reason": reason}),
-            );
+        if let Some(endpoint) = cur.endpoint.as_ref() {
+            if failed {
+                let reason = if outcome.is_none() { "the lane made no run set" } else { "the lane's batch failed" };
+                let f = quarantine(&run.state, endpoint, reason, now);
+                run.event(
+                    "endpoint_quarantined",
+                    json!({"endpoint": endpoint, "retry_at": f.retry_at.to_rfc3339(), "failures": f.failures, "reason": reason}),
+                );
+                run.state.endpoint_failures.insert(endpoint.clone(), f);
+            } else if run.state.endpoint_failures.remove(endpoint).is_some() {
+                run.event("endpoint_recovered", json!({"endpoint": endpoint}));
+            }
         }
         run.event("lane_finished", json!({"lane": lane, "status": status}));
+    }
+}
+
+/// The scheduling model's workers, from the state: each endpoint's failures
+/// in a row, cooldown and circuit.
+pub fn scheduler_of(state: &AutoState, lanes: &[(String, Vec<String>)], now: Timestamp) -> Scheduler {
+    let minutes =
+        state.settings.get("endpoint_retry_minutes").and_then(Value::as_f64).unwrap_or(30.0).clamp(1.0, 1440.0);
+    let cooldown_ms = (minutes * 60_000.0) as i64;
+    let policy = Policy { cooldown_ms, breaker_after: 3, open_ms: cooldown_ms * 8 };
+    let workers = lanes
+        .iter()
+        .map(|(name, models)| {
+            let mut w = Worker::new(name, models.clone());
+            if let Some(f) = state.endpoint_failures.get(name) {
+                w.failures = f.failures;
+                w.cooldown_until = Some(f.retry_at);
+                w.circuit = match (f.failures >= policy.breaker_after, f.retry_at > now) {
+                    (true, true) => Circuit::Open { until: f.retry_at },
+                    (true, false) => Circuit::HalfOpen,
+                    _ => Circuit::Closed,
+                };
+            }
+            w
+        })
+        .collect();
+    let assignments = state
+        .current
+        .iter()
+        .chain(state.currents.values())
+        .map(|c| Assignment {
+            job: c.unit.clone(),
+            worker: lane_of(c.model.as_deref().unwrap_or(""), c.endpoint.as_deref()),
+            at: c.launched_at,
+        })
+        .collect();
+    Scheduler { policy, workers, assignments, ..Default::default() }
+}
+
+/// An endpoint's quarantine after a failure, as the scheduling model's
+/// `report_failure` sets it (a cooldown; the third failure in a row, or a
+/// failed probe, opens its circuit for eight cooldowns).
+fn quarantine(state: &AutoState, endpoint: &str, reason: &str, now: Timestamp) -> EndpointFailure {
+    let s = scheduler_of(state, &[(endpoint.to_owned(), Vec::new())], now).report_failure(endpoint, now);
+    let w = &s.workers[0];
+    EndpointFailure {
+        failures: w.failures,
+        retry_at: w.cooldown_until.unwrap_or(now),
+        reason: reason.into(),
+        released: false,
     }
 }
 
@@ -577,7 +636,9 @@ fn decide(
             not(format!("model {}: its catalogue daily cap of {cap} is reached", slot.model));
             continue;
         }
-        if let Some(f) = slot.endpoint.as_ref().and_then(|e| state.endpoint_failures.get(e)) {
+        if let Some(f) =
+            slot.endpoint.as_ref().and_then(|e| state.endpoint_failures.get(e)).filter(|f| f.retry_at > now)
+        {
             not(format!(
                 "endpoint {} is quarantined until {} ({})",
                 slot.endpoint.as_deref().unwrap_or(""),
@@ -755,21 +816,8 @@ pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchRe
                 state.hold = Some(Hold { reason: "launch_failed".into(), words, since: now });
             }
             if let Some(e) = planned.endpoint.as_ref().filter(|_| planned.lane != SERIAL_LANE) {
-                let minutes = state
-                    .settings
-                    .get("endpoint_retry_minutes")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(30.0)
-                    .clamp(1.0, 1440.0);
-                let failures = state.endpoint_failures.get(e).map_or(0, |f| f.failures) + 1;
-                state.endpoint_failures.insert(
-                    e.clone(),
-                    EndpointFailure {
-                        failures,
-                        retry_at: Timestamp(now.0 + (minutes * 60_000.0) as i64),
-                        reason: "its launch was refused".into(),
-                    },
-                );
+                let f = quarantine(state, e, "its launch was refused", now);
+                state.endpoint_failures.insert(e.clone(), f);
             }
             LogEvent {
                 at: now,
@@ -974,13 +1022,14 @@ mod tests {
         let mut st = on(qwen());
         st.endpoint_failures.insert(
             "gpu-a".into(),
-            EndpointFailure { failures: 1, retry_at: Timestamp(now().0 + 60_000), reason: "x".into() },
+            EndpointFailure { failures: 1, retry_at: Timestamp(now().0 + 60_000), reason: "x".into(), released: false },
         );
         let t = tick(&st, &observed(&w));
         assert_eq!(t.launches[0].endpoint.as_deref(), Some("gpu-b"));
         st.endpoint_failures.get_mut("gpu-a").unwrap().retry_at = now();
         let t = tick(&st, &observed(&w));
-        assert!(t.state.endpoint_failures.is_empty(), "expired at its retry time");
+        assert!(t.state.endpoint_failures["gpu-a"].released, "released at its retry time (its failures kept)");
+        assert!(t.events.iter().any(|e| e.event == "endpoint_released"));
         assert_eq!(t.launches[0].endpoint.as_deref(), Some("gpu-a"));
     }
 
@@ -1037,6 +1086,40 @@ mod tests {
         assert!(t.events.iter().any(|e| e.event == "lane_finished"));
         assert!(t.launches.is_empty(), "gpu-a quarantined, gpu-b busy: {}", t.verdict);
         assert_eq!(t.state.currents.keys().collect::<Vec<_>>(), ["gpu-b"]);
+    }
+
+    #[test]
+    fn a_lane_failing_three_times_in_a_row_opens_its_circuit_and_a_success_forgets() {
+        let w = world();
+        let s = json!({"models": ["qwen"], "tasks": ["t1"], "parallel_lanes": true, "wait_minutes": 0, "endpoint_retry_minutes": 10});
+        let mut st = on(s);
+        let mut at = now();
+        for round in 1..=3 {
+            st.currents.insert("gpu-a".into(), current("rb-a", "qwen", Some("gpu-a")));
+            let mut o = observed(&w);
+            o.now = at;
+            o.units.insert("rb-a".into(), unit(finished(2), None));
+            st = tick(&st, &o).state;
+            let f = &st.endpoint_failures["gpu-a"];
+            let minutes = (f.retry_at.0 - at.0) / 60_000;
+            assert_eq!((f.failures, minutes), (round, if round < 3 { 10 } else { 80 }), "round {round}");
+            at = Timestamp(f.retry_at.0 + 1);
+        }
+        // The lanes view says so, from the scheduling model.
+        let settings = super::super::settings::validate(&st.settings, &w.cfg, &w.matrix).unwrap();
+        let before = Timestamp(now().0 + 60 * 60_000);
+        let lanes = super::super::view::lanes(&st, Some(&settings), &w.cfg, before);
+        let a = lanes.iter().find(|l| l.lane == "gpu-a").unwrap();
+        assert_eq!(a.status, "quarantined");
+        assert!(a.idle_reason.as_deref().unwrap().contains("circuit is open after 3 failures in a row"), "{a:?}");
+        // A success on it (the probe) forgets the failures.
+        st.currents.insert("gpu-a".into(), current("rb-a", "qwen", Some("gpu-a")));
+        let mut o = observed(&w);
+        o.now = at;
+        o.units.insert("rb-a".into(), unit(finished(0), Some(("completed", "ok"))));
+        let t = tick(&st, &o);
+        assert!(t.state.endpoint_failures.is_empty());
+        assert!(t.events.iter().any(|e| e.event == "endpoint_recovered"));
     }
 
     #[test]

@@ -145,7 +145,10 @@ pub fn lanes(state: &AutoState, settings: Option<&Settings>, cfg: &CampaignConfi
         if let Some(f) = l.endpoint.as_ref().and_then(|e| state.endpoint_failures.get(e)).filter(|f| f.retry_at > now) {
             l.status = "quarantined".into();
             l.until = Some(f.retry_at);
-            l.idle_reason = Some(format!("quarantined until {} ({})", f.retry_at.to_display(), f.reason));
+            // The scheduling model words it: a cooldown, or an open circuit.
+            let model = super::tick::scheduler_of(state, &[(l.lane.clone(), l.models.clone())], now);
+            let why = model.idle_reason(&l.lane, now).unwrap_or_default();
+            l.idle_reason = Some(format!("{why} ({})", f.reason));
             continue;
         }
         let flagged: Vec<_> = l.models.iter().filter_map(|m| state.credit_flags.get(m).map(|f| (m, f))).collect();
