@@ -49,6 +49,7 @@ pub mod live;
 pub mod matrix;
 pub mod pool;
 pub mod preflight;
+pub mod results;
 pub mod runsets;
 pub mod runview;
 pub mod spec;

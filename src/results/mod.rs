@@ -1,0 +1,295 @@
+//! Results: what the run sets' cell records say, as evidence a researcher
+//! can write up — pass rates with 95 % Wilson intervals, differences between
+//! levels with Newcombe intervals, per task and per model, and where the
+//! failures fall. Pure: cell records in, figures out.
+//!
+//! **A cell's outcome** is its latest ended record over every run set (by
+//! `ended_at`, then run set name): `done` is a pass — unless the campaign
+//! sets `[results] pass_score`, when a `done` cell passes only with a score at
+//! least that; `failed` is a failure. Cells that never ended (pending,
+//! running, stopped) are not counted. Launch counts, holds and other
+//! operational signals are never mixed into these figures.
+
+pub mod stats;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::drive::records::{CellRecord, CellStatus};
+use crate::matrix::value_text;
+use stats::{difference, Interval, Proportion, Z95};
+
+/// One cell's counted outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub cell: String,
+    pub factors: BTreeMap<String, Value>,
+    /// The model its batch ran (the run set's spec).
+    pub model: Option<String>,
+    pub run_set: String,
+    pub passed: bool,
+    /// Why it failed (`exit 3`, `score 0.40 below 0.80`), when it did not pass.
+    pub reason: Option<String>,
+    pub score: Option<f64>,
+    pub tokens: Option<u64>,
+    pub ended_at: Option<String>,
+}
+
+/// The records of one run set, as the outcomes are made from them.
+pub struct RunSetRecords<'a> {
+    pub name: &'a str,
+    pub model: Option<&'a str>,
+    pub cells: &'a [CellRecord],
+}
+
+/// Every cell's latest ended record, as an outcome.
+pub fn outcomes(run_sets: &[RunSetRecords], pass_score: Option<f64>) -> Vec<Outcome> {
+    let mut latest: BTreeMap<&str, (&RunSetRecords, &CellRecord)> = BTreeMap::new();
+    for rs in run_sets {
+        for c in rs.cells.iter().filter(|c| matches!(c.status, CellStatus::Done | CellStatus::Failed)) {
+            let newer = latest
+                .get(c.cell.as_str())
+                .is_none_or(|(ors, oc)| (c.ended_at.as_deref(), rs.name) > (oc.ended_at.as_deref(), ors.name));
+            if newer {
+                latest.insert(&c.cell, (rs, c));
+            }
+        }
+    }
+    latest
+        .into_values()
+        .map(|(rs, c)| {
+            let (passed, reason) = match (c.status, pass_score, c.score) {
+                (CellStatus::Done, None, _) => (true, None),
+                (CellStatus::Done, Some(min), Some(s)) if s >= min => (true, None),
+                (CellStatus::Done, Some(min), Some(s)) => (false, Some(format!("score {s:.2} below {min:.2}"))),
+                (CellStatus::Done, Some(_), None) => (false, Some("no score reported".into())),
+                (_, _, _) => (
+                    false,
+                    Some(match c.exit_code {
+                        Some(code) => format!("exit {code}"),
+                        None => "ended without an exit status".into(),
+                    }),
+                ),
+            };
+            Outcome {
+                cell: c.cell.clone(),
+                factors: c.factors.clone(),
+                model: rs.model.map(str::to_owned),
+                run_set: rs.name.to_owned(),
+                passed,
+                reason,
+                score: c.score,
+                tokens: c.tokens,
+                ended_at: c.ended_at.clone(),
+            }
+        })
+        .collect()
+}
+
+/// One level's pass rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    pub level: String,
+    pub passes: Proportion,
+}
+
+/// A level against the baseline (the first level): the difference of their
+/// pass rates and its 95 % interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub level: String,
+    pub baseline: String,
+    pub difference: f64,
+    pub ci95: Interval,
+    /// Whether the interval excludes 0.
+    pub clear: bool,
+}
+
+/// Failures at one level of a factor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureCount {
+    pub level: String,
+    pub failures: u64,
+    pub n: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The factor the groups are by (`condition` by default).
+    pub by: String,
+    /// Counted cells (those that ended).
+    pub n: u64,
+    pub overall: Proportion,
+    pub groups: Vec<Group>,
+    pub comparisons: Vec<Comparison>,
+    pub by_task: Vec<Group>,
+    pub by_model: Vec<Group>,
+    /// Failure axes: per factor, failures at each level.
+    pub failures_by_factor: BTreeMap<String, Vec<FailureCount>>,
+    /// Failures by reason, most first.
+    pub failures_by_reason: Vec<(String, u64)>,
+}
+
+fn level_of(o: &Outcome, factor: &str) -> String {
+    if factor == "model" && !o.factors.contains_key("model") {
+        return o.model.clone().unwrap_or_else(|| "(none)".into());
+    }
+    o.factors.get(factor).map(value_text).unwrap_or_else(|| "(none)".into())
+}
+
+/// Pass rates by each level of `factor`, levels in `order` first (the
+/// matrix's), then any others in name order.
+pub fn groups(outcomes: &[Outcome], factor: &str, order: &[String]) -> Vec<Group> {
+    let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for o in outcomes {
+        let e = counts.entry(level_of(o, factor)).or_insert((0, 0));
+        e.0 += u64::from(o.passed);
+        e.1 += 1;
+    }
+    let mut levels: Vec<String> = order.iter().filter(|l| counts.contains_key(*l)).cloned().collect();
+    levels.extend(counts.keys().filter(|k| !order.contains(k)).cloned());
+    levels
+        .into_iter()
+        .map(|l| {
+            let (s, n) = counts[&l];
+            Group { level: l, passes: Proportion::new(s, n) }
+        })
+        .collect()
+}
+
+/// The evidence by `by` (levels ordered as the matrix plans them: `order`).
+pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<String>>) -> Evidence {
+    let empty = Vec::new();
+    let groups_by = groups(outcomes, by, order.get(by).unwrap_or(&empty));
+    let comparisons = match groups_by.split_first() {
+        None => Vec::new(),
+        Some((base, rest)) => rest
+            .iter()
+            .filter_map(|g| {
+                let (d, ci) = difference(g.passes.successes, g.passes.n, base.passes.successes, base.passes.n, Z95)?;
+                Some(Comparison {
+                    level: g.level.clone(),
+                    baseline: base.level.clone(),
+                    difference: d,
+                    clear: ci.lo > 0.0 || ci.hi < 0.0,
+                    ci95: ci,
+                })
+            })
+            .collect(),
+    };
+    let mut failures_by_factor = BTreeMap::new();
+    let factors: std::collections::BTreeSet<&String> = outcomes.iter().flat_map(|o| o.factors.keys()).collect();
+    for f in factors {
+        let gs = groups(outcomes, f, order.get(f).unwrap_or(&empty));
+        failures_by_factor.insert(
+            f.clone(),
+            gs.into_iter()
+                .map(|g| FailureCount { level: g.level, failures: g.passes.n - g.passes.successes, n: g.passes.n })
+                .collect(),
+        );
+    }
+    let mut reasons: BTreeMap<String, u64> = BTreeMap::new();
+    for r in outcomes.iter().filter_map(|o| o.reason.as_ref()) {
+        *reasons.entry(r.clone()).or_insert(0) += 1;
+    }
+    let mut failures_by_reason: Vec<(String, u64)> = reasons.into_iter().collect();
+    failures_by_reason.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let passes = outcomes.iter().filter(|o| o.passed).count() as u64;
+    Evidence {
+        by: by.to_owned(),
+        n: outcomes.len() as u64,
+        overall: Proportion::new(passes, outcomes.len() as u64),
+        comparisons,
+        by_task: groups(outcomes, "task", order.get("task").unwrap_or(&empty)),
+        by_model: groups(outcomes, "model", order.get("model").unwrap_or(&empty)),
+        groups: groups_by,
+        failures_by_factor,
+        failures_by_reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rec(cond: &str, task: &str, seed: u32, status: CellStatus, ended: &str, score: Option<f64>) -> CellRecord {
+        let factors: BTreeMap<String, Value> =
+            [("condition", json!(cond)), ("task", json!(task)), ("seed", json!(seed))]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
+        CellRecord {
+            schema_version: 1,
+            cell: crate::spec::cell_id(&factors),
+            factors,
+            status,
+            attempts: 1,
+            started_at: None,
+            ended_at: Some(ended.into()),
+            exit_code: if status == CellStatus::Failed { Some(3) } else { Some(0) },
+            tokens: Some(10),
+            score,
+            log: None,
+        }
+    }
+
+    #[test]
+    fn the_latest_ended_record_of_each_cell_counts_and_a_pass_score_applies() {
+        use CellStatus::*;
+        let early = vec![
+            rec("base", "t1", 1, Failed, "2026-12-01T00:00:00Z", None),
+            rec("base", "t1", 2, Stopped, "2026-12-01T00:00:00Z", None),
+        ];
+        let late = vec![
+            rec("base", "t1", 1, Done, "2026-12-02T00:00:00Z", Some(0.4)),
+            rec("treat", "t1", 1, Done, "2026-12-02T00:00:00Z", Some(0.9)),
+        ];
+        let sets = [
+            RunSetRecords { name: "a", model: Some("qwen"), cells: &early },
+            RunSetRecords { name: "b", model: Some("gpt"), cells: &late },
+        ];
+        let o = outcomes(&sets, None);
+        assert_eq!(o.len(), 2, "the stopped cell is not counted; the retried one once");
+        assert!(o.iter().all(|o| o.passed && o.model.as_deref() == Some("gpt")));
+        let o = outcomes(&sets, Some(0.5));
+        let base = o.iter().find(|o| o.factors["condition"] == "base").unwrap();
+        assert_eq!((base.passed, base.reason.as_deref()), (false, Some("score 0.40 below 0.50")));
+    }
+
+    #[test]
+    fn evidence_groups_compares_to_the_baseline_and_finds_the_failures() {
+        use CellStatus::*;
+        let mut cells = Vec::new();
+        // base: 2 of 10 pass; treat: 9 of 10.
+        for s in 0..10 {
+            cells.push(rec("base", "t1", s, if s < 2 { Done } else { Failed }, "2026-12-01T00:00:00Z", None));
+            cells.push(rec("treat", "t2", s, if s < 9 { Done } else { Failed }, "2026-12-01T00:00:00Z", None));
+        }
+        let sets = [RunSetRecords { name: "a", model: Some("qwen"), cells: &cells }];
+        let order = BTreeMap::from([("condition".to_owned(), vec!["base".to_owned(), "treat".to_owned()])]);
+        let e = evidence(&outcomes(&sets, None), "condition", &order);
+        assert_eq!((e.n, e.overall.successes), (20, 11));
+        assert_eq!(
+            e.groups.iter().map(|g| (g.level.as_str(), g.passes.successes, g.passes.n)).collect::<Vec<_>>(),
+            [("base", 2, 10), ("treat", 9, 10)]
+        );
+        let c = &e.comparisons[0];
+        assert_eq!((c.level.as_str(), c.baseline.as_str()), ("treat", "base"));
+        assert!((c.difference - 0.7).abs() < 1e-12 && c.clear, "{c:?}");
+        assert_eq!(e.by_model[0].level, "qwen");
+        assert_eq!(
+            e.failures_by_factor["condition"],
+            [
+                FailureCount { level: "base".into(), failures: 8, n: 10 },
+                FailureCount { level: "treat".into(), failures: 1, n: 10 },
+            ]
+        );
+        assert_eq!(e.failures_by_reason, [("exit 3".to_owned(), 9)]);
+        // Nothing ended: no rates, no comparisons, no panic.
+        let none = evidence(&[], "condition", &order);
+        assert_eq!((none.n, none.overall.rate, none.comparisons.len()), (0, None, 0));
+    }
+}
