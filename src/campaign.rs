@@ -47,6 +47,18 @@ pub struct CampaignConfig {
     /// Commands the console runs at control points.
     #[serde(default)]
     pub hooks: Hooks,
+    /// How results are counted.
+    #[serde(default)]
+    pub results: ResultsConfig,
+}
+
+/// `[results]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResultsConfig {
+    /// A `done` cell passes only with a score at least this (default: every
+    /// `done` cell passes).
+    #[serde(default)]
+    pub pass_score: Option<f64>,
 }
 
 /// A task and its chain: its phases in order. A draft never includes a phase
@@ -341,6 +353,9 @@ impl CampaignConfig {
         if self.hooks.release_lease.as_ref().is_some_and(Vec::is_empty) {
             out.push("hooks.release_lease must name a program".into());
         }
+        if self.results.pass_score.is_some_and(|p| !p.is_finite()) {
+            out.push("results.pass_score must be a number".into());
+        }
         if self.hooks.notify.as_ref().is_some_and(Vec::is_empty) {
             out.push("hooks.notify must name a program".into());
         }
@@ -379,6 +394,7 @@ impl CampaignConfig {
             budget: Budget::default(),
             launcher: LauncherConfig::default(),
             hooks: Hooks::default(),
+            results: ResultsConfig::default(),
         }
     }
 }

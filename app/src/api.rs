@@ -227,6 +227,9 @@ pub mod ssr {
         fn pause(&self) -> Result<StopReport, ApiError>;
         fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError>;
         fn resume(&self, req: &ResumeRequest) -> Result<Launched, ApiError>;
+        /// The results by a factor: pass rates with 95 % intervals,
+        /// differences to the baseline, per task and model, failure axes.
+        fn evidence(&self, query: &super::EvidenceQuery) -> Result<runboard::results::Evidence, ApiError>;
         /// Changes whenever the Auto page may have (`stat` only).
         fn auto_version(&self) -> String;
         /// The autopilot: its state, the dry run, lanes and caps.
@@ -465,4 +468,18 @@ pub async fn set_auto_mode(mode: runboard::auto::Mode) -> Result<runboard::auto:
 #[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "auto_settings")]
 pub async fn save_auto_settings(settings: serde_json::Value) -> Result<runboard::auto::view::AutoView, ApiError> {
     ssr::answer("saving the autopilot's settings", move |c| c.auto_settings(settings)).await
+}
+
+// ---- results ------------------------------------------------------------------
+
+/// `?by=`: the factor the evidence is grouped by (default `condition`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceQuery {
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "evidence")]
+pub async fn get_evidence(#[server(default)] query: EvidenceQuery) -> Result<runboard::results::Evidence, ApiError> {
+    ssr::answer("reading the evidence", move |c| c.evidence(&query)).await
 }

@@ -92,6 +92,15 @@ pub enum ConsoleCommand {
         #[command(flatten)]
         at: RootArg,
     },
+    /// What the results say: pass rates with 95 % intervals by a factor,
+    /// differences to the first level, per task and model, where failures fall.
+    Evidence {
+        #[command(flatten)]
+        at: RootArg,
+        /// The factor to group by (default: condition).
+        #[arg(long)]
+        by: Option<String>,
+    },
     /// The autopilot: status, on, off, finishing, explain (a dry run), settings, log, tick.
     Auto {
         #[command(subcommand)]
@@ -194,6 +203,47 @@ fn auto_text(v: &runboard::auto::view::AutoView) -> String {
     out
 }
 
+fn rate_text(p: &runboard::results::stats::Proportion) -> String {
+    match (p.rate, p.ci95) {
+        (Some(r), Some(ci)) => {
+            format!("{}/{} = {:.0} % [{:.0}–{:.0} %]", p.successes, p.n, r * 100.0, ci.lo * 100.0, ci.hi * 100.0)
+        }
+        _ => "no ended cell".into(),
+    }
+}
+
+fn evidence_text(e: &runboard::results::Evidence) -> String {
+    let mut out = format!("{} ended cells; passed {} (95 % Wilson intervals)\n", e.n, rate_text(&e.overall));
+    out += &format!("by {}:\n", e.by);
+    for g in &e.groups {
+        out += &format!("  {:20} {}\n", g.level, rate_text(&g.passes));
+    }
+    for c in &e.comparisons {
+        out += &format!(
+            "  {} − {}: {:+.0} points [{:+.0}, {:+.0}]{}\n",
+            c.level,
+            c.baseline,
+            c.difference * 100.0,
+            c.ci95.lo * 100.0,
+            c.ci95.hi * 100.0,
+            if c.clear { "" } else { " (the interval includes 0)" }
+        );
+    }
+    for (title, groups) in [("by task", &e.by_task), ("by model", &e.by_model)] {
+        out += &format!("{title}:\n");
+        for g in groups {
+            out += &format!("  {:20} {}\n", g.level, rate_text(&g.passes));
+        }
+    }
+    if !e.failures_by_reason.is_empty() {
+        out += "failures by reason:\n";
+        for (r, n) in &e.failures_by_reason {
+            out += &format!("  {n:6}  {r}\n");
+        }
+    }
+    out
+}
+
 fn report_text(r: &runboard::auto::view::TickReport) -> String {
     let mut out = format!("{}\n", r.verdict);
     for g in &r.guards {
@@ -283,7 +333,8 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Launch { at, .. }
         | ConsoleCommand::Pause { at }
         | ConsoleCommand::Stop { at, .. }
-        | ConsoleCommand::Resume { at, .. } => at.clone(),
+        | ConsoleCommand::Resume { at, .. }
+        | ConsoleCommand::Evidence { at, .. } => at.clone(),
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
     };
     let console = match LocalConsole::open_once(&at.root) {
@@ -296,6 +347,9 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
     let json = at.json;
     let answered = match cmd {
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
+        ConsoleCommand::Evidence { by, .. } => {
+            console.evidence(&app::api::EvidenceQuery { by }).map(|e| if json { pretty(&e) } else { evidence_text(&e) })
+        }
         ConsoleCommand::Status { .. } => console.live(&runboard::live::LiveParams::default()).map(|v| {
             if json {
                 return pretty(&v);

@@ -238,6 +238,10 @@ impl Console for LocalConsole {
         self.campaign.stop(req)
     }
 
+    fn evidence(&self, q: &app::api::EvidenceQuery) -> Result<runboard::results::Evidence, ApiError> {
+        self.campaign.evidence(q.by.as_deref())
+    }
+
     fn auto_version(&self) -> String {
         let mut h = runboard::hash::Fnv1a::new();
         for f in [crate::auto_state::STATE_FILE, crate::auto_state::LOG_FILE, CONFIG_FILE] {

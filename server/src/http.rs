@@ -104,6 +104,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/control/pause", post(control_pause))
         .route("/api/control/stop", post(control_stop))
         .route("/api/control/resume", post(control_resume))
+        .route("/api/evidence", get(evidence))
         .route("/api/auto", get(auto_view))
         .route("/api/auto/explain", get(auto_explain))
         .route("/api/auto/version/stream", get(auto_version_stream))
@@ -424,6 +425,13 @@ async fn control_start(
 ) -> Result<impl IntoResponse, AppError> {
     let req: runboard::launch::LaunchRequest = body(&headers, &bytes)?;
     read(&s, "launching", move |c| c.start(&req)).await
+}
+
+async fn evidence(
+    State(s): State<AppState>,
+    Query(q): Query<app::api::EvidenceQuery>,
+) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the evidence", move |c| c.evidence(&q)).await
 }
 
 async fn auto_view(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {

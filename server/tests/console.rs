@@ -407,3 +407,44 @@ fn a_resource_pool_is_refused_with_every_reason_or_spreads_its_cells_over_its_en
     }
     assert_eq!(used, [("gpu-b".to_owned(), 2), ("gpu-c".to_owned(), 2)].into());
 }
+
+#[test]
+fn evidence_counts_the_ended_cells_with_intervals_and_says_where_failures_fall() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.0);
+    // Treat's cells fail (exit 1); base's pass.
+    let cfg = std::fs::read_to_string(root.join("campaign.toml"))
+        .unwrap()
+        .replace("\"sh\", \"-c\", \"sleep", "\"sh\", \"-c\", \"test {condition} = base || exit 1; sleep");
+    std::fs::write(root.join("campaign.toml"), cfg).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let (code, e) = get(&s.addr, "/api/evidence");
+    assert_eq!(code, 200, "{e}");
+    assert_eq!((e["n"].as_u64(), e["overall"]["rate"].is_null()), (Some(0), true), "nothing ended yet: {e}");
+    let path = draft(&s.addr, json!({"label": "ev", "max_cells": 4, "endpoint": "gpu-a"}));
+    assert_eq!(post(&s.addr, "/api/control/start", json!({"path": path})).0, 200);
+    wait_for("the batch to end", Duration::from_secs(60), || live_state(&s.addr).0 == "idle");
+    let (code, e) = get(&s.addr, "/api/evidence?by=condition");
+    assert_eq!(code, 200, "{e}");
+    assert_eq!(e["n"], 4);
+    let g = |i: usize| {
+        (
+            e["groups"][i]["level"].as_str(),
+            e["groups"][i]["passes"]["successes"].as_u64(),
+            e["groups"][i]["passes"]["n"].as_u64(),
+        )
+    };
+    assert_eq!((g(0), g(1)), ((Some("base"), Some(2), Some(2)), (Some("treat"), Some(0), Some(2))));
+    // 2/2: the Wilson interval's upper end is 1, its lower 0.342 (not 1 ± 0).
+    let ci = &e["groups"][0]["passes"]["ci95"];
+    assert!((ci["lo"].as_f64().unwrap() - 0.3424).abs() < 1e-3 && ci["hi"] == 1.0, "{ci}");
+    assert_eq!(e["comparisons"][0]["level"], "treat");
+    assert_eq!(e["comparisons"][0]["difference"], -1.0);
+    assert_eq!(e["by_model"][0]["level"], "local-m", "the model from the run set's spec");
+    assert_eq!(e["failures_by_reason"][0], json!(["exit 1", 2]));
+    let (code, bad) = get(&s.addr, "/api/evidence?by=colour");
+    assert_eq!((code, bad["kind"].as_str()), (422, Some("bad_query")), "{bad}");
+    let out = std::process::Command::new(BIN).args(["evidence", "--root"]).arg(&root).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("base") && text.contains("2/2 = 100 % [34–100 %]") && text.contains("exit 1"), "{text}");
+}

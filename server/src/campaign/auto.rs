@@ -129,3 +129,38 @@ impl Campaign {
         self.start_spec_inner(req, lock)
     }
 }
+
+impl Campaign {
+    /// `GET /api/evidence?by=`: the results by a factor (default
+    /// `condition`), per task and model, and the failure axes.
+    pub fn evidence(&self, by: Option<&str>) -> Result<runboard::results::Evidence, ApiError> {
+        let cfg = self.config()?;
+        let matrix = self.records.matrix();
+        let by = by.map(str::trim).filter(|b| !b.is_empty()).unwrap_or("condition");
+        let known = matrix.factors.iter().any(|f| f == by) || by == "model";
+        if !known {
+            return Err(ApiError::bad_query(&runboard::runview::trials::BadQuery {
+                field: "by".into(),
+                value: by.to_owned(),
+                problem: format!("not a factor of the matrix (factors: {}, or model)", matrix.factors.join(", ")),
+            }));
+        }
+        let sets = self.records.run_sets();
+        let models: Vec<Option<String>> = sets
+            .iter()
+            .map(|rs| rs.spec.as_ref().and_then(|s| s.as_ref().ok()).and_then(|s| s.model.clone()))
+            .collect();
+        let records: Vec<runboard::results::RunSetRecords> = sets
+            .iter()
+            .zip(&models)
+            .map(|(rs, m)| runboard::results::RunSetRecords { name: &rs.name, model: m.as_deref(), cells: &rs.cells })
+            .collect();
+        let outcomes = runboard::results::outcomes(&records, cfg.results.pass_score);
+        let order: BTreeMap<String, Vec<String>> = matrix
+            .levels()
+            .into_iter()
+            .map(|(k, v)| (k, v.iter().map(runboard::matrix::value_text).collect()))
+            .collect();
+        Ok(runboard::results::evidence(&outcomes, by, &order))
+    }
+}
