@@ -70,6 +70,7 @@ pub fn App() -> impl IntoView {
                     <A href="/live">"Live"</A>
                     <A href="/coverage">"Coverage"</A>
                     <A href="/auto">"Auto"</A>
+                    <A href="/evidence">"Evidence"</A>
                     <A href="/runs">"Runs"</A>
                 </nav>
             </header>
@@ -79,6 +80,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/live") view=pages::live::LivePage/>
                     <Route path=path!("/coverage") view=pages::coverage::CoveragePage/>
                     <Route path=path!("/auto") view=pages::auto::AutoPage/>
+                    <Route path=path!("/evidence") view=pages::evidence::EvidencePage/>
                     <Route path=path!("/runs") view=pages::runs::RunsPage/>
                     // A run is named by its path relative to the root (folder names
                     // repeat across batches); a bare folder name also finds it.

@@ -2,6 +2,7 @@
 
 pub mod auto;
 pub mod coverage;
+pub mod evidence;
 pub mod live;
 pub mod run;
 pub mod runs;

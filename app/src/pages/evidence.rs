@@ -1,0 +1,135 @@
+//! The Evidence view, `/evidence?by=`: pass rates with 95 % Wilson
+//! intervals by a factor (chosen in the URL), each level's difference to the
+//! baseline with its Newcombe interval, per task and per model, and where the
+//! failures fall (by factor, by reason). Each interval is drawn as a bar on
+//! a 0–100 % scale beside its numbers.
+
+use leptos::prelude::*;
+use leptos_router::hooks::query_signal;
+use runboard::results::stats::Proportion;
+use runboard::results::{Evidence, Group};
+
+use crate::api::{get_draft_form, get_evidence, EvidenceQuery};
+
+#[component]
+pub fn EvidencePage() -> impl IntoView {
+    let (by, set_by) = query_signal::<String>("by");
+    let evidence = Resource::new(move || by.get(), |by| get_evidence(EvidenceQuery { by }));
+    let form = Resource::new(|| (), |_| get_draft_form());
+    view! {
+        <section class="evidence">
+            <div class="toolbar">
+                <h1>"Evidence"</h1>
+                <Transition fallback=|| ()>
+                    {move || form.get().and_then(Result::ok).map(|f| {
+                        let mut factors: Vec<String> = f.factors.iter().map(|(k, _)| k.clone()).collect();
+                        factors.push("model".into());
+                        view! {
+                            <label>"By "
+                                <select name="by" prop:value=move || by.get().unwrap_or_else(|| "condition".into())
+                                    on:change=move |ev| set_by.set(Some(event_target_value(&ev)))>
+                                    {factors.into_iter().map(|f| view! { <option value=f.clone()>{f.clone()}</option> }).collect_view()}
+                                </select>
+                            </label>
+                        }
+                    })}
+                </Transition>
+            </div>
+            <Transition fallback=|| view! { <p class="loading">"Reading the results…"</p> }>
+                {move || evidence.get().map(|res| match res {
+                    Err(e) => view! { <p class="error">"Could not read the results: " {e.to_string()}</p> }.into_any(),
+                    Ok(e) => body(&e).into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+    .into_any()
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0} %", x * 100.0)
+}
+
+fn rate_words(p: &Proportion) -> String {
+    match (p.rate, p.ci95) {
+        (Some(r), Some(ci)) => format!("{}/{} = {} [{}–{}]", p.successes, p.n, pct(r), pct(ci.lo), pct(ci.hi)),
+        _ => "no ended cell".into(),
+    }
+}
+
+/// A pass-rate bar: the interval as a band, the estimate as a mark.
+fn bar(p: &Proportion) -> impl IntoView {
+    let (Some(r), Some(ci)) = (p.rate, p.ci95) else { return ().into_any() };
+    view! {
+        <span class="ci-bar" role="img" aria-label=rate_words(p)>
+            <span class="ci-band" style=format!("left:{:.1}%;width:{:.1}%", ci.lo * 100.0, (ci.hi - ci.lo) * 100.0)></span>
+            <span class="ci-mark" style=format!("left:{:.1}%", r * 100.0)></span>
+        </span>
+    }
+    .into_any()
+}
+
+fn rates_table(class: &'static str, title: String, groups: &[Group]) -> impl IntoView {
+    view! {
+        <h2>{title}</h2>
+        <table class=format!("rates {class}")>
+            <thead><tr><th>"Level"</th><th>"Passed"</th><th>"n"</th><th>"Rate [95 % Wilson]"</th><th>"0–100 %"</th></tr></thead>
+            <tbody>
+                {groups.iter().map(|g| view! {
+                    <tr data-level=g.level.clone()>
+                        <td>{g.level.clone()}</td>
+                        <td class="passes">{g.passes.successes}</td>
+                        <td class="n">{g.passes.n}</td>
+                        <td class="rate">{rate_words(&g.passes)}</td>
+                        <td>{bar(&g.passes)}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+fn body(e: &Evidence) -> impl IntoView {
+    if e.n == 0 {
+        return view! { <p class="empty">"No cell has ended yet: there is nothing to count."</p> }.into_any();
+    }
+    view! {
+        <p class="overall">{format!("{} ended cells; passed {}.", e.n, rate_words(&e.overall))}</p>
+        {rates_table("by-factor", format!("By {}", e.by), &e.groups)}
+        {(!e.comparisons.is_empty()).then(|| view! {
+            <h2>{format!("Against {}", e.comparisons[0].baseline)}</h2>
+            <table class="comparisons">
+                <thead><tr><th>"Level"</th><th>"Difference"</th><th>"95 % interval (Newcombe)"</th><th>""</th></tr></thead>
+                <tbody>
+                    {e.comparisons.iter().map(|c| view! {
+                        <tr data-level=c.level.clone()>
+                            <td>{format!("{} − {}", c.level, c.baseline)}</td>
+                            <td class="difference">{format!("{:+.0} points", c.difference * 100.0)}</td>
+                            <td>{format!("{:+.0} to {:+.0} points", c.ci95.lo * 100.0, c.ci95.hi * 100.0)}</td>
+                            <td>{if c.clear { "clear" } else { "the interval includes 0" }}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        })}
+        {rates_table("by-task", "By task".into(), &e.by_task)}
+        {rates_table("by-model", "By model".into(), &e.by_model)}
+        <h2>"Where the failures fall"</h2>
+        <table class="failure-reasons">
+            <thead><tr><th>"Reason"</th><th>"Cells"</th></tr></thead>
+            <tbody>
+                {e.failures_by_reason.iter().map(|(r, n)| view! { <tr><td>{r.clone()}</td><td>{*n}</td></tr> }).collect_view()}
+            </tbody>
+        </table>
+        <table class="failure-axes">
+            <thead><tr><th>"Factor"</th><th>"Level"</th><th>"Failed"</th><th>"of"</th></tr></thead>
+            <tbody>
+                {e.failures_by_factor.iter().flat_map(|(f, levels)| levels.iter().filter(|l| l.failures > 0).map(|l| view! {
+                    <tr><td>{f.clone()}</td><td>{l.level.clone()}</td><td>{l.failures}</td><td>{l.n}</td></tr>
+                }).collect::<Vec<_>>()).collect_view()}
+            </tbody>
+        </table>
+        <p class="hint">"Operational signals (launches, holds, quarantines) are on the Auto page; they are not results."</p>
+    }
+    .into_any()
+}
