@@ -1,83 +1,69 @@
-// The Evidence page in a real browser on a campaign with a real batch whose
-// treat cells fail: the rates and intervals match the API, the factor is in
-// the URL, and changing it changes the tables — with no console errors.
-import { test, before, after } from 'node:test';
+// The tabs about what a run found, in a real browser: trials filtered and paged,
+// a trial's lineage, a trial graph, accepted factors and acceptance reports.
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startServer, startBrowser, watchErrors } from './support.mjs';
+import { demoSession, watchErrors } from './support.mjs';
 
-let server;
-let browser;
-let root;
+const session = demoSession();
+const open = (page, path) => session.open(page, path);
 
-const post = (path, body) => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
-const get = (path) => fetch(`${server.url}${path}`).then((r) => r.json());
-
-before(async () => {
-  root = mkdtempSync(join(tmpdir(), 'runboard-e2e-evidence-'));
-  writeFileSync(join(root, 'campaign.toml'), `schema_version = 1
-name = "e2e evidence"
-[runner]
-command = ["sh", "-c", "test {condition} = base || exit 1; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]
-parallel = 2
-grace_s = 5
-[[tasks]]
-name = "t1"
-phases = ["warmup", "main"]
-[[models]]
-name = "local-m"
-kind = "local"
-[[endpoints]]
-name = "gpu-a"
-url = "http://127.0.0.1:9/v1"
-backend = "vllm"
-models = ["local-m"]
-`);
-  let matrix = 'condition,task,phase,seed,repetition\n';
-  for (const c of ['base', 'treat']) for (const p of ['warmup', 'main']) for (const s of [1, 2]) matrix += `${c},t1,${p},${s},0\n`;
-  writeFileSync(join(root, 'matrix.csv'), matrix);
-  server = await startServer(['--root', root]);
-  browser = await startBrowser();
-  const saved = await post('/api/drafts', { label: 'ev', max_cells: 4, endpoint: 'gpu-a' });
-  await post('/api/control/start', { path: saved.path });
-  for (let i = 0; i < 300; i++) {
-    const live = await get('/api/live');
-    if (live.state.state === 'idle') break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-  rmSync(root, { recursive: true, force: true });
-});
-
-test('evidence: rates with intervals as the API says, the factor in the URL', async () => {
-  const api = await get('/api/evidence');
-  assert.equal(api.n, 4);
-  const page = await browser.context.newPage();
+test('trials are filtered and paged, and a trial links to its lineage', async () => {
+  const page = await session.browser.context.newPage();
   const errors = watchErrors(page);
-  await page.goto(`${server.url}/evidence`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
-  await page.waitForSelector('table.rates.by-factor');
-  for (const g of api.groups) {
-    const row = `table.by-factor tr[data-level="${g.level}"]`;
-    assert.equal(await page.textContent(`${row} td.passes`), String(g.passes.successes));
-    assert.equal(await page.textContent(`${row} td.n`), String(g.passes.n));
-  }
-  assert.match(await page.textContent('table.by-factor tr[data-level="base"] td.rate'), /2\/2 = 100 % \[34 %–100 %\]/);
-  assert.equal(await page.locator('table.by-factor .ci-bar').count(), 2, 'an interval bar per level');
-  assert.match(await page.textContent('table.comparisons tr[data-level="treat"]'), /-100 points/);
-  assert.match(await page.textContent('table.failure-reasons'), /exit 1/);
-  // Another factor: in the URL, and the tables follow.
-  await page.selectOption('select[name="by"]', 'seed');
-  await page.waitForURL(/by=seed/);
-  await page.waitForSelector('table.by-factor tr[data-level="1"]');
-  const bySeed = await get('/api/evidence?by=seed');
-  assert.equal(await page.textContent('table.by-factor tr[data-level="1"] td.n'), String(bySeed.groups[0].passes.n));
+  await open(page, '/runs/long-search?tab=rounds');
+  await page.waitForSelector('table.trials tr.trial');
+  assert.match(await page.textContent('.trial-count'), /^1–50 of \d+ matching/);
+  assert.equal((await page.$$('table.trials tr.trial')).length, 50);
+  await page.click('nav.pager a.older');
+  await page.waitForFunction(() => document.querySelector('.trial-count')?.textContent.startsWith('51–'));
+
+  await open(page, '/runs/long-search?tab=rounds');
+  await page.selectOption('form.trial-filters select[name="outcome"]', 'accepted');
+  await Promise.all([page.waitForURL(/outcome=accepted/), page.click('form.trial-filters button[type="submit"]')]);
+  await page.waitForSelector('body[data-hydrated="true"]');
+  await page.waitForSelector('table.trials tr.trial');
+  const rows = await page.$$eval('table.trials tr.trial', (rs) => rs.map((r) => r.classList.contains('accepted')));
+  assert.ok(rows.length > 0 && rows.every(Boolean), 'only accepted trials');
+
+  // A trial of a late round was derived from earlier ones.
+  await open(page, '/runs/long-search?tab=rounds&round=40');
+  await page.waitForSelector('table.trials tr.trial a.lineage-link');
+  await page.click('table.trials tr.trial a.lineage-link >> nth=0');
+  await page.waitForSelector('.lineage-of');
+  assert.match(await page.textContent('.lineage-of'), /^Lineage of r40s1 \(round 40\)/);
+  assert.match(await page.textContent('.limits'), /as the run was last opened/);
+  assert.ok((await page.$$('table.lineage tr.ancestor')).length > 0, 'ancestors listed');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('a trial graph, accepted factors, the diagnosis and acceptance reports', async () => {
+  const page = await session.browser.context.newPage();
+  const errors = watchErrors(page);
+  await open(page, '/runs/momentum-qwen?tab=graph');
+  await page.waitForSelector('svg.trial-graph g.node.picked');
+  assert.equal(await page.textContent('table.graph-nodes tr.graph-node >> nth=0 >> td.rank'), '1');
+  await page.click('nav.graph-rounds a[data-round="2"]');
+  await page.waitForSelector('nav.graph-rounds a.current[data-round="2"]');
+
+  await page.click('a[data-tab="accepted"]');
+  await page.waitForSelector('table.accepted tr.accepted-factor');
+
+  await page.click('a[data-tab="diagnosis"]');
+  await page.waitForSelector('ul.diagnosis li.finding, p.empty');
+
+  await page.click('a[data-tab="reports"]');
+  await page.waitForSelector('section.report');
+  assert.ok(await page.$('section.report.holdout .badge.holdout'), 'the hold-out report is marked');
+  const older = await page.textContent('section.report[data-file="validation.json"] .no-contribution');
+  assert.match(older, /predates it/);
+  assert.match(await page.textContent('section.report[data-file="validation.json"] td.selected'), /not recorded/);
+
+  // A half-written report shows its reason; the others still read.
+  await open(page, '/runs/volume-gpt?tab=reports');
+  await page.waitForSelector('.report-problem');
+  assert.match(await page.textContent('.report-problem'), /^acceptance\/2024_h2\.json: line 2 column \d+: EOF while parsing/);
+  assert.ok((await page.$$('section.report')).length >= 2, 'the readable reports are shown');
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });
