@@ -4,41 +4,18 @@
 // (pushed to the page), the hold while it runs, and off — no console errors.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startServer, startBrowser, watchErrors } from './support.mjs';
+import { rmSync } from 'node:fs';
+import { consoleCampaign, startServer, startBrowser, watchErrors } from './support.mjs';
 
 let server;
 let browser;
 let root;
 
 before(async () => {
-  root = mkdtempSync(join(tmpdir(), 'runboard-e2e-auto-'));
-  writeFileSync(join(root, 'campaign.toml'), `schema_version = 1
-name = "e2e auto"
-[runner]
-command = ["sh", "-c", "sleep 4; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]
-parallel = 1
-grace_s = 5
-[[tasks]]
-name = "t1"
-phases = ["warmup", "main"]
-[[models]]
-name = "local-m"
-kind = "local"
-[[endpoints]]
-name = "gpu-a"
-url = "http://127.0.0.1:9/v1"
-backend = "vllm"
-models = ["local-m"]
-request_preset = "default"
-[launcher]
-grace_s = 5
-`);
-  let matrix = 'condition,task,phase,seed,repetition\n';
-  for (const c of ['base', 'treat']) for (const p of ['warmup', 'main']) for (const s of [1, 2]) matrix += `${c},t1,${p},${s},0\n`;
-  writeFileSync(join(root, 'matrix.csv'), matrix);
+  root = consoleCampaign('runboard-e2e-auto-', {
+    name: 'e2e auto',
+    command: `["sh", "-c", "sleep 4; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]`,
+  });
   server = await startServer(['--root', root, '--auto-tick', '1']);
   browser = await startBrowser();
 });

@@ -7,43 +7,18 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startServer, startBrowser, watchErrors } from './support.mjs';
+import { consoleCampaign, startServer, startBrowser, watchErrors } from './support.mjs';
 
 let server;
 let browser;
 let root;
 
 before(async () => {
-  root = mkdtempSync(join(tmpdir(), 'runboard-e2e-console-'));
-  // Each cell sleeps 3 s and reports its tokens: a batch of 4 runs ~12 s.
-  writeFileSync(join(root, 'campaign.toml'), `schema_version = 1
-name = "e2e console"
-[runner]
-command = ["sh", "-c", "sleep 3; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]
-parallel = 1
-grace_s = 5
-[[tasks]]
-name = "t1"
-phases = ["warmup", "main"]
-[[models]]
-name = "local-m"
-kind = "local"
-[[models]]
-name = "paid-m"
-kind = "paid"
-daily_cap = 1
-price_per_1k_tokens = 2.0
-[[endpoints]]
-name = "gpu-a"
-url = "http://127.0.0.1:9/v1"
-backend = "vllm"
-models = ["local-m"]
-[launcher]
-grace_s = 5
-`);
-  let matrix = 'condition,task,phase,seed,repetition\n';
-  for (const c of ['base', 'treat']) for (const p of ['warmup', 'main']) for (const s of [1, 2]) matrix += `${c},t1,${p},${s},0\n`;
-  writeFileSync(join(root, 'matrix.csv'), matrix);
+  root = consoleCampaign('runboard-e2e-console-', {
+    name: 'e2e console',
+    command: `["sh", "-c", "sleep 3; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]`,
+    models: '[[models]]\nname = "paid-m"\nkind = "paid"\ndaily_cap = 1\nprice_per_1k_tokens = 2.0\n',
+  });
   // The paid model was already launched once today: its daily cap is reached.
   mkdirSync(join(root, 'runsets'));
   writeFileSync(join(root, 'runsets', 'run_index.csv'),

@@ -3,10 +3,8 @@
 // the URL, and changing it changes the tables — with no console errors.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startServer, startBrowser, watchErrors } from './support.mjs';
+import { rmSync } from 'node:fs';
+import { consoleCampaign, startServer, startBrowser, watchErrors } from './support.mjs';
 
 let server;
 let browser;
@@ -16,28 +14,11 @@ const post = (path, body) => fetch(`${server.url}${path}`, { method: 'POST', hea
 const get = (path) => fetch(`${server.url}${path}`).then((r) => r.json());
 
 before(async () => {
-  root = mkdtempSync(join(tmpdir(), 'runboard-e2e-evidence-'));
-  writeFileSync(join(root, 'campaign.toml'), `schema_version = 1
-name = "e2e evidence"
-[runner]
-command = ["sh", "-c", "test {condition} = base || exit 1; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]
-parallel = 2
-grace_s = 5
-[[tasks]]
-name = "t1"
-phases = ["warmup", "main"]
-[[models]]
-name = "local-m"
-kind = "local"
-[[endpoints]]
-name = "gpu-a"
-url = "http://127.0.0.1:9/v1"
-backend = "vllm"
-models = ["local-m"]
-`);
-  let matrix = 'condition,task,phase,seed,repetition\n';
-  for (const c of ['base', 'treat']) for (const p of ['warmup', 'main']) for (const s of [1, 2]) matrix += `${c},t1,${p},${s},0\n`;
-  writeFileSync(join(root, 'matrix.csv'), matrix);
+  root = consoleCampaign('runboard-e2e-evidence-', {
+    name: 'e2e evidence',
+    command: `["sh", "-c", "test {condition} = base || exit 1; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]`,
+    parallel: 2,
+  });
   server = await startServer(['--root', root]);
   browser = await startBrowser();
   const saved = await post('/api/drafts', { label: 'ev', max_cells: 4, endpoint: 'gpu-a' });
