@@ -59,6 +59,10 @@ pub struct ResultsConfig {
     /// `done` cell passes).
     #[serde(default)]
     pub pass_score: Option<f64>,
+    /// Factors the public export leaves out (who a participant is, a private
+    /// prompt's name…); cell ids, which derive from every factor, are never exported.
+    #[serde(default)]
+    pub private_factors: Vec<String>,
 }
 
 /// A task and its chain: its phases in order. A draft never includes a phase

@@ -105,6 +105,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/control/stop", post(control_stop))
         .route("/api/control/resume", post(control_resume))
         .route("/api/evidence", get(evidence))
+        .route("/api/evidence/export", get(evidence_export))
         .route("/api/auto", get(auto_view))
         .route("/api/auto/explain", get(auto_explain))
         .route("/api/auto/version/stream", get(auto_version_stream))
@@ -432,6 +433,42 @@ async fn evidence(
     Query(q): Query<app::api::EvidenceQuery>,
 ) -> Result<impl IntoResponse, AppError> {
     read(&s, "reading the evidence", move |c| c.evidence(&q)).await
+}
+
+/// `?format=json` (default) or `csv`.
+#[derive(Debug, Default, serde::Deserialize)]
+struct ExportQuery {
+    #[serde(default)]
+    format: Option<String>,
+}
+
+async fn evidence_export(State(s): State<AppState>, Query(q): Query<ExportQuery>) -> Result<Response, AppError> {
+    let csv = match q.format.as_deref().unwrap_or("json") {
+        "json" => false,
+        "csv" => true,
+        other => {
+            return Err(ApiError::bad_query(&runboard::runview::trials::BadQuery {
+                field: "format".into(),
+                value: other.to_owned(),
+                problem: "must be json or csv".into(),
+            })
+            .into())
+        }
+    };
+    let console = s.console.clone();
+    let export = blocking("exporting the evidence", move || console.campaign().evidence_export()).await??;
+    Ok(if csv {
+        (
+            [
+                (axum::http::header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (axum::http::header::CONTENT_DISPOSITION, "attachment; filename=\"evidence.csv\""),
+            ],
+            runboard::results::export::to_csv(&export),
+        )
+            .into_response()
+    } else {
+        Json(export).into_response()
+    })
 }
 
 async fn auto_view(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {

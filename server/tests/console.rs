@@ -415,7 +415,8 @@ fn evidence_counts_the_ended_cells_with_intervals_and_says_where_failures_fall()
     // Treat's cells fail (exit 1); base's pass.
     let cfg = std::fs::read_to_string(root.join("campaign.toml"))
         .unwrap()
-        .replace("\"sh\", \"-c\", \"sleep", "\"sh\", \"-c\", \"test {condition} = base || exit 1; sleep");
+        .replace("\"sh\", \"-c\", \"sleep", "\"sh\", \"-c\", \"test {condition} = base || exit 1; sleep")
+        + "[results]\nprivate_factors = [\"seed\"]\n";
     std::fs::write(root.join("campaign.toml"), cfg).unwrap();
     let s = serve(&root, &tmp.path().join("data"));
     let (code, e) = get(&s.addr, "/api/evidence");
@@ -447,4 +448,25 @@ fn evidence_counts_the_ended_cells_with_intervals_and_says_where_failures_fall()
     let out = std::process::Command::new(BIN).args(["evidence", "--root"]).arg(&root).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("base") && text.contains("2/2 = 100 % [34–100 %]") && text.contains("exit 1"), "{text}");
+
+    // The public export: the private factor and the cell ids left out, with
+    // its provenance (run sets, committed specs, version, content hash).
+    let (code, x) = get(&s.addr, "/api/evidence/export");
+    assert_eq!(code, 200, "{x}");
+    assert_eq!(
+        x["columns"],
+        json!(["condition", "task", "phase", "repetition", "model", "run_set", "passed", "score", "tokens"])
+    );
+    assert_eq!(x["rows"].as_array().unwrap().len(), 4);
+    let p = &x["provenance"];
+    assert_eq!(p["specs"], json!(["specs/committed/0001-ev.json"]));
+    assert_eq!((p["private_factors"].clone(), p["content_hash"].as_str().map(str::len)), (json!(["seed"]), Some(16)));
+    let (code, csv) = get_text(&s.addr, "/api/evidence/export?format=csv");
+    assert_eq!(code, 200);
+    assert!(csv.contains("# content_hash: ") && csv.contains("# specs: specs/committed/0001-ev.json"), "{csv}");
+    assert!(csv.contains("\ncondition,task,phase,repetition,model,run_set,passed,score,tokens\n"), "{csv}");
+    assert!(!csv.contains("seed") || csv.contains("private_factors (left out): seed"), "{csv}");
+    assert!(!csv.contains(",c-"), "no cell ids: {csv}");
+    let (code, bad) = get(&s.addr, "/api/evidence/export?format=xml");
+    assert_eq!((code, bad["kind"].as_str()), (422, Some("bad_query")));
 }

@@ -10,6 +10,7 @@
 //! running, stopped) are not counted. Launch counts, holds and other
 //! operational signals are never mixed into these figures.
 
+pub mod export;
 pub mod stats;
 
 use std::collections::BTreeMap;

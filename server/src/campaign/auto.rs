@@ -134,6 +134,22 @@ impl Campaign {
     /// `GET /api/evidence?by=`: the results by a factor (default
     /// `condition`), per task and model, and the failure axes.
     pub fn evidence(&self, by: Option<&str>) -> Result<runboard::results::Evidence, ApiError> {
+        match self.results(by, false)? {
+            Made::Evidence(e) => Ok(e),
+            Made::Export(_) => Err(ApiError::internal("reading the evidence")),
+        }
+    }
+
+    /// `GET /api/evidence/export`: every counted cell, private factors left
+    /// out, with its provenance.
+    pub fn evidence_export(&self) -> Result<runboard::results::export::Export, ApiError> {
+        match self.results(None, true)? {
+            Made::Export(e) => Ok(e),
+            Made::Evidence(_) => Err(ApiError::internal("exporting the evidence")),
+        }
+    }
+
+    fn results(&self, by: Option<&str>, export: bool) -> Result<Made, ApiError> {
         let cfg = self.config()?;
         let matrix = self.records.matrix();
         let by = by.map(str::trim).filter(|b| !b.is_empty()).unwrap_or("condition");
@@ -156,11 +172,37 @@ impl Campaign {
             .map(|(rs, m)| runboard::results::RunSetRecords { name: &rs.name, model: m.as_deref(), cells: &rs.cells })
             .collect();
         let outcomes = runboard::results::outcomes(&records, cfg.results.pass_score);
+        if export {
+            let mut counted: Vec<&str> = outcomes.iter().map(|o| o.run_set.as_str()).collect();
+            counted.sort_unstable();
+            counted.dedup();
+            let (index, _) = self.records.run_index();
+            let mut specs: Vec<String> = index
+                .iter()
+                .filter(|e| counted.binary_search(&e.run_set.as_str()).is_ok())
+                .map(|e| e.spec.clone())
+                .collect();
+            specs.sort();
+            specs.dedup();
+            return Ok(Made::Export(runboard::results::export::export(
+                &outcomes,
+                &matrix.factors,
+                &cfg.results.private_factors,
+                specs,
+                crate::clock::now(),
+                env!("CARGO_PKG_VERSION"),
+            )));
+        }
         let order: BTreeMap<String, Vec<String>> = matrix
             .levels()
             .into_iter()
             .map(|(k, v)| (k, v.iter().map(runboard::matrix::value_text).collect()))
             .collect();
-        Ok(runboard::results::evidence(&outcomes, by, &order))
+        Ok(Made::Evidence(runboard::results::evidence(&outcomes, by, &order)))
     }
+}
+
+enum Made {
+    Evidence(runboard::results::Evidence),
+    Export(runboard::results::export::Export),
 }

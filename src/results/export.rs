@@ -1,0 +1,147 @@
+//! The public export of the evidence: one row per counted cell (its
+//! factors, model, whether it passed, its score and tokens) with a
+//! provenance stamp — which run sets and committed specs it comes from, when
+//! it was made, by which runboard, and a hash of its content. Factors the
+//! campaign marks private (`[results] private_factors`) are left out, and so
+//! are cell ids (derived from every factor, private ones included), run
+//! directories, logs and any free text.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Outcome;
+use crate::matrix::value_text;
+use crate::Timestamp;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The run sets whose records are counted.
+    pub run_sets: Vec<String>,
+    /// Their committed specs (from the run index).
+    pub specs: Vec<String>,
+    #[serde(with = "crate::timefmt::rfc3339")]
+    pub generated_at: Timestamp,
+    pub runboard_version: String,
+    /// FNV-1a (64 bit, hex) over the columns and rows as compact JSON: equal
+    /// exports have equal hashes (a change detector, not a signature).
+    pub content_hash: String,
+    /// The factors left out.
+    pub private_factors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Export {
+    pub provenance: Provenance,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+/// The export of `outcomes`, leaving out `private` factors.
+pub fn export(
+    outcomes: &[Outcome],
+    factors: &[String],
+    private: &[String],
+    specs: Vec<String>,
+    now: Timestamp,
+    version: &str,
+) -> Export {
+    let shown: Vec<&String> = factors.iter().filter(|f| !private.contains(f)).collect();
+    let mut columns: Vec<String> = shown.iter().map(|f| (*f).clone()).collect();
+    columns.extend(["model", "run_set", "passed", "score", "tokens"].map(String::from));
+    let mut rows: Vec<Vec<Value>> = outcomes
+        .iter()
+        .map(|o| {
+            let mut row: Vec<Value> = shown.iter().map(|f| o.factors.get(*f).cloned().unwrap_or(Value::Null)).collect();
+            row.push(o.model.clone().map_or(Value::Null, Value::from));
+            row.push(Value::from(o.run_set.clone()));
+            row.push(Value::from(o.passed));
+            row.push(o.score.map_or(Value::Null, Value::from));
+            row.push(o.tokens.map_or(Value::Null, Value::from));
+            row
+        })
+        .collect();
+    // A stable order: by the shown factors' text, then run set.
+    rows.sort_by_key(|r| r.iter().map(value_text).collect::<Vec<_>>());
+    let run_sets: BTreeSet<String> = outcomes.iter().map(|o| o.run_set.clone()).collect();
+    let content = serde_json::to_vec(&(&columns, &rows)).unwrap_or_default();
+    Export {
+        provenance: Provenance {
+            run_sets: run_sets.into_iter().collect(),
+            specs,
+            generated_at: now,
+            runboard_version: version.to_owned(),
+            content_hash: format!("{:016x}", crate::hash::fnv1a(&content)),
+            private_factors: private.to_vec(),
+        },
+        columns,
+        rows,
+    }
+}
+
+/// The export as CSV: the provenance as leading `# key: value` lines (read
+/// with `comment='#'`), then a header and one line per row.
+pub fn to_csv(e: &Export) -> String {
+    let p = &e.provenance;
+    let mut out = format!(
+        "# runboard evidence export\n# generated_at: {}\n# runboard_version: {}\n# content_hash: {}\n# run_sets: {}\n# specs: {}\n# private_factors (left out): {}\n",
+        p.generated_at.to_rfc3339(),
+        p.runboard_version,
+        p.content_hash,
+        p.run_sets.join(" "),
+        p.specs.join(" "),
+        p.private_factors.join(" ")
+    );
+    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+    let _ = w.write_record(&e.columns);
+    for r in &e.rows {
+        let _ = w.write_record(r.iter().map(|v| match v {
+            Value::Null => String::new(),
+            other => value_text(other),
+        }));
+    }
+    out += &String::from_utf8_lossy(&w.into_inner().unwrap_or_default());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn outcome(participant: &str, cond: &str, passed: bool) -> Outcome {
+        Outcome {
+            cell: format!("c-{participant}{cond}"),
+            factors: [("participant", json!(participant)), ("condition", json!(cond))]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+            model: Some("qwen".into()),
+            run_set: "rs1".into(),
+            passed,
+            reason: (!passed).then(|| "exit 1".into()),
+            score: Some(0.5),
+            tokens: Some(10),
+            ended_at: None,
+        }
+    }
+
+    #[test]
+    fn private_factors_and_ids_stay_out_and_the_hash_follows_the_content() {
+        let o = vec![outcome("alice", "base", true), outcome("bob", "treat", false)];
+        let factors = vec!["participant".to_owned(), "condition".to_owned()];
+        let now = Timestamp(0);
+        let e = export(&o, &factors, &["participant".into()], vec!["specs/committed/0001-x.json".into()], now, "0.1.0");
+        assert_eq!(e.columns, ["condition", "model", "run_set", "passed", "score", "tokens"]);
+        let csv = to_csv(&e);
+        assert!(!csv.contains("alice") && !csv.contains("bob") && !csv.contains("c-"), "{csv}");
+        assert!(csv.contains("# specs: specs/committed/0001-x.json\n"), "{csv}");
+        assert!(csv.contains("condition,model,run_set,passed,score,tokens\nbase,qwen,rs1,true,0.5,10\n"), "{csv}");
+        // The same content, the same hash; other content, another.
+        let again = export(&o, &factors, &["participant".into()], vec![], Timestamp(99), "0.1.0");
+        assert_eq!(again.provenance.content_hash, e.provenance.content_hash);
+        let other = export(&o[..1], &factors, &["participant".into()], vec![], now, "0.1.0");
+        assert_ne!(other.provenance.content_hash, e.provenance.content_hash);
+    }
+}
