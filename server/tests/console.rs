@@ -470,3 +470,33 @@ fn evidence_counts_the_ended_cells_with_intervals_and_says_where_failures_fall()
     let (code, bad) = get(&s.addr, "/api/evidence/export?format=xml");
     assert_eq!((code, bad["kind"].as_str()), (422, Some("bad_query")));
 }
+
+#[test]
+fn evidence_over_an_empty_campaign_and_a_broken_cell_record_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let s = serve(&empty, &tmp.path().join("data"));
+    let (code, e) = get(&s.addr, "/api/evidence");
+    assert_eq!((code, e["n"].as_u64()), (200, Some(0)), "{e}");
+    assert_eq!(get(&s.addr, "/api/evidence/export").0, 200);
+    drop(s);
+    // One run set with a good record and a torn one: the torn one is skipped.
+    let root = campaign(tmp.path(), 0.0);
+    let cells = root.join("runsets/rs1/cells");
+    std::fs::create_dir_all(&cells).unwrap();
+    let factors = json!({"condition": "base", "task": "t1", "phase": "warmup", "seed": 1, "repetition": 0});
+    let id = runboard::spec::cell_id(&serde_json::from_value(factors.clone()).unwrap());
+    std::fs::write(
+        cells.join(format!("{id}.json")),
+        json!({"schema_version": 1, "cell": id, "factors": factors, "status": "done", "attempts": 1,
+               "ended_at": "2026-12-01T00:00:00Z"})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(cells.join("c-000000000000.json"), b"{\"schema_version\": 1, \"cell\": \"c-0").unwrap();
+    let s = serve(&root, &tmp.path().join("data2"));
+    let (code, e) = get(&s.addr, "/api/evidence");
+    assert_eq!(code, 200, "{e}");
+    assert_eq!((e["n"].as_u64(), e["overall"]["successes"].as_u64()), (Some(1), Some(1)), "{e}");
+}

@@ -152,8 +152,11 @@ impl Campaign {
     fn results(&self, by: Option<&str>, export: bool) -> Result<Made, ApiError> {
         let cfg = self.config()?;
         let matrix = self.records.matrix();
-        let by = by.map(str::trim).filter(|b| !b.is_empty()).unwrap_or("condition");
-        let known = matrix.factors.iter().any(|f| f == by) || by == "model";
+        let asked = by.map(str::trim).filter(|b| !b.is_empty());
+        let by = asked.unwrap_or("condition");
+        // The default is always answered (an empty campaign has no factors
+        // yet); a factor asked for by name must exist.
+        let known = asked.is_none() || matrix.factors.iter().any(|f| f == by) || by == "model";
         if !known {
             return Err(ApiError::bad_query(&runboard::runview::trials::BadQuery {
                 field: "by".into(),
