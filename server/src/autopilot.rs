@@ -203,20 +203,12 @@ pub fn set_mode(campaign: &Campaign, mode: Mode) -> Result<AutoState, ApiError> 
                 state.session = runboard::auto::Session { started_at: Some(now), ..Default::default() };
             }
             state.mode = mode;
-            let event = LogEvent { at: now, event: format!("auto_{}", mode_word(mode)), detail: json!({"was": was}) };
+            let event = LogEvent { at: now, event: format!("auto_{}", mode.word()), detail: json!({"was": was}) };
             remember(root, &mut state, event);
         }
     }
     auto_state::save(root, &state).map_err(|e| app::api::ssr::internal("saving auto/state.json", e))?;
     Ok(state)
-}
-
-pub fn mode_word(m: Mode) -> &'static str {
-    match m {
-        Mode::Off => "off",
-        Mode::On => "on",
-        Mode::Finishing => "finishing",
-    }
 }
 
 /// `POST /api/auto/settings`: validated against the campaign (422 with every

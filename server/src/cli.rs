@@ -165,7 +165,7 @@ pub enum AutoCommand {
 
 fn auto_text(v: &runboard::auto::view::AutoView) -> String {
     let st = &v.state;
-    let mut out = format!("auto mode: {}\n", crate::autopilot::mode_word(st.mode));
+    let mut out = format!("auto mode: {}\n", st.mode.word());
     if let Some(h) = &st.hold {
         out += &format!("holds ({}) since {}: {}\n", h.reason, h.since.to_display(), h.words);
     }
@@ -270,12 +270,9 @@ fn run_auto(cmd: AutoCommand) -> ExitCode {
         | AutoCommand::Log { at, .. }
         | AutoCommand::Tick { at } => at.clone(),
     };
-    let console = match LocalConsole::open_once(&at.root) {
+    let console = match open(&at) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("runboard: {e:#}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let json = at.json;
     let view =
@@ -321,6 +318,14 @@ fn run_auto(cmd: AutoCommand) -> ExitCode {
     finish(answered, json)
 }
 
+/// The campaign at `--root`, or the exit code after saying why not.
+fn open(at: &RootArg) -> Result<LocalConsole, ExitCode> {
+    LocalConsole::open_once(&at.root).map_err(|e| {
+        eprintln!("runboard: {e:#}");
+        ExitCode::from(2)
+    })
+}
+
 /// Runs one console command (blocking: call it off the async runtime).
 pub fn run(cmd: ConsoleCommand) -> ExitCode {
     if let ConsoleCommand::Auto { cmd } = cmd {
@@ -337,12 +342,9 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Evidence { at, .. } => at.clone(),
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
     };
-    let console = match LocalConsole::open_once(&at.root) {
+    let console = match open(&at) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("runboard: {e:#}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let json = at.json;
     let answered = match cmd {

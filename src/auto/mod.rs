@@ -33,6 +33,17 @@ pub enum Mode {
     Finishing,
 }
 
+impl Mode {
+    /// `off`, `on` or `finishing`, as the state file and the pages say it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::On => "on",
+            Self::Finishing => "finishing",
+        }
+    }
+}
+
 /// Why auto mode is on but not launching, since when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hold {

@@ -144,7 +144,8 @@ impl Run<'_> {
     }
 }
 
-fn day_key(now: Timestamp) -> String {
+/// The UTC day of `now` (`2026-12-01`): the key of `daily_launches`.
+pub fn day_key(now: Timestamp) -> String {
     now.to_rfc3339().chars().take(10).collect()
 }
 

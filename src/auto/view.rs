@@ -131,7 +131,7 @@ pub fn lanes(state: &AutoState, settings: Option<&Settings>, cfg: &CampaignConfi
             }
         }
     }
-    let day: String = now.to_rfc3339().chars().take(10).collect();
+    let day = super::tick::day_key(now);
     for l in &mut out {
         let current = state.currents.get(&l.lane).or(state
             .current
@@ -187,7 +187,7 @@ pub fn caps(
     now: Timestamp,
 ) -> Vec<CapView> {
     let Some(settings) = settings else { return Vec::new() };
-    let day: String = now.to_rfc3339().chars().take(10).collect();
+    let day = super::tick::day_key(now);
     settings
         .models
         .iter()

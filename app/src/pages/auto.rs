@@ -45,7 +45,7 @@ pub fn AutoPage() -> impl IntoView {
     let said = RwSignal::new(None::<Result<String, ApiError>>);
     let mode = Action::new(move |m: &Mode| {
         let m = *m;
-        async move { set_auto_mode(m).await.map(|v| format!("Auto mode is {}.", mode_word(v.state.mode))) }
+        async move { set_auto_mode(m).await.map(|v| format!("Auto mode is {}.", v.state.mode.word())) }
     });
     Effect::new(move |_| {
         if let Some(r) = mode.value().get() {
@@ -61,7 +61,7 @@ pub fn AutoPage() -> impl IntoView {
                 {move || auto.get().map(|res| match res {
                     Err(e) => view! { <p class="error">"Could not read the autopilot: " {e.to_string()}</p> }.into_any(),
                     Ok(v) => {
-                        let m = mode_word(v.state.mode);
+                        let m = v.state.mode.word();
                         view! {
                             <div class=format!("auto-mode mode-{m}") data-mode=m>
                                 <span class=format!("badge {m}")>{format!("auto {m}")}</span>
@@ -99,14 +99,6 @@ pub fn AutoPage() -> impl IntoView {
         </section>
     }
     .into_any()
-}
-
-fn mode_word(m: Mode) -> &'static str {
-    match m {
-        Mode::Off => "off",
-        Mode::On => "on",
-        Mode::Finishing => "finishing",
-    }
 }
 
 fn hold_words(v: &AutoView) -> String {

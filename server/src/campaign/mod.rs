@@ -27,7 +27,7 @@ use runboard::launch::{
 use runboard::live::{self, ActiveMarker, LiveObservations, LiveView, MarkerStatus, UnitSeen};
 use runboard::preflight::{self, History, Prediction, Preflight, Sample};
 use runboard::runsets::{
-    self, RunIndexEntry, RunSetSummary, UnitRecord, COMMITTED_DIR, DRAFTS_DIR, LOCK_FILE, RUNSETS_DIR, UNITS_DIR,
+    self, RunIndexEntry, RunSetSummary, UnitRecord, COMMITTED_DIR, LOCK_FILE, RUNSETS_DIR, UNITS_DIR,
 };
 use runboard::spec::BatchSpec;
 use runboard::Timestamp;
@@ -316,20 +316,8 @@ impl Campaign {
 
     pub fn save_draft(&self, req: &DraftRequest) -> Result<SavedDraft, ApiError> {
         let preview = self.draft_preview(req)?;
-        let _lock = self.lock()?;
-        let dir = self.root.join(DRAFTS_DIR);
-        fs::create_dir_all(&dir).map_err(|e| app::api::ssr::internal("making specs/drafts", e))?;
-        let stamp = crate::clock::now().to_rfc3339().replace([':', '-'], "");
-        let base = format!("{}-{}", req.label, &stamp[..15]);
-        let name = (1..)
-            .map(|n| if n == 1 { format!("{base}.json") } else { format!("{base}-{n}.json") })
-            .find(|n| !dir.join(n).exists())
-            .unwrap_or_else(|| format!("{base}.json"));
-        let bytes = serde_json::to_vec_pretty(&preview.draft.spec)
-            .map_err(|e| app::api::ssr::internal("encoding a draft", e))?;
-        crate::atomic::write_atomic(&dir.join(&name), &bytes)
-            .map_err(|e| app::api::ssr::internal("writing a draft", e))?;
-        let path = format!("{DRAFTS_DIR}/{name}");
+        let lock = self.lock()?;
+        let path = self.write_draft_locked(&preview.draft.spec, &lock)?;
         Ok(SavedDraft {
             launch_hint: format!("runboard launch {path} --root {}", self.root.display()),
             cells: preview.draft.spec.cells.len(),

@@ -245,7 +245,20 @@ impl Launcher for SlurmLauncher {
         if matches!(self.observe(rec), Observation::Finished { .. }) {
             return Stopped { unit, was_running: false, ended: true, detail: "it had already ended".into() };
         }
-        let gone = |s: &Self| matches!(s.queued(&job), Ok(None));
+        // Whether the job left the queue within `within` (asked every 200 ms).
+        let gone_within = |within: Duration| {
+            let deadline = Instant::now() + within;
+            loop {
+                if matches!(self.queued(&job), Ok(None)) {
+                    return true;
+                }
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        };
+        let ended = |detail: String| Stopped { unit: unit.clone(), was_running: true, ended: true, detail };
         let limit = self.query_timeout.max(Duration::from_secs(10));
         match self.run("scancel", &["--full", "--signal=TERM", &job], limit) {
             Ok(out) if out.status.success() => {}
@@ -254,30 +267,12 @@ impl Launcher for SlurmLauncher {
             }
             Err(e) => return Stopped { unit, was_running: true, ended: false, detail: e },
         }
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if gone(self) {
-                return Stopped {
-                    unit,
-                    was_running: true,
-                    ended: true,
-                    detail: format!("job {job} ended after SIGTERM"),
-                };
-            }
-            std::thread::sleep(Duration::from_millis(200));
+        if gone_within(grace) {
+            return ended(format!("job {job} ended after SIGTERM"));
         }
         let killed = self.run("scancel", &[&job], limit);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if gone(self) {
-                return Stopped {
-                    unit,
-                    was_running: true,
-                    ended: true,
-                    detail: format!("job {job} cancelled after {} s", grace.as_secs()),
-                };
-            }
-            std::thread::sleep(Duration::from_millis(200));
+        if gone_within(Duration::from_secs(10)) {
+            return ended(format!("job {job} cancelled after {} s", grace.as_secs()));
         }
         let detail = match killed {
             Ok(out) if !out.status.success() => why("scancel", &out),
