@@ -230,6 +230,8 @@ pub mod ssr {
         /// The results by a factor: pass rates with 95 % intervals,
         /// differences to the baseline, per task and model, failure axes.
         fn evidence(&self, query: &super::EvidenceQuery) -> Result<runboard::results::Evidence, ApiError>;
+        /// Where the cells' time went and which timings count.
+        fn timing(&self, query: &super::TimingQuery) -> Result<runboard::results::timing::TimingView, ApiError>;
         /// Changes whenever the Auto page may have (`stat` only).
         fn auto_version(&self) -> String;
         /// The autopilot: its state, the dry run, lanes and caps.
@@ -472,11 +474,31 @@ pub async fn save_auto_settings(settings: serde_json::Value) -> Result<runboard:
 
 // ---- results ------------------------------------------------------------------
 
-/// `?by=`: the factor the evidence is grouped by (default `condition`).
+/// `?by=&scope=`: the factor the evidence is grouped by (default
+/// `condition`) and the cells it counts (see `runboard::results::scope`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvidenceQuery {
     #[serde(default)]
     pub by: Option<String>,
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+/// `?scope=&run_set=`: the cells timed, and the run set the timeline shows
+/// (default: the newest in scope).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimingQuery {
+    #[serde(default)]
+    pub scope: Option<String>,
+    #[serde(default)]
+    pub run_set: Option<String>,
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "timing")]
+pub async fn get_timing(
+    #[server(default)] query: TimingQuery,
+) -> Result<runboard::results::timing::TimingView, ApiError> {
+    ssr::answer("reading the timings", move |c| c.timing(&query)).await
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "evidence")]

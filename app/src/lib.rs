@@ -5,14 +5,18 @@
 //!   the server they reach the adapters through the [`api::ssr::Console`] trait,
 //!   which the `server` crate implements (so this crate never touches files).
 //! - [`pages`] — one module per view.
+//! - [`chart`] — a chart the server drew, with its numbers as a table.
+//! - [`scope`] — the scope bar the results views share, kept in the URL.
 //! - [`url`] — the links pages build.
 // Leptos views are deeply nested types; the coverage page's goes past the
 // default limit when it is laid out for the browser.
 #![recursion_limit = "256"]
 
 pub mod api;
+pub mod chart;
 pub mod live;
 pub mod pages;
+pub mod scope;
 pub mod url;
 
 use leptos::prelude::*;
@@ -66,13 +70,7 @@ pub fn App() -> impl IntoView {
                         </span>
                     })}
                 </Transition>
-                <nav>
-                    <A href="/live">"Live"</A>
-                    <A href="/coverage">"Coverage"</A>
-                    <A href="/auto">"Auto"</A>
-                    <A href="/evidence">"Evidence"</A>
-                    <A href="/runs">"Runs"</A>
-                </nav>
+                <Nav/>
             </header>
             <main>
                 <Routes fallback=|| view! { <p class="empty">"No such page."</p> }>
@@ -81,6 +79,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/coverage") view=pages::coverage::CoveragePage/>
                     <Route path=path!("/auto") view=pages::auto::AutoPage/>
                     <Route path=path!("/evidence") view=pages::evidence::EvidencePage/>
+                    <Route path=path!("/timing") view=pages::timing::TimingPage/>
                     <Route path=path!("/runs") view=pages::runs::RunsPage/>
                     // A run is named by its path relative to the root (folder names
                     // repeat across batches); a bare folder name also finds it.
@@ -88,5 +87,23 @@ pub fn App() -> impl IntoView {
                 </Routes>
             </main>
         </Router>
+    }
+}
+
+/// The views. The results views' links carry the scope in use, so moving
+/// between them keeps looking at the same cells.
+#[component]
+fn Nav() -> impl IntoView {
+    let (scope, _) = scope::use_scope();
+    let scoped = move |path: &'static str| move || scope::with_scope(path, scope.get().as_deref());
+    view! {
+        <nav>
+            <A href="/live">"Live"</A>
+            <A href="/coverage">"Coverage"</A>
+            <A href="/auto">"Auto"</A>
+            <A href=scoped("/evidence")>"Evidence"</A>
+            <A href=scoped("/timing")>"Timing"</A>
+            <A href="/runs">"Runs"</A>
+        </nav>
     }
 }

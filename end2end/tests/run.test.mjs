@@ -66,8 +66,13 @@ test('a call\'s reasoning, a memory diff, and an unreadable part', async () => {
   await page.waitForSelector('.memory-version[data-round="3"] .diff');
 
   await open(page, '/runs/momentum-qwen?tab=map');
-  await page.waitForSelector('svg.admission-map circle.point');
-  assert.ok((await page.$$('svg.admission-map circle.point')).length > 0, 'scored trials on the map');
+  // The map is drawn by the server (plotters); its table holds one row per dot.
+  await page.waitForSelector('figure.admission-map .chart-svg svg circle');
+  const dots = (await page.$$('figure.admission-map .chart-svg svg circle')).length;
+  const rows = (await page.$$('figure.admission-map .chart-table tbody tr')).length;
+  assert.ok(rows > 0, 'scored trials on the map');
+  // Every trial's dot, plus one legend mark per group.
+  assert.ok(dots >= rows && dots <= rows + 2, `${dots} dots for ${rows} trials`);
   await page.click('a[data-tab="refusals"]');
   await page.waitForSelector('table.refusals tr.refusal-group');
 

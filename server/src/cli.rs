@@ -100,6 +100,21 @@ pub enum ConsoleCommand {
         /// The factor to group by (default: condition).
         #[arg(long)]
         by: Option<String>,
+        /// The cells counted, e.g. `task=t1,t2 tag=nightly from=2026-11-01`.
+        #[arg(long)]
+        scope: Option<String>,
+    },
+    /// Where the cells' time went: which timings count and why the others
+    /// do not, durations and throughput per endpoint.
+    Timing {
+        #[command(flatten)]
+        at: RootArg,
+        /// The cells timed, e.g. `model=m1 from=2026-11-01`.
+        #[arg(long)]
+        scope: Option<String>,
+        /// List this run set's cells with their phases.
+        #[arg(long)]
+        run_set: Option<String>,
     },
     /// The autopilot: status, on, off, finishing, explain (a dry run), settings, log, tick.
     Auto {
@@ -210,6 +225,48 @@ fn rate_text(p: &runboard::results::stats::Proportion) -> String {
         }
         _ => "no ended cell".into(),
     }
+}
+
+fn timing_text(t: &runboard::results::timing::TimingView) -> String {
+    use runboard::timefmt::duration_words;
+    let s = &t.summary;
+    let mut out = format!(
+        "Timings{}: {} cells count, {} do not.\n",
+        if t.scope.is_empty() { String::new() } else { format!(" ({})", t.scope) },
+        t.validity.counted,
+        t.validity.not_counted
+    );
+    if let (Some(m), Some(p)) = (s.median_s, s.p90_s) {
+        out += &format!("  duration: median {}, 90th percentile {}\n", duration_words(m), duration_words(p));
+    }
+    if let Some(r) = s.tokens_per_s {
+        out += &format!("  throughput: {r:.1} tokens/s over {} tokens\n", s.tokens);
+    }
+    for (e, es) in &t.by_endpoint {
+        out += &format!(
+            "  {e}: {} counted{}\n",
+            es.counted,
+            es.median_s.map(|m| format!(", median {}", duration_words(m))).unwrap_or_default()
+        );
+    }
+    for (reason, n) in &t.validity.reasons {
+        out += &format!("  not counted, {reason}: {n}\n");
+    }
+    if let Some(rs) = &t.run_set {
+        out += &format!("{rs}:\n");
+        for c in &t.cells {
+            let phases: Vec<String> =
+                c.segments.iter().map(|s| format!("{} {}", s.phase.word(), duration_words(s.to - s.from))).collect();
+            out += &format!(
+                "  {} {:?}: {}{}\n",
+                c.cell,
+                c.status,
+                phases.join(", "),
+                if c.counts { String::new() } else { format!(" — does not count: {}", c.why_not.join("; ")) }
+            );
+        }
+    }
+    out
 }
 
 fn evidence_text(e: &runboard::results::Evidence) -> String {
@@ -339,7 +396,8 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Pause { at }
         | ConsoleCommand::Stop { at, .. }
         | ConsoleCommand::Resume { at, .. }
-        | ConsoleCommand::Evidence { at, .. } => at.clone(),
+        | ConsoleCommand::Evidence { at, .. }
+        | ConsoleCommand::Timing { at, .. } => at.clone(),
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
     };
     let console = match open(&at) {
@@ -349,9 +407,12 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
     let json = at.json;
     let answered = match cmd {
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
-        ConsoleCommand::Evidence { by, .. } => {
-            console.evidence(&app::api::EvidenceQuery { by }).map(|e| if json { pretty(&e) } else { evidence_text(&e) })
-        }
+        ConsoleCommand::Evidence { by, scope, .. } => console
+            .evidence(&app::api::EvidenceQuery { by, scope })
+            .map(|e| if json { pretty(&e) } else { evidence_text(&e) }),
+        ConsoleCommand::Timing { scope, run_set, .. } => console
+            .timing(&app::api::TimingQuery { scope, run_set })
+            .map(|t| if json { pretty(&t) } else { timing_text(&t) }),
         ConsoleCommand::Status { .. } => console.live(&runboard::live::LiveParams::default()).map(|v| {
             if json {
                 return pretty(&v);

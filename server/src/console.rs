@@ -239,7 +239,11 @@ impl Console for LocalConsole {
     }
 
     fn evidence(&self, q: &app::api::EvidenceQuery) -> Result<runboard::results::Evidence, ApiError> {
-        self.campaign.evidence(q.by.as_deref())
+        self.campaign.evidence(q.by.as_deref(), q.scope.as_deref())
+    }
+
+    fn timing(&self, q: &app::api::TimingQuery) -> Result<runboard::results::timing::TimingView, ApiError> {
+        self.campaign.timing(q.scope.as_deref(), q.run_set.as_deref())
     }
 
     fn auto_version(&self) -> String {

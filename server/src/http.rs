@@ -106,6 +106,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/control/resume", post(control_resume))
         .route("/api/evidence", get(evidence))
         .route("/api/evidence/export", get(evidence_export))
+        .route("/api/timing", get(timing))
         .route("/api/auto", get(auto_view))
         .route("/api/auto/explain", get(auto_explain))
         .route("/api/auto/version/stream", get(auto_version_stream))
@@ -435,11 +436,20 @@ async fn evidence(
     read(&s, "reading the evidence", move |c| c.evidence(&q)).await
 }
 
-/// `?format=json` (default) or `csv`.
+async fn timing(
+    State(s): State<AppState>,
+    Query(q): Query<app::api::TimingQuery>,
+) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the timings", move |c| c.timing(&q)).await
+}
+
+/// `?format=json` (default) or `csv`, and `?scope=`.
 #[derive(Debug, Default, serde::Deserialize)]
 struct ExportQuery {
     #[serde(default)]
     format: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
 }
 
 async fn evidence_export(State(s): State<AppState>, Query(q): Query<ExportQuery>) -> Result<Response, AppError> {
@@ -456,7 +466,8 @@ async fn evidence_export(State(s): State<AppState>, Query(q): Query<ExportQuery>
         }
     };
     let console = s.console.clone();
-    let export = blocking("exporting the evidence", move || console.campaign().evidence_export()).await??;
+    let export =
+        blocking("exporting the evidence", move || console.campaign().evidence_export(q.scope.as_deref())).await??;
     Ok(if csv {
         (
             [

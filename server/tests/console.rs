@@ -469,6 +469,70 @@ fn evidence_counts_the_ended_cells_with_intervals_and_says_where_failures_fall()
     assert!(!csv.contains(",c-"), "no cell ids: {csv}");
     let (code, bad) = get(&s.addr, "/api/evidence/export?format=xml");
     assert_eq!((code, bad["kind"].as_str()), (422, Some("bad_query")));
+
+    // Charts drawn by the server, with their numbers.
+    let rates = &e["charts"]["rates"];
+    assert!(rates["svg"].as_str().unwrap().starts_with("<svg"), "{rates}");
+    assert_eq!(rates["table"]["rows"][0], json!(["base (n=2)", "100", "34.2", "100"]));
+    assert_eq!(e["charts"]["differences"]["table"]["rows"][0][0], "treat − base");
+
+    // The scope: only base's cells; an unknown factor and a bad date are
+    // refused with each reason; dates with no cell count nothing.
+    let (code, e) = get(&s.addr, "/api/evidence?scope=condition%3Dbase");
+    assert_eq!((code, e["n"].as_u64(), e["scope"].as_str()), (200, Some(2), Some("condition=base")), "{e}");
+    let (code, bad) = get(&s.addr, "/api/evidence?scope=colour%3Dred%20from%3D2026-13-01");
+    assert_eq!((code, bad["kind"].as_str()), (422, Some("bad_query")), "{bad}");
+    let reason = bad["error"].as_str().unwrap_or_default();
+    assert!(reason.contains("colour is not a factor") && reason.contains("not a date (YYYY-MM-DD)"), "{bad}");
+    let (_, e) = get(&s.addr, "/api/evidence?scope=from%3D2000-01-01%20to%3D2000-01-02");
+    assert_eq!(e["n"], 0, "{e}");
+    let (_, x) = get(&s.addr, "/api/evidence/export?scope=condition%3Dtreat");
+    assert_eq!((x["rows"].as_array().unwrap().len(), x["provenance"]["scope"].as_str()), (2, Some("condition=treat")));
+
+    // Timing: the base cells count, the failed ones do not (and say why);
+    // each cell's queue and run on the timeline.
+    let (code, t) = get(&s.addr, "/api/timing");
+    assert_eq!(code, 200, "{t}");
+    let run_set = t["run_sets"][0].as_str().unwrap().to_owned();
+    assert_eq!((t["run_sets"].as_array().unwrap().len(), t["run_set"].as_str()), (1, Some(run_set.as_str())));
+    assert_eq!((t["validity"]["counted"].as_u64(), t["validity"]["not_counted"].as_u64()), (Some(2), Some(2)), "{t}");
+    assert_eq!(t["validity"]["reasons"], json!([["not complete", 2]]));
+    let cells = t["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    let svg = t["timeline"]["svg"].as_str().unwrap();
+    for c in cells {
+        assert!(svg.contains(c["cell"].as_str().unwrap()), "a row per cell");
+        let phases: Vec<&str> =
+            c["segments"].as_array().unwrap().iter().map(|s| s["phase"].as_str().unwrap()).collect();
+        let last = if c["factors"]["condition"] == "base" { "running" } else { "failed" };
+        assert_eq!(phases.last(), Some(&last), "{c}");
+        assert_eq!(c["endpoint"], "gpu-a");
+        assert_eq!(c["counts"], c["factors"]["condition"] == "base", "{c}");
+    }
+    assert_eq!(t["summary"]["counted"], 2);
+    assert!(t["summary"]["median_s"].as_f64().unwrap() > 0.0, "{t}");
+    let (code, t2) = get(&s.addr, "/api/timing?scope=condition%3Dtreat");
+    assert_eq!(
+        (code, t2["validity"]["counted"].as_u64(), t2["validity"]["not_counted"].as_u64()),
+        (200, Some(0), Some(2))
+    );
+    let (code, bad) = get(&s.addr, "/api/timing?run_set=nope");
+    assert_eq!((code, bad["kind"].as_str()), (422, Some("bad_query")), "{bad}");
+    let out = std::process::Command::new(BIN).args(["timing", "--root"]).arg(&root).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("2 cells count, 2 do not") && text.contains("not complete: it failed"),
+        "{text}"
+    );
+    let out = std::process::Command::new(BIN)
+        .args(["timing", "--scope", "colour=red", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("colour is not a factor"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -480,6 +544,8 @@ fn evidence_over_an_empty_campaign_and_a_broken_cell_record_answers() {
     let (code, e) = get(&s.addr, "/api/evidence");
     assert_eq!((code, e["n"].as_u64()), (200, Some(0)), "{e}");
     assert_eq!(get(&s.addr, "/api/evidence/export").0, 200);
+    let (code, t) = get(&s.addr, "/api/timing");
+    assert_eq!((code, t["run_sets"].as_array().map(Vec::len)), (200, Some(0)), "{t}");
     drop(s);
     // One run set with a good record and a torn one: the torn one is skipped.
     let root = campaign(tmp.path(), 0.0);
@@ -499,4 +565,8 @@ fn evidence_over_an_empty_campaign_and_a_broken_cell_record_answers() {
     let (code, e) = get(&s.addr, "/api/evidence");
     assert_eq!(code, 200, "{e}");
     assert_eq!((e["n"].as_u64(), e["overall"]["successes"].as_u64()), (Some(1), Some(1)), "{e}");
+    let (code, t) = get(&s.addr, "/api/timing");
+    assert_eq!(code, 200, "{t}");
+    assert_eq!(t["cells"].as_array().map(Vec::len), Some(1), "the torn record is skipped: {t}");
+    assert_eq!(t["cells"][0]["why_not"], json!(["its record lacks a start or end time"]));
 }

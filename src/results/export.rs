@@ -29,6 +29,9 @@ pub struct Provenance {
     pub content_hash: String,
     /// The factors left out.
     pub private_factors: Vec<String>,
+    /// The scope the export was made over (empty: every cell).
+    #[serde(default)]
+    pub scope: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,6 +77,7 @@ pub fn export(
             runboard_version: version.to_owned(),
             content_hash: format!("{:016x}", crate::hash::fnv1a(&content)),
             private_factors: private.to_vec(),
+            scope: String::new(),
         },
         columns,
         rows,
@@ -85,13 +89,14 @@ pub fn export(
 pub fn to_csv(e: &Export) -> String {
     let p = &e.provenance;
     let mut out = format!(
-        "# runboard evidence export\n# generated_at: {}\n# runboard_version: {}\n# content_hash: {}\n# run_sets: {}\n# specs: {}\n# private_factors (left out): {}\n",
+        "# runboard evidence export\n# generated_at: {}\n# runboard_version: {}\n# content_hash: {}\n# run_sets: {}\n# specs: {}\n# private_factors (left out): {}\n# scope: {}\n",
         p.generated_at.to_rfc3339(),
         p.runboard_version,
         p.content_hash,
         p.run_sets.join(" "),
         p.specs.join(" "),
-        p.private_factors.join(" ")
+        p.private_factors.join(" "),
+        if p.scope.is_empty() { "(every cell)" } else { &p.scope }
     );
     let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
     let _ = w.write_record(&e.columns);

@@ -11,7 +11,9 @@
 //! operational signals are never mixed into these figures.
 
 pub mod export;
+pub mod scope;
 pub mod stats;
+pub mod timing;
 
 use std::collections::BTreeMap;
 
@@ -131,6 +133,20 @@ pub struct Evidence {
     pub failures_by_factor: BTreeMap<String, Vec<FailureCount>>,
     /// Failures by reason, most first.
     pub failures_by_reason: Vec<(String, u64)>,
+    /// The scope the figures are over, as text (empty: every cell).
+    #[serde(default)]
+    pub scope: String,
+    /// Drawn by a server built with charts (empty otherwise).
+    #[serde(default)]
+    pub charts: EvidenceCharts,
+}
+
+/// The evidence's charts: pass rates by level and the differences to the
+/// baseline, each with its 95 % interval.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceCharts {
+    pub rates: crate::charts::Chart,
+    pub differences: crate::charts::Chart,
 }
 
 fn level_of(o: &Outcome, factor: &str) -> String {
@@ -198,7 +214,8 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
     let mut failures_by_reason: Vec<(String, u64)> = reasons.into_iter().collect();
     failures_by_reason.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let passes = outcomes.iter().filter(|o| o.passed).count() as u64;
-    Evidence {
+    #[cfg_attr(not(feature = "charts"), allow(unused_mut))]
+    let mut e = Evidence {
         by: by.to_owned(),
         n: outcomes.len() as u64,
         overall: Proportion::new(passes, outcomes.len() as u64),
@@ -208,6 +225,45 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
         groups: groups_by,
         failures_by_factor,
         failures_by_reason,
+        scope: String::new(),
+        charts: EvidenceCharts::default(),
+    };
+    #[cfg(feature = "charts")]
+    {
+        e.charts = evidence_charts(&e);
+    }
+    e
+}
+
+#[cfg(feature = "charts")]
+fn evidence_charts(e: &Evidence) -> EvidenceCharts {
+    use crate::charts::{intervals, IntervalRow};
+    let rates: Vec<IntervalRow> = e
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let (rate, ci) = (g.passes.rate?, g.passes.ci95.as_ref()?);
+            Some(IntervalRow { label: format!("{} (n={})", g.level, g.passes.n), estimate: rate, lo: ci.lo, hi: ci.hi })
+        })
+        .collect();
+    let diffs: Vec<IntervalRow> = e
+        .comparisons
+        .iter()
+        .map(|c| IntervalRow {
+            label: format!("{} − {}", c.level, c.baseline),
+            estimate: c.difference,
+            lo: c.ci95.lo,
+            hi: c.ci95.hi,
+        })
+        .collect();
+    EvidenceCharts {
+        rates: intervals(&format!("Pass rate by {} (95 % Wilson interval)", e.by), "pass rate (%)", &rates, true),
+        differences: intervals(
+            "Difference to the baseline (95 % Newcombe interval)",
+            "difference in pass rate (percentage points)",
+            &diffs,
+            false,
+        ),
     }
 }
 

@@ -182,19 +182,60 @@ pub struct RunAnalysis {
     pub correlation_limit: Option<f64>,
     pub map: Vec<MapPoint>,
     pub diagnosis: Vec<Finding>,
+    /// The admission map drawn (by a server built with charts; empty otherwise).
+    #[serde(default)]
+    pub admission_chart: crate::charts::Chart,
 }
 
 /// Reads the analysis of a run from its view.
 pub fn analyse(view: &super::view::RunView) -> RunAnalysis {
     let all: Vec<&TrialView> = view.rounds.iter().flat_map(|r| r.trials.iter()).collect();
-    RunAnalysis {
+    #[cfg_attr(not(feature = "charts"), allow(unused_mut))]
+    let mut a = RunAnalysis {
         refusals: refusal_groups(&all),
         collisions: collisions(&all),
         thresholds: view.thresholds.clone(),
         correlation_limit: view.correlation_limit,
         map: admission_map(&all),
         diagnosis: diagnose(&view.rounds, &view.thresholds),
+        admission_chart: Default::default(),
+    };
+    #[cfg(feature = "charts")]
+    {
+        a.admission_chart = admission_chart(&a);
     }
+    a
+}
+
+/// Partial-IC t in the factor's direction (vertical) against the largest
+/// absolute correlation with an accepted factor (horizontal), one dot per
+/// scored trial, with the latest t threshold and the correlation limit.
+#[cfg(feature = "charts")]
+pub fn admission_chart(a: &RunAnalysis) -> crate::charts::Chart {
+    use crate::charts::{scatter, Dot, Rule};
+    let dots: Vec<(Dot, String)> = a
+        .map
+        .iter()
+        .map(|p| {
+            let label = format!("{} (round {})", p.trial.as_deref().unwrap_or("?"), p.round);
+            (Dot { x: p.max_abs_corr, y: p.t, group: usize::from(!p.accepted) }, label)
+        })
+        .collect();
+    let mut rules = Vec::new();
+    if let Some(t) = a.thresholds.iter().rev().find_map(|r| r.t) {
+        rules.push(Rule::Horizontal { y: t, label: format!("t threshold {t:.2}") });
+    }
+    if let Some(c) = a.correlation_limit {
+        rules.push(Rule::Vertical { x: c, label: format!("limit {c:.2}") });
+    }
+    scatter(
+        "Admission map",
+        ("largest |correlation| with an accepted factor", "partial-IC t (in its direction)"),
+        &["accepted", "refused"],
+        &dots,
+        &rules,
+        Some((0.0, 1.0)),
+    )
 }
 
 #[cfg(test)]

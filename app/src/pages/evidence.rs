@@ -1,8 +1,9 @@
-//! The Evidence view, `/evidence?by=`: pass rates with 95 % Wilson
+//! The Evidence view, `/evidence?by=&scope=`: pass rates with 95 % Wilson
 //! intervals by a factor (chosen in the URL), each level's difference to the
 //! baseline with its Newcombe interval, per task and per model, and where the
-//! failures fall (by factor, by reason). Each interval is drawn as a bar on
-//! a 0–100 % scale beside its numbers.
+//! failures fall (by factor, by reason), over the cells the scope selects.
+//! The rates and the differences are drawn (server-side charts) above their
+//! tables; the public export links carry the same scope.
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
@@ -10,11 +11,15 @@ use runboard::results::stats::Proportion;
 use runboard::results::{Evidence, Group};
 
 use crate::api::{get_draft_form, get_evidence, EvidenceQuery};
+use crate::chart::ChartFigure;
+use crate::scope::{use_scope, ScopeBar};
 
 #[component]
 pub fn EvidencePage() -> impl IntoView {
     let (by, set_by) = query_signal::<String>("by");
-    let evidence = Resource::new(move || by.get(), |by| get_evidence(EvidenceQuery { by }));
+    let (scope, _) = use_scope();
+    let evidence =
+        Resource::new(move || (by.get(), scope.get()), |(by, scope)| get_evidence(EvidenceQuery { by, scope }));
     let form = Resource::new(|| (), |_| get_draft_form());
     view! {
         <section class="evidence">
@@ -34,7 +39,12 @@ pub fn EvidencePage() -> impl IntoView {
                         }
                     })}
                 </Transition>
+                <span class="exports">"Public export: "
+                    <a class="export-csv" href=move || export_href("csv", scope.get()) rel="external">"CSV"</a>" · "
+                    <a class="export-json" href=move || export_href("json", scope.get()) rel="external">"JSON"</a>
+                </span>
             </div>
+            <ScopeBar/>
             <Transition fallback=|| view! { <p class="loading">"Reading the results…"</p> }>
                 {move || evidence.get().map(|res| match res {
                     Err(e) => view! { <p class="error">"Could not read the results: " {e.to_string()}</p> }.into_any(),
@@ -44,6 +54,15 @@ pub fn EvidencePage() -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// The public export in `format`, over the scope shown.
+fn export_href(format: &str, scope: Option<String>) -> String {
+    let mut href = format!("/api/evidence/export?format={format}");
+    if let Some(s) = scope.filter(|s| !s.trim().is_empty()) {
+        href += &format!("&scope={}", crate::url::encode(&s));
+    }
+    href
 }
 
 fn pct(x: f64) -> String {
@@ -57,23 +76,11 @@ fn rate_words(p: &Proportion) -> String {
     }
 }
 
-/// A pass-rate bar: the interval as a band, the estimate as a mark.
-fn bar(p: &Proportion) -> impl IntoView {
-    let (Some(r), Some(ci)) = (p.rate, p.ci95) else { return ().into_any() };
-    view! {
-        <span class="ci-bar" role="img" aria-label=rate_words(p)>
-            <span class="ci-band" style=format!("left:{:.1}%;width:{:.1}%", ci.lo * 100.0, (ci.hi - ci.lo) * 100.0)></span>
-            <span class="ci-mark" style=format!("left:{:.1}%", r * 100.0)></span>
-        </span>
-    }
-    .into_any()
-}
-
 fn rates_table(class: &'static str, title: String, groups: &[Group]) -> impl IntoView {
     view! {
         <h2>{title}</h2>
         <table class=format!("rates {class}")>
-            <thead><tr><th>"Level"</th><th>"Passed"</th><th>"n"</th><th>"Rate [95 % Wilson]"</th><th>"0–100 %"</th></tr></thead>
+            <thead><tr><th>"Level"</th><th>"Passed"</th><th>"n"</th><th>"Rate [95 % Wilson]"</th></tr></thead>
             <tbody>
                 {groups.iter().map(|g| view! {
                     <tr data-level=g.level.clone()>
@@ -81,7 +88,6 @@ fn rates_table(class: &'static str, title: String, groups: &[Group]) -> impl Int
                         <td class="passes">{g.passes.successes}</td>
                         <td class="n">{g.passes.n}</td>
                         <td class="rate">{rate_words(&g.passes)}</td>
-                        <td>{bar(&g.passes)}</td>
                     </tr>
                 }).collect_view()}
             </tbody>
@@ -91,10 +97,20 @@ fn rates_table(class: &'static str, title: String, groups: &[Group]) -> impl Int
 
 fn body(e: &Evidence) -> impl IntoView {
     if e.n == 0 {
-        return view! { <p class="empty">"No cell has ended yet: there is nothing to count."</p> }.into_any();
+        let why = if e.scope.is_empty() {
+            "No cell has ended yet: there is nothing to count.".to_owned()
+        } else {
+            format!("No ended cell in the scope {}.", e.scope)
+        };
+        return view! { <p class="empty">{why}</p> }.into_any();
     }
     view! {
-        <p class="overall">{format!("{} ended cells; passed {}.", e.n, rate_words(&e.overall))}</p>
+        <p class="overall">{format!("{} ended cells{}; passed {}.", e.n,
+            if e.scope.is_empty() { String::new() } else { format!(" in {}", e.scope) }, rate_words(&e.overall))}</p>
+        <div class="charts">
+            <ChartFigure chart=e.charts.rates.clone() empty="" class="rates-chart"/>
+            <ChartFigure chart=e.charts.differences.clone() empty="" class="differences-chart"/>
+        </div>
         {rates_table("by-factor", format!("By {}", e.by), &e.groups)}
         {(!e.comparisons.is_empty()).then(|| view! {
             <h2>{format!("Against {}", e.comparisons[0].baseline)}</h2>

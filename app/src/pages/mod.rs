@@ -6,3 +6,4 @@ pub mod evidence;
 pub mod live;
 pub mod run;
 pub mod runs;
+pub mod timing;

@@ -10,6 +10,7 @@ pub mod auto;
 pub mod launcher;
 pub mod pool;
 pub mod records;
+pub mod results;
 
 use std::fs;
 use std::io::Write;

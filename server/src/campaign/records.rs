@@ -17,6 +17,7 @@ use runboard::drive::records::{BatchOutcome, BatchStatus, CellRecord};
 use runboard::json::{describe_error, from_slice_lenient};
 use runboard::live::ActiveMarker;
 use runboard::matrix::{self, Matrix, MATRIX_FILE};
+use runboard::results::timing::TimedEvent;
 use runboard::runsets::{
     self, RunIndexEntry, RunTags, UnitRecord, ACTIVE_MARKER_FILE, RUNSETS_DIR, RUN_INDEX_FILE, RUN_TAGS_FILE, UNITS_DIR,
 };
@@ -56,6 +57,8 @@ struct Held {
     /// The unit records, read again only when the units folder changed (a
     /// record is replaced by a rename; a log appended beside it changes nothing).
     units: Option<(Option<FileStamp>, Arc<Vec<UnitRecord>>)>,
+    /// Each run set's timed events, read again when `events.jsonl` grew.
+    events: HashMap<String, (Option<FileStamp>, Arc<Vec<TimedEvent>>)>,
 }
 
 /// The campaign's records, read within its root, cached by file stamps.
@@ -150,7 +153,24 @@ impl Records {
         let names = self.run_set_names();
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         held.run_sets.retain(|n, _| names.binary_search(n).is_ok());
+        held.events.retain(|n, _| names.binary_search(n).is_ok());
         names.iter().map(|n| self.read_run_set(&mut held, n)).collect()
+    }
+
+    /// The events timing reads from a run set's `events.jsonl` (complete
+    /// lines only; none when the file is missing or cannot be read).
+    pub fn events(&self, name: &str) -> Arc<Vec<TimedEvent>> {
+        let path = self.root.join(RUNSETS_DIR).join(name).join("events.jsonl");
+        let stamp = stamp_of(&path);
+        if let Some((s, ev)) = self.held.lock().unwrap_or_else(|p| p.into_inner()).events.get(name) {
+            if *s == stamp {
+                return ev.clone();
+            }
+        }
+        let read = self.within.read_opt(&path).and_then(Result::ok);
+        let ev = Arc::new(read.map(|b| runboard::results::timing::parse_events(&b)).unwrap_or_default());
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).events.insert(name.to_owned(), (stamp, ev.clone()));
+        ev
     }
 
     /// One run set, or `None` when there is no such folder.

@@ -1,62 +1,12 @@
-//! The run page's charts, drawn as SVG on the server and the client alike: the
-//! admission map and a round's trial graph.
+//! A round's trial graph, drawn as SVG on the server and the client alike
+//! (the admission map is a server-drawn chart: `runboard::charts`).
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
-use runboard::runview::analysis::RunAnalysis;
 use runboard::runview::trialgraph::{GraphEntry, GraphNode, TrialGraph};
 
 use super::num;
 use crate::api::get_trial_graphs;
-
-/// Partial-IC t in the factor's direction (vertical) against the largest absolute
-/// correlation (horizontal), one dot per scored trial, with the latest t threshold
-/// and the correlation limit as lines.
-pub(super) fn admission_map(a: &RunAnalysis) -> impl IntoView {
-    const W: f64 = 560.0;
-    const H: f64 = 320.0;
-    const PAD: f64 = 40.0;
-    if a.map.is_empty() {
-        return view! { <p class="empty">"No scored trials yet."</p> }.into_any();
-    }
-    let threshold: Option<f64> = a.thresholds.iter().rev().find_map(|r| r.t);
-    let (t_min, t_max) = a
-        .map
-        .iter()
-        .fold((threshold.unwrap_or(0.0).min(0.0), threshold.unwrap_or(1.0)), |(lo, hi), p| (lo.min(p.t), hi.max(p.t)));
-    let span = (t_max - t_min).max(1e-9);
-    let x = move |c: f64| PAD + c.clamp(0.0, 1.0) * (W - 2.0 * PAD);
-    let y = move |t: f64| H - PAD - (t - t_min) / span * (H - 2.0 * PAD);
-    let limit = a.correlation_limit;
-    view! {
-        <svg class="admission-map" viewBox=format!("0 0 {W} {H}") width=W height=H role="img"
-             aria-label="admission map: t against largest absolute correlation">
-            <rect x=PAD y=PAD / 2.0 width=W - 2.0 * PAD height=H - 1.5 * PAD fill="none" stroke="#d8dbdf"/>
-            <text x=W / 2.0 y=H - 8.0 text-anchor="middle" font-size="12">"largest |correlation| with an existing factor"</text>
-            <text x=PAD y=H - PAD + 14.0 text-anchor="middle" font-size="11">"0"</text>
-            <text x=W - PAD y=H - PAD + 14.0 text-anchor="middle" font-size="11">"1"</text>
-            <text x=PAD - 4.0 y=y(t_max) + 4.0 text-anchor="end" font-size="11">{format!("{t_max:.1}")}</text>
-            <text x=PAD - 4.0 y=y(t_min) text-anchor="end" font-size="11">{format!("{t_min:.1}")}</text>
-            <text x=12 y=H / 2.0 font-size="12" transform=format!("rotate(-90 12 {})", H / 2.0) text-anchor="middle">"partial-IC t (in its direction)"</text>
-            {threshold.map(|t| view! {
-                <line class="threshold" x1=PAD x2=W - PAD y1=y(t) y2=y(t) stroke="#9a6700" stroke-dasharray="4 3"/>
-                <text x=W - PAD y=y(t) - 4.0 text-anchor="end" font-size="11">{format!("t threshold {t:.2}")}</text>
-            })}
-            {limit.map(|c| view! {
-                <line class="limit" x1=x(c) x2=x(c) y1=PAD / 2.0 y2=H - PAD stroke="#cf222e" stroke-dasharray="4 3"/>
-                <text x=x(c) + 4.0 y=PAD / 2.0 + 12.0 font-size="11">{format!("limit {c:.2}")}</text>
-            })}
-            {a.map.iter().map(|p| view! {
-                <circle class=if p.accepted { "point accepted" } else { "point refused" } cx=x(p.max_abs_corr) cy=y(p.t) r=4
-                        fill=if p.accepted { "#1a7f37" } else { "#57606a" } fill-opacity="0.75">
-                    <title>{format!("{} (round {}): t {:.2}, |corr| {:.2}, {}", p.trial.clone().unwrap_or_default(), p.round, p.t, p.max_abs_corr, if p.accepted { "accepted" } else { "refused" })}</title>
-                </circle>
-            }).collect_view()}
-        </svg>
-        <p class="legend">"Green: accepted. Grey: refused. Dashed: the latest t threshold and the correlation limit."</p>
-    }
-    .into_any()
-}
 
 /// The trial-graph tab: one round's graph at a time (`?round=N`, the latest by
 /// default), drawn and listed in pick order.

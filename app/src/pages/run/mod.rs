@@ -17,6 +17,7 @@ use runboard::runview::analysis::{CollisionKind, RunAnalysis};
 use runboard::runview::view::RunView;
 
 use crate::api::{get_analysis, get_run};
+use crate::chart::ChartFigure;
 
 const TABS: [(&str, &str); 13] = [
     ("summary", "Summary"),
@@ -198,7 +199,10 @@ fn Analysis(name: String, tab: String, version: String) -> impl IntoView {
                         "refusals" => refusals(&a).into_any(),
                         "collisions" => collisions_table(&a).into_any(),
                         "diagnosis" => evidence::diagnosis(&a).into_any(),
-                        _ => charts::admission_map(&a).into_any(),
+                        _ => view! {
+                            <ChartFigure chart=a.admission_chart.clone() empty="No scored trials yet." class="admission-map"/>
+                            <p class="legend">"Dashed: the latest t threshold and the correlation limit."</p>
+                        }.into_any(),
                     },
                 })
             }
