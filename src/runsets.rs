@@ -260,7 +260,7 @@ impl UnitRecord {
 }
 
 /// One run set as the Run sets page and `GET /api/runsets` show it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSetSummary {
     pub name: String,
     pub label: Option<String>,

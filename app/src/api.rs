@@ -230,6 +230,16 @@ pub mod ssr {
         /// The results by a factor: pass rates with 95 % intervals,
         /// differences to the baseline, per task and model, failure axes.
         fn evidence(&self, query: &super::EvidenceQuery) -> Result<runboard::results::Evidence, ApiError>;
+        /// The run sets with cells in scope, newest first.
+        fn reports(&self, query: &super::ScopeQuery) -> Result<Vec<RunSetSummary>, ApiError>;
+        /// One run set's report.
+        fn report(
+            &self,
+            run_set: &str,
+            query: &super::ScopeQuery,
+        ) -> Result<runboard::results::report::Report, ApiError>;
+        /// The landing page: progress over time, latest batches, attention.
+        fn overview(&self) -> Result<runboard::results::overview::OverviewView, ApiError>;
         /// Where the cells' time went and which timings count.
         fn timing(&self, query: &super::TimingQuery) -> Result<runboard::results::timing::TimingView, ApiError>;
         /// Changes whenever the Auto page may have (`stat` only).
@@ -492,6 +502,31 @@ pub struct TimingQuery {
     pub scope: Option<String>,
     #[serde(default)]
     pub run_set: Option<String>,
+}
+
+/// `?scope=`: the cells a view looks at (see `runboard::results::scope`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeQuery {
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "reports")]
+pub async fn get_reports_list(#[server(default)] query: ScopeQuery) -> Result<Vec<RunSetSummary>, ApiError> {
+    ssr::answer("listing the reports", move |c| c.reports(&query)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "report")]
+pub async fn get_report(
+    run_set: String,
+    #[server(default)] query: ScopeQuery,
+) -> Result<runboard::results::report::Report, ApiError> {
+    ssr::answer("reading the report", move |c| c.report(&run_set, &query)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "overview")]
+pub async fn get_overview() -> Result<runboard::results::overview::OverviewView, ApiError> {
+    ssr::answer("reading the overview", |c| c.overview()).await
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "timing")]

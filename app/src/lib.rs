@@ -21,7 +21,7 @@ pub mod url;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
-use leptos_router::components::{Redirect, Route, Router, Routes, A};
+use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 
 /// The HTML document the server renders around the app.
@@ -61,7 +61,7 @@ pub fn App() -> impl IntoView {
         <Title text="runboard"/>
         <Router>
             <header class="topbar">
-                <a class="brand" href="/live">"runboard"</a>
+                <a class="brand" href="/">"runboard"</a>
                 <Transition fallback=|| ()>
                     {move || campaign.get().and_then(Result::ok).map(|c| view! {
                         <span class="campaign" title=c.root.clone()>
@@ -74,12 +74,14 @@ pub fn App() -> impl IntoView {
             </header>
             <main>
                 <Routes fallback=|| view! { <p class="empty">"No such page."</p> }>
-                    <Route path=path!("/") view=|| view! { <Redirect path="/live"/> }/>
+                    <Route path=path!("/") view=pages::overview::OverviewPage/>
                     <Route path=path!("/live") view=pages::live::LivePage/>
                     <Route path=path!("/coverage") view=pages::coverage::CoveragePage/>
                     <Route path=path!("/auto") view=pages::auto::AutoPage/>
                     <Route path=path!("/evidence") view=pages::evidence::EvidencePage/>
                     <Route path=path!("/timing") view=pages::timing::TimingPage/>
+                    <Route path=path!("/reports") view=pages::reports::ReportsPage/>
+                    <Route path=path!("/reports/:run_set") view=pages::reports::ReportPage/>
                     <Route path=path!("/runs") view=pages::runs::RunsPage/>
                     // A run is named by its path relative to the root (folder names
                     // repeat across batches); a bare folder name also finds it.
@@ -98,11 +100,13 @@ fn Nav() -> impl IntoView {
     let scoped = move |path: &'static str| move || scope::with_scope(path, scope.get().as_deref());
     view! {
         <nav>
+            <A href="/" exact=true>"Overview"</A>
             <A href="/live">"Live"</A>
             <A href="/coverage">"Coverage"</A>
             <A href="/auto">"Auto"</A>
             <A href=scoped("/evidence")>"Evidence"</A>
             <A href=scoped("/timing")>"Timing"</A>
+            <A href=scoped("/reports")>"Reports"</A>
             <A href="/runs">"Runs"</A>
         </nav>
     }

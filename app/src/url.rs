@@ -3,14 +3,7 @@
 /// Percent-encodes a query value or a path segment (letters, digits and `-_.~`
 /// stay as they are).
 pub fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+    runboard::results::url_segment(s)
 }
 
 /// The page of the run at `path` (relative to the root): each segment encoded,

@@ -242,6 +242,18 @@ impl Console for LocalConsole {
         self.campaign.evidence(q.by.as_deref(), q.scope.as_deref())
     }
 
+    fn reports(&self, q: &app::api::ScopeQuery) -> Result<Vec<RunSetSummary>, ApiError> {
+        self.campaign.reports(q.scope.as_deref())
+    }
+
+    fn report(&self, run_set: &str, q: &app::api::ScopeQuery) -> Result<runboard::results::report::Report, ApiError> {
+        self.campaign.report(run_set, q.scope.as_deref(), &self.runs.list_shared().runs)
+    }
+
+    fn overview(&self) -> Result<runboard::results::overview::OverviewView, ApiError> {
+        self.campaign.overview()
+    }
+
     fn timing(&self, q: &app::api::TimingQuery) -> Result<runboard::results::timing::TimingView, ApiError> {
         self.campaign.timing(q.scope.as_deref(), q.run_set.as_deref())
     }

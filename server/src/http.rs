@@ -107,6 +107,9 @@ pub fn app(state: AppState) -> Router {
         .route("/api/evidence", get(evidence))
         .route("/api/evidence/export", get(evidence_export))
         .route("/api/timing", get(timing))
+        .route("/api/overview", get(overview))
+        .route("/api/reports", get(reports))
+        .route("/api/reports/{run_set}", get(report))
         .route("/api/auto", get(auto_view))
         .route("/api/auto/explain", get(auto_explain))
         .route("/api/auto/version/stream", get(auto_version_stream))
@@ -434,6 +437,25 @@ async fn evidence(
     Query(q): Query<app::api::EvidenceQuery>,
 ) -> Result<impl IntoResponse, AppError> {
     read(&s, "reading the evidence", move |c| c.evidence(&q)).await
+}
+
+async fn reports(
+    State(s): State<AppState>,
+    Query(q): Query<app::api::ScopeQuery>,
+) -> Result<impl IntoResponse, AppError> {
+    read(&s, "listing the reports", move |c| c.reports(&q)).await
+}
+
+async fn report(
+    State(s): State<AppState>,
+    Path(run_set): Path<String>,
+    Query(q): Query<app::api::ScopeQuery>,
+) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the report", move |c| c.report(&run_set, &q)).await
+}
+
+async fn overview(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the overview", |c| c.overview()).await
 }
 
 async fn timing(

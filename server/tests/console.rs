@@ -546,6 +546,13 @@ fn evidence_over_an_empty_campaign_and_a_broken_cell_record_answers() {
     assert_eq!(get(&s.addr, "/api/evidence/export").0, 200);
     let (code, t) = get(&s.addr, "/api/timing");
     assert_eq!((code, t["run_sets"].as_array().map(Vec::len)), (200, Some(0)), "{t}");
+    let (code, o) = get(&s.addr, "/api/overview");
+    assert_eq!(
+        (code, o["totals"]["run_sets"].as_u64(), o["progress"]["svg"].as_str()),
+        (200, Some(0), Some("")),
+        "{o}"
+    );
+    assert_eq!(get(&s.addr, "/api/reports").1, json!([]));
     drop(s);
     // One run set with a good record and a torn one: the torn one is skipped.
     let root = campaign(tmp.path(), 0.0);
@@ -569,4 +576,12 @@ fn evidence_over_an_empty_campaign_and_a_broken_cell_record_answers() {
     assert_eq!(code, 200, "{t}");
     assert_eq!(t["cells"].as_array().map(Vec::len), Some(1), "the torn record is skipped: {t}");
     assert_eq!(t["cells"][0]["why_not"], json!(["its record lacks a start or end time"]));
+    // The overview and the report name the unreadable record.
+    let (code, o) = get(&s.addr, "/api/overview");
+    assert_eq!(code, 200, "{o}");
+    let unreadable: Vec<&Value> =
+        o["attention"].as_array().unwrap().iter().filter(|a| a["kind"] == "unreadable").collect();
+    assert!(unreadable.len() == 1 && unreadable[0]["href"] == "/reports/rs1", "{o}");
+    let (code, r) = get(&s.addr, "/api/reports/rs1");
+    assert_eq!((code, r["problems"].as_array().map(Vec::len)), (200, Some(1)), "{r}");
 }

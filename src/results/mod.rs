@@ -11,6 +11,8 @@
 //! operational signals are never mixed into these figures.
 
 pub mod export;
+pub mod overview;
+pub mod report;
 pub mod scope;
 pub mod stats;
 pub mod timing;
@@ -23,6 +25,19 @@ use serde_json::Value;
 use crate::drive::records::{CellRecord, CellStatus};
 use crate::matrix::value_text;
 use stats::{difference, Interval, Proportion, Z95};
+
+/// Percent-encodes a path segment or query value for a link (letters,
+/// digits and `-_.~` stay as they are).
+pub fn url_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
 
 /// One cell's counted outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -156,6 +156,115 @@ impl Campaign {
     }
 }
 
+impl Campaign {
+    /// `GET /api/overview`: the campaign's progress over time, the latest
+    /// batches and what needs attention.
+    pub fn overview(&self) -> Result<runboard::results::overview::OverviewView, ApiError> {
+        use runboard::results::overview::{self as ov, Attention, OverviewView, Totals};
+        let live = self.live_shared();
+        let mut run_sets = self.run_sets();
+        run_sets.sort_by(|a, b| b.started_at.cmp(&a.started_at).then_with(|| b.name.cmp(&a.name)));
+        // The autopilot's state as it is on disk (read quietly: this page is
+        // polled, and the Auto page names repairs).
+        let auto_path = self.records.root().join(crate::auto_state::STATE_FILE);
+        let auto = crate::fsread::read_regular(&auto_path).ok().map(|b| runboard::auto::load(Some(&b)));
+        let mut attention = ov::attention(&live.state, &live.words, auto.as_ref().map(|l| &l.state), &run_sets);
+        if let Some(l) = auto.as_ref().filter(|l| !l.repaired.is_empty()) {
+            attention.push(Attention {
+                kind: "auto_repaired".into(),
+                words: format!("The autopilot's state file was repaired: {}", l.repaired.join("; ")),
+                href: "/auto".into(),
+            });
+        }
+        let matrix = self.records.matrix();
+        if !matrix.problems.is_empty() {
+            attention.push(Attention {
+                kind: "unreadable".into(),
+                words: format!("matrix.csv: {} row(s) not taken: {}", matrix.problems.len(), matrix.problems[0]),
+                href: "/coverage".into(),
+            });
+        }
+        let sets = self.records.run_sets();
+        let points = ov::progress(sets.iter().flat_map(|rs| rs.cells.iter()), crate::clock::now(), ov::SAMPLES);
+        let last = points.last().copied();
+        let series = |name: &str, f: fn(&ov::ProgressPoint) -> usize| runboard::charts::Series {
+            name: name.into(),
+            points: points.iter().map(|p| (p.at, f(p) as f64)).collect(),
+        };
+        let progress = runboard::charts::lines_over_time(
+            "Campaign progress",
+            "cells",
+            &[
+                series("covered (done)", |p| p.covered),
+                series("failed", |p| p.failed),
+                series("running", |p| p.running),
+            ],
+        );
+        Ok(OverviewView {
+            totals: Totals {
+                planned: matrix.cells.len(),
+                covered: last.map_or(0, |p| p.covered),
+                failed: last.map_or(0, |p| p.failed),
+                running: last.map_or(0, |p| p.running),
+                run_sets: run_sets.len(),
+            },
+            live_words: live.words.clone(),
+            progress,
+            latest: run_sets.into_iter().take(ov::LATEST).collect(),
+            attention,
+        })
+    }
+}
+
+impl Campaign {
+    /// `GET /api/reports?scope=`: the run sets with cells in scope, newest
+    /// first.
+    pub fn reports(&self, scope: Option<&str>) -> Result<Vec<runboard::runsets::RunSetSummary>, ApiError> {
+        let scoped = self.scoped(self.scope(scope)?)?;
+        let by_name: BTreeMap<String, runboard::runsets::RunSetSummary> =
+            self.run_sets().into_iter().map(|s| (s.name.clone(), s)).collect();
+        // Those with a cell in scope (its factors, and the day it ended).
+        Ok(scoped.run_sets.iter().filter_map(|(rs, _)| by_name.get(&rs.name).cloned()).collect())
+    }
+
+    /// `GET /api/reports/{run_set}?scope=`: one run set's report, its cells
+    /// filtered by the scope; `runs` is the run list (for its run folders).
+    pub fn report(
+        &self,
+        name: &str,
+        scope: Option<&str>,
+        runs: &[runboard::runview::RunRow],
+    ) -> Result<runboard::results::report::Report, ApiError> {
+        let scope = self.scope(scope)?;
+        let Some(rs) = self.records.run_set(name) else {
+            return Err(ApiError::not_found(format!("no run set {name:?} under runsets/")));
+        };
+        let cfg = self.config()?;
+        let spec = rs.spec.as_ref().and_then(|s| s.as_ref().ok());
+        let model = spec.and_then(|s| s.model.clone());
+        let cells: Vec<CellRecord> = rs
+            .cells
+            .iter()
+            .filter(|c| scope.factors_match(&c.factors, model.as_deref()))
+            .filter(|c| scope.day_matches(c.ended_at.as_deref().or(c.started_at.as_deref())))
+            .cloned()
+            .collect();
+        let summary = self.run_sets().into_iter().find(|s| s.name == rs.name).unwrap_or_default();
+        let price = model.as_deref().and_then(|m| cfg.model(m)).map(|m| m.price_per_1k_tokens).filter(|p| *p > 0.0);
+        Ok(runboard::results::report::report(runboard::results::report::ReportInputs {
+            outcome: rs.outcome_ok().cloned(),
+            spec,
+            cells: &cells,
+            price_per_1k_tokens: price,
+            runs,
+            problems: rs.problems.clone(),
+            scope: scope.text(),
+            now: crate::clock::now(),
+            summary,
+        }))
+    }
+}
+
 /// Every cell's latest ended record in scope, as an outcome.
 fn outcomes(scoped: &Scoped, pass_score: Option<f64>) -> Vec<core::Outcome> {
     let models: Vec<Option<String>> = scoped

@@ -1,0 +1,93 @@
+//! The Overview, the landing page (`/`): the campaign's progress over time
+//! (cells covered, failed, running) as a chart, the latest batches, and what
+//! needs attention — failed launches, unknown states, holds, closeout
+//! backfill, unreadable records — each with a link. Pushed: it is read again
+//! whenever the live state changes.
+
+use leptos::prelude::*;
+use runboard::results::overview::OverviewView;
+
+use crate::api::get_overview;
+use crate::chart::ChartFigure;
+
+#[component]
+pub fn OverviewPage() -> impl IntoView {
+    let refresh = RwSignal::new(0u64);
+    let overview = Resource::new(move || refresh.get(), |_| get_overview());
+    #[cfg(feature = "hydrate")]
+    crate::live::follow(
+        "/api/live/version/stream",
+        // The overview carries no version of its own: every push (one per
+        // change of the live state or the run sets) reads it again.
+        move || overview.try_get_untracked().map(|_| None),
+        move || {
+            refresh.try_update(|n| *n += 1);
+        },
+        || {},
+    );
+    view! {
+        <section class="overview">
+            <h1>"Overview"</h1>
+            <Transition fallback=|| view! { <p class="loading">"Reading the campaign…"</p> }>
+                {move || overview.get().map(|res| match res {
+                    Err(e) => view! { <p class="error">"Could not read the campaign: " {e.to_string()}</p> }.into_any(),
+                    Ok(o) => body(&o).into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+fn body(o: &OverviewView) -> impl IntoView {
+    let t = &o.totals;
+    view! {
+        <p class="live-words"><a href="/live">{o.live_words.clone()}</a></p>
+        <dl class="facts totals">
+            <dt>"Planned cells"</dt><dd class="planned">{t.planned}</dd>
+            <dt>"Covered (done)"</dt><dd class="covered">{t.covered}</dd>
+            <dt>"Failed"</dt><dd class="failed">{t.failed}</dd>
+            <dt>"Running"</dt><dd class="running">{t.running}</dd>
+            <dt>"Run sets"</dt><dd class="run-sets">{t.run_sets}</dd>
+        </dl>
+        <h2>"Needs attention"</h2>
+        {if o.attention.is_empty() {
+            view! { <p class="attention-none">"Nothing needs attention."</p> }.into_any()
+        } else {
+            view! {
+                <ul class="attention">
+                    {o.attention.iter().map(|a| view! {
+                        <li class=format!("attention-item {}", a.kind) data-kind=a.kind.clone()>
+                            <a href=a.href.clone()>{a.words.clone()}</a>
+                        </li>
+                    }).collect_view()}
+                </ul>
+            }.into_any()
+        }}
+        <ChartFigure chart=o.progress.clone() empty="No cell has started yet: no progress to draw." class="progress-chart"/>
+        <h2>"Latest batches"</h2>
+        {if o.latest.is_empty() {
+            view! { <p class="empty">"No batch has run yet. Draft and launch one from Coverage."</p> }.into_any()
+        } else {
+            view! {
+                <table class="latest">
+                    <thead><tr><th>"Run set"</th><th>"Outcome"</th><th>"Cells"</th><th>"Done"</th><th>"Failed"</th><th>"Started"</th></tr></thead>
+                    <tbody>
+                        {o.latest.iter().map(|r| view! {
+                            <tr data-run-set=r.name.clone()>
+                                <td><a href=format!("/reports/{}", crate::url::encode(&r.name))>{r.name.clone()}</a></td>
+                                <td>{if r.live { "running".to_owned() } else {
+                                    r.status.map(runboard::live::outcome_words).map(str::to_owned).unwrap_or_else(|| "no outcome".into())
+                                }}</td>
+                                <td>{r.planned.unwrap_or(r.cells)}</td>
+                                <td>{r.done}</td>
+                                <td>{r.failed}</td>
+                                <td>{r.started_at.clone().unwrap_or_default()}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            }.into_any()
+        }}
+        <p class="hint">"Operational signals (launches, holds) are on the Live and Auto pages; results are on Evidence and Timing."</p>
+    }
+}

@@ -1,0 +1,154 @@
+//! Reports: `/reports?scope=` lists the run sets with cells in scope;
+//! `/reports/<run set>?scope=` is one batch's report — its outcome, cells,
+//! failures with reasons, cost, time and the run directories it owns —
+//! laid out to print (the navigation and controls are left off paper).
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+use runboard::results::report::Report;
+use runboard::timefmt::duration_words;
+
+use crate::api::{get_report, get_reports_list, ScopeQuery};
+use crate::scope::{use_scope, with_scope, ScopeBar};
+
+#[component]
+pub fn ReportsPage() -> impl IntoView {
+    let (scope, _) = use_scope();
+    let list = Resource::new(move || scope.get(), |scope| get_reports_list(ScopeQuery { scope }));
+    view! {
+        <section class="reports">
+            <h1>"Reports"</h1>
+            <ScopeBar/>
+            <Transition fallback=|| view! { <p class="loading">"Reading the run sets…"</p> }>
+                {move || list.get().map(|res| match res {
+                    Err(e) => view! { <p class="error">"Could not list the reports: " {e.to_string()}</p> }.into_any(),
+                    Ok(l) if l.is_empty() => view! { <p class="empty">"No run set in this scope."</p> }.into_any(),
+                    Ok(l) => view! {
+                        <table class="report-list">
+                            <thead><tr><th>"Run set"</th><th>"Outcome"</th><th>"Cells"</th><th>"Done"</th><th>"Failed"</th><th>"Started"</th><th>"Tags"</th></tr></thead>
+                            <tbody>
+                                {l.into_iter().map(|r| {
+                                    let href = with_scope(&format!("/reports/{}", crate::url::encode(&r.name)), scope.get_untracked().as_deref());
+                                    view! {
+                                        <tr data-run-set=r.name.clone()>
+                                            <td><a href=href>{r.name.clone()}</a></td>
+                                            <td>{r.status.map(runboard::live::outcome_words).unwrap_or("no outcome")}</td>
+                                            <td>{r.cells}</td><td>{r.done}</td><td>{r.failed}</td>
+                                            <td>{r.started_at.clone().unwrap_or_default()}</td>
+                                            <td>{r.tags.join(", ")}</td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+pub fn ReportPage() -> impl IntoView {
+    let params = use_params_map();
+    let (scope, _) = use_scope();
+    let report = Resource::new(
+        move || (params.with(|p| p.get("run_set").unwrap_or_default()), scope.get()),
+        |(run_set, scope)| get_report(run_set, ScopeQuery { scope }),
+    );
+    view! {
+        <section class="report">
+            <p class="no-print"><a href=move || with_scope("/reports", scope.get().as_deref())>"All reports"</a>
+                " · " <button type="button" class="print" onclick="window.print()">"Print"</button></p>
+            <Transition fallback=|| view! { <p class="loading">"Reading the run set…"</p> }>
+                {move || report.get().map(|res| match res {
+                    Err(e) => view! { <p class="error">"Could not read the report: " {e.to_string()}</p> }.into_any(),
+                    Ok(r) => body(&r).into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+fn opt_secs(s: Option<f64>) -> String {
+    s.map(duration_words).unwrap_or_else(|| "—".into())
+}
+
+fn body(r: &Report) -> impl IntoView {
+    let s = &r.summary;
+    let outcome = match &r.outcome {
+        Some(o) => format!("{}: {}", runboard::live::outcome_words(o.status), o.reason),
+        None => "no outcome written".into(),
+    };
+    let cost = match (r.cost, r.price_per_1k_tokens) {
+        (Some(c), Some(p)) => format!("{c:.2} (at {p} per 1,000 tokens)"),
+        _ => "not priced (the catalogue gives this model no price)".into(),
+    };
+    view! {
+        <h1>"Report: " {s.name.clone()}</h1>
+        {(!r.scope.is_empty()).then(|| view! { <p class="scope-note">"Cells in scope " {r.scope.clone()} " only."</p> })}
+        <dl class="facts report-facts">
+            <dt>"Outcome"</dt><dd class="outcome">{outcome}</dd>
+            <dt>"Model"</dt><dd>{r.model.clone().unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Endpoints"</dt><dd>{if r.endpoints.is_empty() { "—".into() } else { r.endpoints.join(", ") }}</dd>
+            <dt>"Spec"</dt><dd>{s.spec.clone().unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Tags"</dt><dd>{s.tags.join(", ")}</dd>
+            <dt>"Started"</dt><dd>{s.started_at.clone().unwrap_or_default()}</dd>
+            <dt>"Ended"</dt><dd>{s.ended_at.clone().unwrap_or_default()}</dd>
+            <dt>"Wall time"</dt><dd class="wall">{opt_secs(r.wall_s)}</dd>
+            <dt>"Cell-hours"</dt><dd>{format!("{:.2}", r.cell_hours)}</dd>
+            <dt>"Cells"</dt><dd class="cell-counts">{format!("{} listed: {} done, {} failed", r.cells.len(), s.done, s.failed)}</dd>
+            <dt>"Tokens"</dt><dd class="tokens">{format!("{} (from {} cells that reported)", r.tokens, r.cells_with_tokens)}</dd>
+            <dt>"Cost"</dt><dd class="cost">{cost}</dd>
+        </dl>
+        {(!r.problems.is_empty()).then(|| view! {
+            <div class="problems"><h2>"Records that cannot be read"</h2>
+                <ul>{r.problems.iter().map(|p| view! { <li class="problem">{p.clone()}</li> }).collect_view()}</ul></div>
+        })}
+        <h2>"Failures"</h2>
+        {if r.failures.is_empty() {
+            view! { <p class="empty">"No cell failed."</p> }.into_any()
+        } else {
+            view! {
+                <table class="report-failures">
+                    <thead><tr><th>"Reason"</th><th>"Cells"</th></tr></thead>
+                    <tbody>{r.failures.iter().map(|(w, n)| view! { <tr><td>{w.clone()}</td><td>{*n}</td></tr> }).collect_view()}</tbody>
+                </table>
+            }.into_any()
+        }}
+        <h2>"Cells"</h2>
+        <table class="report-cells">
+            <thead><tr><th>"Cell"</th><th>"Factors"</th><th>"Status"</th><th>"Attempts"</th><th>"Duration"</th><th>"Tokens"</th><th>"Score"</th><th>"Failure"</th><th>"Log"</th></tr></thead>
+            <tbody>
+                {r.cells.iter().map(|c| {
+                    let factors: Vec<String> = c.factors.iter().map(|(k, v)| format!("{k}={}", runboard::matrix::value_text(v))).collect();
+                    view! {
+                        <tr data-cell=c.cell.clone()>
+                            <td>{c.cell.clone()}</td>
+                            <td>{factors.join(" ")}</td>
+                            <td class="status">{format!("{:?}", c.status).to_lowercase()}</td>
+                            <td>{c.attempts}</td>
+                            <td>{opt_secs(c.duration_s)}</td>
+                            <td>{c.tokens.map(|t| t.to_string()).unwrap_or_default()}</td>
+                            <td>{c.score.map(|t| format!("{t:.2}")).unwrap_or_default()}</td>
+                            <td class="failure">{c.failure.clone().unwrap_or_default()}</td>
+                            <td><code>{c.log.clone().unwrap_or_default()}</code></td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+        <h2>"Run directories"</h2>
+        {if r.runs.is_empty() {
+            view! { <p class="empty">"Its cells wrote no run directory."</p> }.into_any()
+        } else {
+            view! {
+                <ul class="report-runs">
+                    {r.runs.iter().map(|d| view! {
+                        <li><a href=crate::url::run_href(&d.path)>{d.path.clone()}</a>{format!(" — {}", d.status_text)}</li>
+                    }).collect_view()}
+                </ul>
+            }.into_any()
+        }}
+    }
+}
