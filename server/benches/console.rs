@@ -15,12 +15,15 @@
 //! All figures come from one run; compare ratios across machines, not times.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+
+#[path = "support/campaign.rs"]
+mod campaign_gen;
+use campaign_gen::{factors, write_run_set};
 
 fn bin() -> String {
     std::env::var("RUNBOARD_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_runboard").to_owned())
@@ -31,38 +34,6 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
         return 0.0;
     }
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn factors(i: usize) -> serde_json::Value {
-    json!({"condition": format!("c{}", i % 10), "task": format!("t{}", (i / 10) % 100), "phase": "p",
-           "seed": i / 1000, "repetition": 0})
-}
-
-fn cell_record(i: usize, status: &str) -> serde_json::Value {
-    let f = factors(i);
-    let map: std::collections::BTreeMap<String, serde_json::Value> = serde_json::from_value(f.clone()).unwrap();
-    json!({"schema_version": 1, "cell": runboard::spec::cell_id(&map), "factors": f, "status": status,
-           "attempts": 1, "started_at": "2026-12-01T00:00:00.000Z", "ended_at": "2026-12-01T00:01:00.000Z",
-           "exit_code": 0, "tokens": 1000, "score": 0.5, "log": null})
-}
-
-fn write_run_set(root: &Path, name: &str, cells: std::ops::Range<usize>, status: &str, driver_pid: Option<u32>) {
-    let dir = root.join("runsets").join(name);
-    std::fs::create_dir_all(dir.join("cells")).unwrap();
-    for i in cells.clone() {
-        let rec = cell_record(i, if status == "running" { "pending" } else { "done" });
-        std::fs::write(dir.join("cells").join(format!("{}.json", rec["cell"].as_str().unwrap())), rec.to_string())
-            .unwrap();
-    }
-    let host = nix::unistd::gethostname().unwrap().into_string().unwrap();
-    let outcome = json!({"schema_version": 1, "label": name, "status": status, "reason": "",
-        "planned": cells.len(), "attempted": 0, "completed": 0, "failed": 0,
-        "started_at": "2026-12-01T00:00:00.000Z",
-        "driver": driver_pid.map(|pid| json!({"host": host, "pid": pid}))});
-    std::fs::write(dir.join("batch_outcome.json"), outcome.to_string()).unwrap();
-    let spec = json!({"schema_version": 1, "label": name,
-        "cells": cells.map(|i| json!({"factors": factors(i)})).collect::<Vec<_>>()});
-    std::fs::write(dir.join("spec.json"), spec.to_string()).unwrap();
 }
 
 fn coverage(secs_unused: u64) {

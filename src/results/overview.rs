@@ -63,7 +63,7 @@ pub struct ProgressPoint {
 }
 
 /// Cells covered, failed and running at `samples` moments from the first
-/// start to `now`. A cell's status at a moment is its latest record that had
+/// start to the last end (to `now` while a cell runs). A cell's status at a moment is its latest record that had
 /// ended by then; running counts records started and not yet ended.
 pub fn progress<'a>(
     cells: impl IntoIterator<Item = &'a CellRecord>,
@@ -100,7 +100,10 @@ pub fn progress<'a>(
     let mut stops: Vec<f64> = runs.iter().map(|r| r.1).collect();
     starts.sort_by(f64::total_cmp);
     stops.sort_by(f64::total_cmp);
-    let last = now.max(first);
+    // To now while a cell runs; else to the last thing that happened (so an
+    // idle campaign's chart does not change as time passes).
+    let latest_event = ends.iter().map(|e| e.0).chain(runs.iter().flat_map(|r| [r.0, r.1])).fold(first, f64::max);
+    let last = if latest_event.is_finite() { latest_event } else { now }.max(first);
     let step = if samples > 1 { (last - first) / (samples - 1) as f64 } else { 0.0 };
     let mut latest: BTreeMap<&str, bool> = BTreeMap::new();
     let (mut covered, mut failed, mut i) = (0usize, 0usize, 0usize);
