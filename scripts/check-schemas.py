@@ -2,7 +2,7 @@
 """Checks that what runboard writes matches the JSON Schemas in docs/schemas/:
 a simulated run (snapshot, state, ledger, events, calls, acceptance reports, trial graphs), a driven batch
 (spec, cell records, batch outcome), and the console's records (a saved draft, the committed spec, the
-active-batch marker, run tags, unit records, the auto event log). A third party writing to those schemas
+active-batch marker, run tags, unit records, the auto event log, cohort presets, the research state). A third party writing to those schemas
 writes what runboard reads."""
 import glob, json, os, subprocess, sys, tempfile
 
@@ -117,6 +117,29 @@ with tempfile.TemporaryDirectory() as tmp:
     for want in ["settings_saved", "auto_on", "batch_launched", "batch_finished", "auto_off"]:
         if want not in kinds:
             bad.append(f"autopilot log: no {want} event in {kinds}")
+    # The results' records, written through the console's REST: a cohort
+    # preset, a research state linking it, a decision.
+    import re, urllib.request
+    srv = subprocess.Popen([binary, "serve", "--port", "0", "--root", con, "--data-dir", os.path.join(tmp, "data-con")],
+                           stdout=subprocess.PIPE, text=True, env={**os.environ, "RUNBOARD_TOKEN": ""})
+    try:
+        base = re.search(r"at (http://127\.0\.0\.1:\d+)/", srv.stdout.readline()).group(1)
+        def post(path, body):
+            req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+                                         headers={"content-type": "application/json"})
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return json.load(r)
+        post("/api/cohorts", {"name": "seed one", "scope": "seed=1", "note": "the first seed"})
+        post("/api/research", {"schema_version": 1, "questions": [{"id": "q1", "text": "Does phase b pass?",
+              "cohorts": ["seed one"], "hypotheses": [{"id": "h1", "text": "it does", "cohorts": ["seed one"]}]}],
+              "decisions": [], "settings": {"alpha": 0.05}})
+        post("/api/research/decisions", {"text": "wait for phase b", "question": "q1"})
+    finally:
+        srv.terminate()  # the PID we started
+        srv.wait(timeout=30)
+    check("cohort-presets.schema.json", "runsets/cohort_presets.json",
+          json.load(open(os.path.join(con, "runsets", "cohort_presets.json"))))
+    check("research-state.schema.json", "research/state.json", json.load(open(os.path.join(con, "research", "state.json"))))
     # The demo's campaign.toml (the fullest one runboard writes), as TOML.
     import tomllib
     data = os.path.join(tmp, "data")

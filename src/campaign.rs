@@ -50,6 +50,29 @@ pub struct CampaignConfig {
     /// How results are counted.
     #[serde(default)]
     pub results: ResultsConfig,
+    /// How the evidence is published.
+    #[serde(default)]
+    pub publish: PublishConfig,
+}
+
+/// `[publish]`: the command a push runs, and its time limit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PublishConfig {
+    /// Program and arguments, run in the campaign root with the export's
+    /// files named in its environment (see docs/formats.md, "Publish").
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// Seconds a push may take before it is killed (default 600).
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+}
+
+impl PublishConfig {
+    pub const DEFAULT_TIMEOUT_S: f64 = 600.0;
+
+    pub fn timeout_s(&self) -> f64 {
+        self.timeout_s.unwrap_or(Self::DEFAULT_TIMEOUT_S)
+    }
 }
 
 /// `[results]`.
@@ -363,6 +386,12 @@ impl CampaignConfig {
         if self.hooks.notify.as_ref().is_some_and(Vec::is_empty) {
             out.push("hooks.notify must name a program".into());
         }
+        if self.publish.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
+            out.push("publish.command must name a program".into());
+        }
+        if self.publish.timeout_s.is_some_and(|t| !(t.is_finite() && (1.0..=86_400.0).contains(&t))) {
+            out.push("publish.timeout_s must be between 1 and 86400 seconds".into());
+        }
         out
     }
 
@@ -399,6 +428,7 @@ impl CampaignConfig {
             launcher: LauncherConfig::default(),
             hooks: Hooks::default(),
             results: ResultsConfig::default(),
+            publish: PublishConfig::default(),
         }
     }
 }

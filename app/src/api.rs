@@ -238,6 +238,46 @@ pub mod ssr {
             run_set: &str,
             query: &super::ScopeQuery,
         ) -> Result<runboard::results::report::Report, ApiError>;
+        /// The cohort presets (or why their file cannot be read).
+        fn cohorts(&self) -> Result<runboard::results::cohorts::CohortsView, ApiError>;
+        fn cohort_save(
+            &self,
+            req: &runboard::results::cohorts::Preset,
+        ) -> Result<runboard::results::cohorts::CohortsView, ApiError>;
+        fn cohort_rename(
+            &self,
+            req: &runboard::results::cohorts::RenameRequest,
+        ) -> Result<runboard::results::cohorts::CohortsView, ApiError>;
+        fn cohort_delete(
+            &self,
+            req: &runboard::results::cohorts::DeleteRequest,
+        ) -> Result<runboard::results::cohorts::CohortsView, ApiError>;
+        /// Presets side by side on the evidence and timing figures.
+        fn cohort_compare(
+            &self,
+            query: &super::CompareQuery,
+        ) -> Result<runboard::results::cohorts::Comparison, ApiError>;
+        /// The research state and its summary.
+        fn research(&self) -> Result<runboard::results::research::ResearchView, ApiError>;
+        /// Replaces the research state (checked: every reason).
+        fn research_save(
+            &self,
+            state: &runboard::results::research::ResearchState,
+        ) -> Result<runboard::results::research::ResearchView, ApiError>;
+        /// Merges into the research settings (`null` removes a key).
+        fn research_settings(
+            &self,
+            patch: &serde_json::Map<String, serde_json::Value>,
+        ) -> Result<runboard::results::research::ResearchView, ApiError>;
+        /// Records a decision now.
+        fn research_decide(
+            &self,
+            req: &runboard::results::research::DecisionRequest,
+        ) -> Result<runboard::results::research::ResearchView, ApiError>;
+        /// What was last published, when, and what changed since.
+        fn publish_status(&self) -> Result<runboard::results::publish::PublishStatus, ApiError>;
+        /// Starts a push (one at a time: 409 while one runs).
+        fn publish_push(&self) -> Result<runboard::results::publish::Running, ApiError>;
         /// The landing page: progress over time, latest batches, attention.
         fn overview(&self) -> Result<runboard::results::overview::OverviewView, ApiError>;
         /// Where the cells' time went and which timings count.
@@ -522,6 +562,75 @@ pub async fn get_report(
     #[server(default)] query: ScopeQuery,
 ) -> Result<runboard::results::report::Report, ApiError> {
     ssr::answer("reading the report", move |c| c.report(&run_set, &query)).await
+}
+
+/// `?names=a,b`: the cohort presets compared, the first as the baseline.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompareQuery {
+    #[serde(default)]
+    pub names: Option<String>,
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "cohorts")]
+pub async fn get_cohorts() -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+    ssr::answer("reading the cohort presets", |c| c.cohorts()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "cohort_save")]
+pub async fn cohort_save(
+    req: runboard::results::cohorts::Preset,
+) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+    ssr::answer("saving a cohort preset", move |c| c.cohort_save(&req)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "cohort_rename")]
+pub async fn cohort_rename(
+    req: runboard::results::cohorts::RenameRequest,
+) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+    ssr::answer("renaming a cohort preset", move |c| c.cohort_rename(&req)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "cohort_delete")]
+pub async fn cohort_delete(
+    req: runboard::results::cohorts::DeleteRequest,
+) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+    ssr::answer("deleting a cohort preset", move |c| c.cohort_delete(&req)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "cohort_compare")]
+pub async fn get_cohort_compare(
+    #[server(default)] query: CompareQuery,
+) -> Result<runboard::results::cohorts::Comparison, ApiError> {
+    ssr::answer("comparing cohorts", move |c| c.cohort_compare(&query)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "research")]
+pub async fn get_research() -> Result<runboard::results::research::ResearchView, ApiError> {
+    ssr::answer("reading the research state", |c| c.research()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "research_save")]
+pub async fn research_save(
+    state: runboard::results::research::ResearchState,
+) -> Result<runboard::results::research::ResearchView, ApiError> {
+    ssr::answer("saving the research state", move |c| c.research_save(&state)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "research_decide")]
+pub async fn research_decide(
+    req: runboard::results::research::DecisionRequest,
+) -> Result<runboard::results::research::ResearchView, ApiError> {
+    ssr::answer("recording a decision", move |c| c.research_decide(&req)).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "publish_status")]
+pub async fn get_publish_status() -> Result<runboard::results::publish::PublishStatus, ApiError> {
+    ssr::answer("reading the publication status", |c| c.publish_status()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "publish_push")]
+pub async fn publish_push() -> Result<runboard::results::publish::Running, ApiError> {
+    ssr::answer("starting a push", |c| c.publish_push()).await
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "overview")]

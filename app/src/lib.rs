@@ -81,6 +81,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/evidence") view=pages::evidence::EvidencePage/>
                     <Route path=path!("/timing") view=pages::timing::TimingPage/>
                     <Route path=path!("/reports") view=pages::reports::ReportsPage/>
+                    <Route path=path!("/publish") view=pages::publish::PublishPage/>
+                    <Route path=path!("/cohorts") view=pages::cohorts::CohortsPage/>
+                    <Route path=path!("/research") view=pages::research::ResearchPage/>
                     <Route path=path!("/reports/:run_set") view=pages::reports::ReportPage/>
                     <Route path=path!("/runs") view=pages::runs::RunsPage/>
                     // A run is named by its path relative to the root (folder names
@@ -107,6 +110,9 @@ fn Nav() -> impl IntoView {
             <A href=scoped("/evidence")>"Evidence"</A>
             <A href=scoped("/timing")>"Timing"</A>
             <A href=scoped("/reports")>"Reports"</A>
+            <A href=scoped("/cohorts")>"Cohorts"</A>
+            <A href="/research">"Research"</A>
+            <A href="/publish">"Publish"</A>
             <A href="/runs">"Runs"</A>
         </nav>
     }

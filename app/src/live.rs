@@ -16,31 +16,32 @@ pub fn follow(
     changed: impl Fn() + 'static,
     gone: impl Fn() + 'static,
 ) {
-    use wasm_bindgen::closure::Closure;
-    use wasm_bindgen::JsCast;
-    let Ok(source) = web_sys::EventSource::new(url) else { return };
-    let changed = std::rc::Rc::new(changed);
-    let on_version = {
-        let changed = changed.clone();
-        Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
-            if let Some(shown) = shown() {
-                if shown != e.data().as_string() {
-                    changed();
-                }
+    use futures_util::future::abortable;
+    use futures_util::stream::{select, StreamExt};
+    use gloo_net::eventsource::futures::EventSource;
+
+    let Ok(mut source) = EventSource::new(url) else { return };
+    let (Ok(versions), Ok(gones)) = (source.subscribe("version"), source.subscribe("gone")) else { return };
+    let (task, handle) = abortable(async move {
+        let mut events = select(versions, gones);
+        while let Some(Ok((kind, event))) = events.next().await {
+            if kind == "gone" {
+                gone();
+                changed();
+                break;
             }
-        })
-    };
-    let on_gone = {
-        let source = source.clone();
-        Closure::<dyn Fn(web_sys::Event)>::new(move |_: web_sys::Event| {
-            source.close();
-            gone();
-            changed();
-        })
-    };
-    let _ = source.add_event_listener_with_callback("version", on_version.as_ref().unchecked_ref());
-    let _ = source.add_event_listener_with_callback("gone", on_gone.as_ref().unchecked_ref());
-    // The browser-side handles are not `Send`; they live and die on this thread.
-    let held = send_wrapper::SendWrapper::new((source, on_version, on_gone));
-    leptos::prelude::on_cleanup(move || held.take().0.close());
+            match shown() {
+                Some(shown) if shown != event.data().as_string() => changed(),
+                Some(_) => {}
+                // The page is gone: stop listening.
+                None => break,
+            }
+        }
+        // Dropping the source closes the stream.
+        drop(source);
+    });
+    leptos::task::spawn_local(async move {
+        let _ = task.await;
+    });
+    leptos::prelude::on_cleanup(move || handle.abort());
 }

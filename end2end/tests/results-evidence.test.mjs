@@ -6,7 +6,7 @@
 // saved there as a PNG (how docs/ gets its pictures).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { appendFileSync, rmSync } from 'node:fs';
 import { consoleCampaign, startServer, startBrowser, watchErrors } from './support.mjs';
 import { join } from 'node:path';
 
@@ -28,6 +28,8 @@ before(async () => {
     command: `["sh", "-c", "test {condition} = base || exit 1; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]`,
     parallel: 2,
   });
+  // A publish command that says what it pushes.
+  appendFileSync(`${root}/campaign.toml`, '[publish]\ncommand = ["sh", "-c", "echo pushing $RUNBOARD_CONTENT_HASH; wc -l < \\"$RUNBOARD_EXPORT_CSV\\""]\ntimeout_s = 30\n');
   server = await startServer(['--root', root]);
   browser = await startBrowser();
   const saved = await post('/api/drafts', { label: 'ev', max_cells: 4, endpoint: 'gpu-a' });
@@ -158,6 +160,88 @@ test('report: a printable page of the batch with its failures', async () => {
   assert.equal(await page.isVisible('header.topbar'), false);
   await page.emulateMedia({ media: 'screen' });
   await shot(page, 'report');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('cohorts: presets saved, compared side by side as the API says, renamed and deleted', async () => {
+  const page = await browser.context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${server.url}/cohorts`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  // A bad preset: every reason shown, nothing saved.
+  await page.fill('form.cohort-save input[name="name"]', 'bad,name');
+  await page.fill('form.cohort-save input[name="scope"]', 'colour=red');
+  await page.click('form.cohort-save button[type="submit"]');
+  await page.waitForSelector('.cohort-refused li.reason');
+  assert.equal(await page.locator('.cohort-refused li.reason').count(), 2);
+  for (const [name, scope] of [['base', 'condition=base'], ['treat', 'condition=treat']]) {
+    await page.fill('form.cohort-save input[name="name"]', name);
+    await page.fill('form.cohort-save input[name="scope"]', scope);
+    await page.click('form.cohort-save button[type="submit"]');
+    await page.waitForSelector(`table.presets tr[data-name="${name}"]`);
+  }
+  await page.check('table.presets tr[data-name="base"] input.compare');
+  await page.waitForURL(/compare=base/);
+  await page.check('table.presets tr[data-name="treat"] input.compare');
+  await page.waitForURL(/compare=base%2Ctreat|compare=base,treat/);
+  await page.waitForSelector('table.cohort-comparison tr[data-name="treat"]');
+  const api = await get('/api/cohorts/compare?names=base,treat');
+  for (const c of api.cohorts) {
+    assert.equal(await page.textContent(`table.cohort-comparison tr[data-name="${c.name}"] td.n`), String(c.passes.n));
+    assert.equal(await page.textContent(`table.cohort-comparison tr[data-name="${c.name}"] td.passes`), String(c.passes.successes));
+  }
+  assert.match(await page.textContent('table.cohort-comparison tr[data-name="treat"] td.difference'), /-100 points/);
+  await page.waitForSelector('figure.cohort-rates-chart .chart-svg svg');
+  await shot(page, 'cohorts');
+  await page.fill('table.presets tr[data-name="treat"] input.rename-to', 'treated');
+  await page.click('table.presets tr[data-name="treat"] button.rename');
+  await page.waitForSelector('table.presets tr[data-name="treated"]');
+  await page.click('table.presets tr[data-name="treated"] button.delete');
+  await page.waitForFunction(() => !document.querySelector('table.presets tr[data-name="treated"]'));
+  assert.deepEqual((await get('/api/cohorts')).presets.map((p) => p.name), ['base']);
+  assert.deepEqual(errors.filter((e) => !/422/.test(e)), [], 'no console errors but the refused preset');
+  await page.close();
+});
+
+test('research: the summary links cohort rates; a decision is recorded from the page', async () => {
+  await post('/api/research', { schema_version: 1, questions: [{ id: 'q1', text: 'Does the base pass?',
+    hypotheses: [{ id: 'h1', text: 'base passes', status: 'supported', cohorts: ['base'] }] }], decisions: [], settings: {} });
+  const page = await browser.context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${server.url}/research`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await page.waitForSelector('li.question[data-id="q1"] li.hypothesis[data-id="h1"]');
+  assert.match(await page.textContent('li.hypothesis[data-id="h1"]'), /base: 100 % of 2/);
+  await page.fill('form.decide input[name="decision"]', 'keep the base condition');
+  await page.fill('form.decide input[name="question"]', 'q1');
+  await page.click('form.decide button[type="submit"]');
+  await page.waitForSelector('ul.decisions li.decision');
+  assert.match(await page.textContent('ul.decisions li.decision'), /keep the base condition \(q1\)/);
+  const api = await get('/api/research');
+  assert.equal(api.state.decisions.length, 1);
+  await shot(page, 'research');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('publish: a push runs the campaign\'s command and its output is shown', async () => {
+  const page = await browser.context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${server.url}/publish`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await page.waitForSelector('p.publish-words');
+  assert.equal(await page.textContent('p.publish-words'), 'Nothing has been published yet.');
+  await page.click('button.push');
+  // The page looks again 1.5 s after the push started.
+  await page.waitForSelector('.push-record.last pre.push-output', { timeout: 15_000 });
+  await page.waitForFunction(() => document.querySelector('p.publish-words')?.textContent.startsWith('Published'), null, { timeout: 15_000 });
+  const st = await get('/api/publish/status');
+  assert.equal(st.last.exit_code, 0);
+  assert.equal(await page.textContent('.push-record.last pre.push-output'), st.last.output);
+  assert.match(st.last.output, new RegExp(`^pushing ${st.current_hash}\n`));
+  assert.equal(await page.textContent('.push-record.last dd.push-words'), 'published');
+  await shot(page, 'publish');
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });

@@ -104,6 +104,16 @@ pub enum ConsoleCommand {
         #[arg(long)]
         scope: Option<String>,
     },
+    /// Publish the evidence: run `[publish] command` (one push at a time,
+    /// bounded by `[publish] timeout_s`) and print how it ended and its
+    /// output; with `--status`, only say what was last published and what
+    /// changed since.
+    Publish {
+        #[command(flatten)]
+        at: RootArg,
+        #[arg(long)]
+        status: bool,
+    },
     /// Where the cells' time went: which timings count and why the others
     /// do not, durations and throughput per endpoint.
     Timing {
@@ -397,7 +407,8 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Stop { at, .. }
         | ConsoleCommand::Resume { at, .. }
         | ConsoleCommand::Evidence { at, .. }
-        | ConsoleCommand::Timing { at, .. } => at.clone(),
+        | ConsoleCommand::Timing { at, .. }
+        | ConsoleCommand::Publish { at, .. } => at.clone(),
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
     };
     let console = match open(&at) {
@@ -410,6 +421,24 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         ConsoleCommand::Evidence { by, scope, .. } => console
             .evidence(&app::api::EvidenceQuery { by, scope })
             .map(|e| if json { pretty(&e) } else { evidence_text(&e) }),
+        ConsoleCommand::Publish { status: true, .. } => {
+            crate::publish::status(console.campaign()).map(|s| if json { pretty(&s) } else { format!("{}\n", s.words) })
+        }
+        ConsoleCommand::Publish { status: false, .. } => match crate::publish::push(console.campaign()) {
+            Err(e) => Err(e),
+            Ok(started) => {
+                let Ok(record) = started.done.join() else {
+                    eprintln!("the push's thread failed; see the log");
+                    return ExitCode::from(1);
+                };
+                let text = if json { pretty(&record) } else { format!("{}\n{}", record.words(), record.output) };
+                if !record.succeeded() {
+                    eprint!("{text}");
+                    return ExitCode::from(1);
+                }
+                Ok(text)
+            }
+        },
         ConsoleCommand::Timing { scope, run_set, .. } => console
             .timing(&app::api::TimingQuery { scope, run_set })
             .map(|t| if json { pretty(&t) } else { timing_text(&t) }),

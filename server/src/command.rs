@@ -69,6 +69,58 @@ pub fn run_bounded_with_input(
     wait_bounded(child, pid, program, limit)
 }
 
+/// Runs `program args…` in `cwd` with `env` added, its standard output and
+/// error written into one pipe (interleaved as written), at most `limit`;
+/// at the bound its whole process group is killed. Returns its exit code
+/// (none: ended by a signal) and what it wrote.
+pub fn run_bounded_merged(
+    program: &str,
+    args: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    limit: Duration,
+) -> Result<(Option<i32>, Vec<u8>), Failed> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let (mut reader, writer) =
+        std::io::pipe().map_err(|e| Failed::NotStarted(format!("could not make a pipe for {program}: {e}")))?;
+    let writer2 = writer.try_clone().map_err(|e| Failed::NotStarted(format!("{program}: {e}")))?;
+    let mut cmd = Command::new(program);
+    cmd.args(args).current_dir(cwd).stdin(Stdio::null()).stdout(writer).stderr(writer2).process_group(0);
+    cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let spawned = cmd.spawn();
+    // The command holds our copies of the pipe's writing end: drop it, so the
+    // reader ends when the child (and its children) have closed theirs.
+    drop(cmd);
+    let mut child = spawned.map_err(|e| Failed::NotStarted(format!("could not start {program}: {e}")))?;
+    let pid = child.id();
+    let read = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = reader.read_to_end(&mut out);
+        out
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let collect = |read: std::thread::JoinHandle<Vec<u8>>| {
+        // Bounded too: a grandchild that left the group may hold the pipe.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(read.join().unwrap_or_default());
+        });
+        rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default()
+    };
+    match rx.recv_timeout(limit) {
+        Ok(Ok(status)) => Ok((status.code(), collect(read))),
+        Ok(Err(e)) => Err(Failed::NotStarted(format!("{program}: {e}"))),
+        Err(_) => {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+            Err(Failed::TimedOut { after: limit, output: collect(read) })
+        }
+    }
+}
+
 fn wait_bounded(child: std::process::Child, pid: u32, program: &str, limit: Duration) -> Result<Output, Failed> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -119,5 +171,33 @@ mod tests {
         let out =
             run_bounded("sh", &["-c".into(), "echo oops >&2; exit 3".into()], None, Duration::from_secs(5)).unwrap();
         assert_eq!(why("sh", &out), "sh: oops");
+    }
+
+    #[test]
+    fn a_merged_command_interleaves_its_output_and_is_bounded() {
+        let dir = std::env::temp_dir();
+        let env = [("RB_WORD".to_string(), "hello".to_string())];
+        let (code, out) = run_bounded_merged(
+            "sh",
+            &["-c".into(), "echo one; echo two >&2; echo $RB_WORD; exit 4".into()],
+            &dir,
+            &env,
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!((code, String::from_utf8_lossy(&out).as_ref()), (Some(4), "one\ntwo\nhello\n"));
+        let t0 = std::time::Instant::now();
+        let r = run_bounded_merged(
+            "sh",
+            &["-c".into(), "echo started; sleep 30 & wait".into()],
+            &dir,
+            &[],
+            Duration::from_millis(300),
+        );
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        match r {
+            Err(Failed::TimedOut { output, .. }) => assert_eq!(String::from_utf8_lossy(&output), "started\n"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -250,6 +250,76 @@ impl Console for LocalConsole {
         self.campaign.report(run_set, q.scope.as_deref(), &self.runs.list_shared().runs)
     }
 
+    fn cohorts(&self) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+        Ok(self.campaign.cohorts())
+    }
+
+    fn cohort_save(
+        &self,
+        req: &runboard::results::cohorts::Preset,
+    ) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+        let req = req.clone();
+        self.campaign.cohort_edit(move |p, factors| p.save(req, factors))
+    }
+
+    fn cohort_rename(
+        &self,
+        req: &runboard::results::cohorts::RenameRequest,
+    ) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+        self.campaign.cohort_edit(|p, _| p.rename(&req.from, &req.to))
+    }
+
+    fn cohort_delete(
+        &self,
+        req: &runboard::results::cohorts::DeleteRequest,
+    ) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+        self.campaign.cohort_edit(|p, _| p.delete(&req.name))
+    }
+
+    fn cohort_compare(&self, q: &app::api::CompareQuery) -> Result<runboard::results::cohorts::Comparison, ApiError> {
+        self.campaign.cohort_compare(q.names.as_deref())
+    }
+
+    fn research(&self) -> Result<runboard::results::research::ResearchView, ApiError> {
+        Ok(self.campaign.research())
+    }
+
+    fn research_save(
+        &self,
+        state: &runboard::results::research::ResearchState,
+    ) -> Result<runboard::results::research::ResearchView, ApiError> {
+        let state = state.clone();
+        self.campaign.research_edit(move |s| *s = state)
+    }
+
+    fn research_settings(
+        &self,
+        patch: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<runboard::results::research::ResearchView, ApiError> {
+        self.campaign.research_edit(|s| runboard::results::research::merge_settings(&mut s.settings, patch))
+    }
+
+    fn research_decide(
+        &self,
+        req: &runboard::results::research::DecisionRequest,
+    ) -> Result<runboard::results::research::ResearchView, ApiError> {
+        let decision = runboard::results::research::Decision {
+            at: crate::clock::now(),
+            text: req.text.clone(),
+            question: req.question.clone(),
+        };
+        self.campaign.research_edit(move |s| s.decisions.push(decision))
+    }
+
+    fn publish_status(&self) -> Result<runboard::results::publish::PublishStatus, ApiError> {
+        crate::publish::status(&self.campaign)
+    }
+
+    fn publish_push(&self) -> Result<runboard::results::publish::Running, ApiError> {
+        // The push goes on in its own thread; its record is what it leaves.
+        crate::publish::push(&self.campaign).map(|s| s.running)
+    }
+
     fn overview(&self) -> Result<runboard::results::overview::OverviewView, ApiError> {
         self.campaign.overview()
     }

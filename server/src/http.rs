@@ -108,6 +108,15 @@ pub fn app(state: AppState) -> Router {
         .route("/api/evidence/export", get(evidence_export))
         .route("/api/timing", get(timing))
         .route("/api/overview", get(overview))
+        .route("/api/cohorts", get(cohorts).post(cohort_save))
+        .route("/api/cohorts/rename", post(cohort_rename))
+        .route("/api/cohorts/delete", post(cohort_delete))
+        .route("/api/cohorts/compare", get(cohort_compare))
+        .route("/api/research", get(research).post(research_save))
+        .route("/api/research/settings", post(research_settings))
+        .route("/api/research/decisions", post(research_decide))
+        .route("/api/publish/status", get(publish_status))
+        .route("/api/publish", post(publish_push))
         .route("/api/reports", get(reports))
         .route("/api/reports/{run_set}", get(report))
         .route("/api/auto", get(auto_view))
@@ -452,6 +461,85 @@ async fn report(
     Query(q): Query<app::api::ScopeQuery>,
 ) -> Result<impl IntoResponse, AppError> {
     read(&s, "reading the report", move |c| c.report(&run_set, &q)).await
+}
+
+async fn cohorts(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the cohort presets", |c| c.cohorts()).await
+}
+
+async fn cohort_save(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Result<impl IntoResponse, AppError> {
+    let req: runboard::results::cohorts::Preset = body(&headers, &bytes)?;
+    read(&s, "saving a cohort preset", move |c| c.cohort_save(&req)).await
+}
+
+async fn cohort_rename(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Result<impl IntoResponse, AppError> {
+    let req: runboard::results::cohorts::RenameRequest = body(&headers, &bytes)?;
+    read(&s, "renaming a cohort preset", move |c| c.cohort_rename(&req)).await
+}
+
+async fn cohort_delete(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Result<impl IntoResponse, AppError> {
+    let req: runboard::results::cohorts::DeleteRequest = body(&headers, &bytes)?;
+    read(&s, "deleting a cohort preset", move |c| c.cohort_delete(&req)).await
+}
+
+async fn cohort_compare(
+    State(s): State<AppState>,
+    Query(q): Query<app::api::CompareQuery>,
+) -> Result<impl IntoResponse, AppError> {
+    read(&s, "comparing cohorts", move |c| c.cohort_compare(&q)).await
+}
+
+async fn research(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the research state", |c| c.research()).await
+}
+
+async fn research_save(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Result<impl IntoResponse, AppError> {
+    let state: runboard::results::research::ResearchState = body(&headers, &bytes)?;
+    read(&s, "saving the research state", move |c| c.research_save(&state)).await
+}
+
+async fn research_settings(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Result<impl IntoResponse, AppError> {
+    let patch: serde_json::Map<String, serde_json::Value> = body(&headers, &bytes)?;
+    read(&s, "merging the research settings", move |c| c.research_settings(&patch)).await
+}
+
+async fn research_decide(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Result<impl IntoResponse, AppError> {
+    let req: runboard::results::research::DecisionRequest = body(&headers, &bytes)?;
+    read(&s, "recording a decision", move |c| c.research_decide(&req)).await
+}
+
+async fn publish_status(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the publication status", |c| c.publish_status()).await
+}
+
+/// 202: the push started (its end is in the status); 409 while one runs.
+async fn publish_push(State(s): State<AppState>) -> Result<Response, AppError> {
+    let started = read(&s, "starting a push", |c| c.publish_push()).await?;
+    Ok((axum::http::StatusCode::ACCEPTED, started).into_response())
 }
 
 async fn overview(State(s): State<AppState>) -> Result<impl IntoResponse, AppError> {

@@ -39,6 +39,7 @@ pub mod follow;
 pub mod fsread;
 pub mod http;
 pub mod listen;
+pub mod publish;
 pub mod runview;
 pub mod serve;
 pub mod signals;

@@ -345,3 +345,33 @@ async fn shutdown_does_not_wait_for_a_half_sent_request() {
         drop((half, idle));
     }
 }
+
+#[test]
+fn every_results_view_answers_over_the_demo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let site = common::site(tmp.path());
+    let data = tmp.path().join("data");
+    let s = serve(&["--data-dir", data.to_str().unwrap()], &site);
+    for (path, want) in [
+        ("/api/overview", "\"latest\":[{"),
+        ("/api/evidence", "\"overall\":"),
+        ("/api/evidence?scope=phase%3Dwarmup", "\"scope\":\"phase=warmup\""),
+        ("/api/evidence/export?format=csv", "# content_hash: "),
+        ("/api/timing", "\"run_sets\":[\""),
+        ("/api/reports", "\"name\":\""),
+        ("/api/cohorts", "\"presets\":[]"),
+        ("/api/research", "\"questions\":[]"),
+        ("/api/publish/status", "Publishing is not set up"),
+    ] {
+        let (code, body) = request(&s.addr, &format!("GET {path} HTTP/1.1\r\n"));
+        assert_eq!(code, 200, "{path}: {body}");
+        assert!(body.contains(want), "{path} lacks {want}: {body}");
+    }
+    // The demo's earlier batch is counted, and its report reads.
+    let (_, body) = request(&s.addr, "GET /api/evidence HTTP/1.1\r\n");
+    assert!(!body.contains("\"n\":0,"), "the demo's ended cells are counted: {body}");
+    let (_, list) = request(&s.addr, "GET /api/reports HTTP/1.1\r\n");
+    let name = list.split("\"name\":\"").nth(1).and_then(|r| r.split('"').next()).unwrap().to_owned();
+    let (code, report) = request(&s.addr, &format!("GET /api/reports/{name} HTTP/1.1\r\n"));
+    assert!(code == 200 && report.contains("\"cells\":[{"), "{report}");
+}

@@ -585,3 +585,186 @@ fn evidence_over_an_empty_campaign_and_a_broken_cell_record_answers() {
     let (code, r) = get(&s.addr, "/api/reports/rs1");
     assert_eq!((code, r["problems"].as_array().map(Vec::len)), (200, Some(1)), "{r}");
 }
+
+#[test]
+fn publish_runs_the_campaigns_command_one_at_a_time_within_its_limit_and_says_what_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.0);
+    let base = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    // Not set up: refused, saying what to set.
+    let (code, r) = post(&s.addr, "/api/publish", json!({}));
+    assert_eq!((code, r["kind"].as_str()), (422, Some("refused")), "{r}");
+    assert!(r["error"].as_str().unwrap().contains("[publish] command"), "{r}");
+    // A real command, given the export's files and hash in its environment.
+    std::fs::write(
+        root.join("campaign.toml"),
+        format!(
+            "{base}\n[publish]\ncommand = [\"sh\", \"-c\", \"echo pushing $RUNBOARD_CONTENT_HASH; head -n 1 \\\"$RUNBOARD_EXPORT_CSV\\\"; echo to stderr >&2; sleep 1\"]\ntimeout_s = 20\n"
+        ),
+    )
+    .unwrap();
+    let (code, st) = get(&s.addr, "/api/publish/status");
+    assert_eq!(code, 200, "{st}");
+    assert_eq!((st["words"].as_str(), st["changed"].as_bool()), (Some("Nothing has been published yet."), Some(true)));
+    let hash = st["current_hash"].as_str().unwrap().to_owned();
+    let (code, started) = post(&s.addr, "/api/publish", json!({}));
+    assert_eq!(code, 202, "{started}");
+    assert!(started["started_at"].is_string());
+    let (code, busy) = post(&s.addr, "/api/publish", json!({}));
+    assert_eq!((code, busy["kind"].as_str()), (409, Some("busy")), "one push at a time: {busy}");
+    let (_, st) = get(&s.addr, "/api/publish/status");
+    assert!(
+        st["running"]["started_at"].is_string() && st["words"].as_str().unwrap().starts_with("A push is running"),
+        "{st}"
+    );
+    wait_for("the push to end", Duration::from_secs(20), || get(&s.addr, "/api/publish/status").1["running"].is_null());
+    let (_, st) = get(&s.addr, "/api/publish/status");
+    let last = &st["last"];
+    assert_eq!((last["exit_code"].as_i64(), last["timed_out"].as_bool()), (Some(0), Some(false)), "{st}");
+    assert_eq!(
+        last["output"].as_str().unwrap(),
+        format!("pushing {hash}\n# runboard evidence export\nto stderr\n"),
+        "stdout and stderr, as written"
+    );
+    assert_eq!(st["published"], st["last"]);
+    assert_eq!((st["changed"].as_bool(), last["content_hash"].as_str()), (Some(false), Some(hash.as_str())));
+    assert!(st["words"].as_str().unwrap().ends_with("nothing changed since."), "{st}");
+    assert!(
+        root.join(".runboard/publish/evidence.json").is_file() && root.join(".runboard/publish/evidence.csv").is_file()
+    );
+
+    // Past its time limit: killed, said so; what is published stays.
+    std::fs::write(
+        root.join("campaign.toml"),
+        format!("{base}\n[publish]\ncommand = [\"sh\", \"-c\", \"echo slow; sleep 30\"]\ntimeout_s = 1\n"),
+    )
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    assert_eq!(post(&s.addr, "/api/publish", json!({})).0, 202);
+    wait_for("the slow push to be killed", Duration::from_secs(15), || {
+        get(&s.addr, "/api/publish/status").1["running"].is_null()
+    });
+    assert!(t0.elapsed() < Duration::from_secs(10), "killed at its limit, not at its end");
+    let (_, st) = get(&s.addr, "/api/publish/status");
+    assert_eq!(
+        (st["last"]["timed_out"].as_bool(), st["last"]["output"].as_str()),
+        (Some(true), Some("slow\n")),
+        "{st}"
+    );
+    assert_eq!(st["published"]["content_hash"].as_str(), Some(hash.as_str()));
+
+    // The CLI: the status in words; a failing push exits 1 with its output.
+    let out = std::process::Command::new(BIN).args(["publish", "--status", "--root"]).arg(&root).output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).starts_with("Published "), "{out:?}");
+    std::fs::write(
+        root.join("campaign.toml"),
+        format!("{base}\n[publish]\ncommand = [\"sh\", \"-c\", \"echo refused by the remote; exit 3\"]\n"),
+    )
+    .unwrap();
+    let out = std::process::Command::new(BIN).args(["publish", "--root"]).arg(&root).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(1) && err.contains("failed with exit 3") && err.contains("refused by the remote"),
+        "{out:?}"
+    );
+    // A bad [publish] is a refused campaign, with the reason.
+    std::fs::write(root.join("campaign.toml"), format!("{base}\n[publish]\ncommand = []\ntimeout_s = 0\n")).unwrap();
+    let (code, bad) = get(&s.addr, "/api/publish/status");
+    assert_eq!(code, 422, "{bad}");
+    assert!(bad.to_string().contains("publish.command must name a program"), "{bad}");
+}
+
+#[test]
+fn cohort_presets_are_saved_renamed_deleted_and_compared_and_the_research_state_links_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.0);
+    // Treat's cells fail (exit 1); base's pass.
+    let cfg = std::fs::read_to_string(root.join("campaign.toml"))
+        .unwrap()
+        .replace("\"sh\", \"-c\", \"sleep", "\"sh\", \"-c\", \"test {condition} = base || exit 1; sleep");
+    std::fs::write(root.join("campaign.toml"), cfg).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "co", "max_cells": 4, "endpoint": "gpu-a"}));
+    assert_eq!(post(&s.addr, "/api/control/start", json!({"path": path})).0, 200);
+    wait_for("the batch to end", Duration::from_secs(60), || live_state(&s.addr).0 == "idle");
+
+    let (code, v) = get(&s.addr, "/api/cohorts");
+    assert_eq!((code, v), (200, json!({"presets": [], "problem": null})));
+    // Bad input: every reason, nothing written.
+    let (code, bad) = post(&s.addr, "/api/cohorts", json!({"name": "a,b", "scope": "colour=red"}));
+    assert_eq!((code, bad["kind"].as_str()), (422, Some("refused")), "{bad}");
+    assert_eq!(bad["reasons"].as_array().unwrap().len(), 2, "{bad}");
+    assert!(!root.join("runsets/cohort_presets.json").exists());
+    for (name, scope) in [("base", "condition=base"), ("treat", "condition=treat")] {
+        let (code, v) = post(&s.addr, "/api/cohorts", json!({"name": name, "scope": scope, "note": "by condition"}));
+        assert_eq!(code, 200, "{v}");
+    }
+    let (code, v) = post(&s.addr, "/api/cohorts/rename", json!({"from": "treat", "to": "treated"}));
+    assert_eq!((code, v["presets"][1]["name"].as_str()), (200, Some("treated")), "{v}");
+    let (code, bad) = post(&s.addr, "/api/cohorts/rename", json!({"from": "treated", "to": "base"}));
+    assert_eq!((code, bad["kind"].as_str()), (422, Some("refused")), "{bad}");
+    let (code, bad) = post(&s.addr, "/api/cohorts/delete", json!({"name": "nope"}));
+    assert_eq!((code, bad["kind"].as_str()), (404, Some("not_found")), "{bad}");
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(root.join("runsets/cohort_presets.json")).unwrap()).unwrap();
+    assert_eq!(file["schema_version"], 1);
+    assert_eq!(file["presets"].as_array().unwrap().len(), 2);
+
+    // Side by side: every figure per cohort, the difference to the first.
+    let (code, c) = get(&s.addr, "/api/cohorts/compare?names=base,treated");
+    assert_eq!(code, 200, "{c}");
+    let fig = |i: usize| (c["cohorts"][i]["passes"]["successes"].as_u64(), c["cohorts"][i]["passes"]["n"].as_u64());
+    assert_eq!((fig(0), fig(1)), ((Some(2), Some(2)), (Some(0), Some(2))));
+    assert_eq!(c["cohorts"][0]["timings_counted"], 2);
+    assert_eq!(c["cohorts"][1]["timings_not_counted"], 2);
+    assert!(c["cohorts"][0]["timing"]["median_s"].as_f64().is_some());
+    assert_eq!(
+        (c["differences"][0]["name"].as_str(), c["differences"][0]["difference"].as_f64()),
+        (Some("treated"), Some(-1.0))
+    );
+    assert!(c["charts"]["rates"]["svg"].as_str().unwrap().contains("treated (n=2)"));
+    let (code, bad) = get(&s.addr, "/api/cohorts/compare?names=base,ghost");
+    assert_eq!((code, bad["kind"].as_str()), (422, Some("bad_query")), "{bad}");
+
+    // A damaged presets file: read says why, edits are refused, the file kept.
+    std::fs::write(root.join("runsets/cohort_presets.json"), b"{\"schema_version\": 1, \"pre").unwrap();
+    let (code, v) = get(&s.addr, "/api/cohorts");
+    assert!(code == 200 && v["problem"].as_str().unwrap().contains("cohort_presets.json"), "{v}");
+    let (code, bad) = post(&s.addr, "/api/cohorts", json!({"name": "x", "scope": ""}));
+    assert_eq!((code, bad["kind"].as_str()), (422, Some("unreadable")), "{bad}");
+    assert_eq!(std::fs::read(root.join("runsets/cohort_presets.json")).unwrap(), b"{\"schema_version\": 1, \"pre");
+    std::fs::write(root.join("runsets/cohort_presets.json"), file.to_string()).unwrap();
+
+    // The research state: missing is the default; saved whole and checked;
+    // linked cohorts show their pass rate; damaged loads repaired.
+    let (code, r) = get(&s.addr, "/api/research");
+    assert_eq!((code, r["state"]["questions"].as_array().map(Vec::len)), (200, Some(0)), "{r}");
+    let state = json!({"schema_version": 1, "questions": [{"id": "q1", "text": "Does the treatment help?",
+        "hypotheses": [{"id": "h1", "text": "treated passes more", "status": "refuted", "cohorts": ["treated", "base"]}]}],
+        "decisions": [], "settings": {"alpha": 0.05}});
+    let (code, r) = post(&s.addr, "/api/research", state.clone());
+    assert_eq!(code, 200, "{r}");
+    let linked = &r["summary"]["questions"][0]["hypotheses"][0]["cohorts"];
+    assert_eq!(
+        (linked[0][0].as_str(), linked[0][1]["n"].as_u64(), linked[0][1]["successes"].as_u64()),
+        (Some("treated"), Some(2), Some(0))
+    );
+    assert_eq!(r["summary"]["hypotheses_by_status"], json!({"refuted": 1}));
+    let mut bad_state = state.clone();
+    bad_state["questions"][0]["hypotheses"][0]["cohorts"] = json!(["ghost"]);
+    bad_state["questions"][0]["text"] = json!("");
+    let (code, bad) = post(&s.addr, "/api/research", bad_state);
+    assert_eq!((code, bad["reasons"].as_array().map(Vec::len)), (422, Some(2)), "{bad}");
+    let (code, r) = post(&s.addr, "/api/research/settings", json!({"alpha": null, "seed": 7}));
+    assert_eq!((code, r["state"]["settings"].clone()), (200, json!({"seed": 7})), "{r}");
+    let (code, r) = post(&s.addr, "/api/research/decisions", json!({"text": "drop the treatment", "question": "q1"}));
+    assert_eq!((code, r["summary"]["latest_decisions"][0]["text"].as_str()), (200, Some("drop the treatment")), "{r}");
+    let (code, bad) = post(&s.addr, "/api/research/decisions", json!({"text": "x", "question": "q9"}));
+    assert_eq!(code, 422, "{bad}");
+    let saved: Value = serde_json::from_slice(&std::fs::read(root.join("research/state.json")).unwrap()).unwrap();
+    assert_eq!((saved["decisions"].as_array().unwrap().len(), saved["updated_at"].is_string()), (1, true));
+    std::fs::write(root.join("research/state.json"), b"[\"not an object\"]").unwrap();
+    let (code, r) = get(&s.addr, "/api/research");
+    assert_eq!((code, r["repaired"].as_array().map(Vec::len)), (200, Some(1)), "{r}");
+}

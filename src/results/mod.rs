@@ -10,9 +10,12 @@
 //! running, stopped) are not counted. Launch counts, holds and other
 //! operational signals are never mixed into these figures.
 
+pub mod cohorts;
 pub mod export;
 pub mod overview;
+pub mod publish;
 pub mod report;
+pub mod research;
 pub mod scope;
 pub mod stats;
 pub mod timing;

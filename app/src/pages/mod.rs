@@ -1,11 +1,14 @@
 //! One module per view of the console.
 
 pub mod auto;
+pub mod cohorts;
 pub mod coverage;
 pub mod evidence;
 pub mod live;
 pub mod overview;
+pub mod publish;
 pub mod reports;
+pub mod research;
 pub mod run;
 pub mod runs;
 pub mod timing;

@@ -13,11 +13,26 @@ use runboard::results::{self as core, RunSetRecords};
 use super::records::RunSetRead;
 use super::{ApiError, Campaign};
 
+/// The cells of a run set in scope: all of them (shared, not copied), or
+/// those the scope kept.
+pub enum InScope {
+    All,
+    Some(Vec<CellRecord>),
+}
+
 /// Run sets in scope, each with its cells in scope.
 pub struct Scoped {
     pub scope: Scope,
     /// Newest first (by the time the batch started, then name).
-    pub run_sets: Vec<(Arc<RunSetRead>, Vec<CellRecord>)>,
+    pub run_sets: Vec<(Arc<RunSetRead>, InScope)>,
+}
+
+/// A run set's cells in scope.
+fn cells_of<'a>(rs: &'a RunSetRead, kept: &'a InScope) -> &'a [CellRecord] {
+    match kept {
+        InScope::All => &rs.cells,
+        InScope::Some(v) => v,
+    }
 }
 
 impl Campaign {
@@ -39,24 +54,24 @@ impl Campaign {
     /// yet ended, started) within its dates.
     pub fn scoped(&self, scope: Scope) -> Result<Scoped, ApiError> {
         let tags = if scope.tags.is_empty() { None } else { Some(self.records.tags().map_err(ApiError::unreadable)?) };
-        let mut run_sets: Vec<(Arc<RunSetRead>, Vec<CellRecord>)> = self
+        let mut run_sets: Vec<(Arc<RunSetRead>, InScope)> = self
             .records
             .run_sets()
             .into_iter()
             .filter(|rs| tags.as_ref().is_none_or(|t| scope.tags_match(&t.of(&rs.name))))
             .filter_map(|rs| {
                 let model = rs.spec.as_ref().and_then(|s| s.as_ref().ok()).and_then(|s| s.model.clone());
-                let cells: Vec<CellRecord> = if scope.is_empty() {
-                    rs.cells.clone()
-                } else {
-                    rs.cells
-                        .iter()
-                        .filter(|c| scope.factors_match(&c.factors, model.as_deref()))
-                        .filter(|c| scope.day_matches(c.ended_at.as_deref().or(c.started_at.as_deref())))
-                        .cloned()
-                        .collect()
-                };
-                (!cells.is_empty() || scope.is_empty()).then_some((rs, cells))
+                if scope.factors.is_empty() && scope.from.is_none() && scope.to.is_none() {
+                    return Some((rs, InScope::All));
+                }
+                let cells: Vec<CellRecord> = rs
+                    .cells
+                    .iter()
+                    .filter(|c| scope.factors_match(&c.factors, model.as_deref()))
+                    .filter(|c| scope.day_matches(c.ended_at.as_deref().or(c.started_at.as_deref())))
+                    .cloned()
+                    .collect();
+                (!cells.is_empty()).then_some((rs, InScope::Some(cells)))
             })
             .collect();
         let started = |rs: &RunSetRead| rs.outcome_ok().map(|o| o.started_at.clone()).unwrap_or_default();
@@ -123,6 +138,24 @@ impl Campaign {
         Ok(export)
     }
 
+    /// Every cell's timing in the scope (each run set's events read, cached).
+    fn timings_of(&self, scoped: &Scoped) -> Vec<timing::CellTiming> {
+        let events: Vec<Arc<Vec<timing::TimedEvent>>> =
+            scoped.run_sets.iter().map(|(rs, _)| self.records.events(&rs.name)).collect();
+        let inputs: Vec<RunSetTiming> = scoped
+            .run_sets
+            .iter()
+            .zip(&events)
+            .map(|((rs, kept), ev)| RunSetTiming {
+                name: &rs.name,
+                spec: rs.spec.as_ref().and_then(|s| s.as_ref().ok()),
+                cells: cells_of(rs, kept),
+                events: ev,
+            })
+            .collect();
+        timing::timings(&inputs, crate::clock::now())
+    }
+
     /// `GET /api/timing?scope=&run_set=`: one run set's timeline, and over
     /// the scope which timings count, the durations and the throughput.
     pub fn timing(&self, scope: Option<&str>, run_set: Option<&str>) -> Result<TimingView, ApiError> {
@@ -137,20 +170,7 @@ impl Campaign {
                 }));
             }
         }
-        let events: Vec<Arc<Vec<timing::TimedEvent>>> =
-            scoped.run_sets.iter().map(|(rs, _)| self.records.events(&rs.name)).collect();
-        let inputs: Vec<RunSetTiming> = scoped
-            .run_sets
-            .iter()
-            .zip(&events)
-            .map(|((rs, cells), ev)| RunSetTiming {
-                name: &rs.name,
-                spec: rs.spec.as_ref().and_then(|s| s.as_ref().ok()),
-                cells,
-                events: ev,
-            })
-            .collect();
-        let all = timing::timings(&inputs, crate::clock::now());
+        let all = self.timings_of(&scoped);
         let names = scoped.run_sets.iter().map(|(rs, _)| rs.name.clone()).collect();
         Ok(timing::timing_view(&all, names, run_set, scoped.scope.text()))
     }
@@ -265,6 +285,149 @@ impl Campaign {
     }
 }
 
+impl Campaign {
+    fn presets(&self) -> Result<runboard::results::cohorts::Presets, String> {
+        let path = self.records.root().join(runboard::results::cohorts::PRESETS_FILE);
+        let bytes = self.records.within().read_opt(&path).transpose()?;
+        runboard::results::cohorts::parse(bytes.as_deref())
+            .map_err(|e| format!("{}: {e}", runboard::results::cohorts::PRESETS_FILE))
+    }
+
+    /// `GET /api/cohorts`.
+    pub fn cohorts(&self) -> runboard::results::cohorts::CohortsView {
+        match self.presets() {
+            Ok(p) => runboard::results::cohorts::CohortsView { presets: p.presets, problem: None },
+            Err(e) => runboard::results::cohorts::CohortsView { presets: Vec::new(), problem: Some(e) },
+        }
+    }
+
+    /// Saves, renames or deletes a preset under the campaign lock, and
+    /// replaces the file atomically. A file that cannot be read is left as
+    /// it is (422, nothing changed).
+    pub fn cohort_edit(
+        &self,
+        edit: impl FnOnce(
+            &mut runboard::results::cohorts::Presets,
+            &[String],
+        ) -> Result<(), runboard::results::cohorts::EditError>,
+    ) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+        use runboard::results::cohorts::EditError;
+        let _lock = self.lock()?;
+        let mut presets =
+            self.presets().map_err(|e| ApiError::unreadable(format!("{e}; fix or remove it (nothing was changed)")))?;
+        let factors = self.records.matrix().factors.clone();
+        edit(&mut presets, &factors).map_err(|e| match e {
+            EditError::Refused(r) => ApiError::refused(r),
+            EditError::NoSuchPreset(n) => ApiError::not_found(format!("no cohort preset named {n:?}")),
+        })?;
+        let path = self.records.root().join(runboard::results::cohorts::PRESETS_FILE);
+        std::fs::create_dir_all(path.parent().unwrap_or(self.records.root()))
+            .map_err(|e| app::api::ssr::internal("making runsets/", e))?;
+        let bytes =
+            serde_json::to_vec_pretty(&presets).map_err(|e| app::api::ssr::internal("encoding the presets", e))?;
+        crate::atomic::write_atomic(&path, &bytes).map_err(|e| app::api::ssr::internal("writing the presets", e))?;
+        Ok(runboard::results::cohorts::CohortsView { presets: presets.presets, problem: None })
+    }
+
+    /// `GET /api/cohorts/compare?names=a,b`: each named preset's figures,
+    /// the first as the baseline.
+    pub fn cohort_compare(&self, names: Option<&str>) -> Result<runboard::results::cohorts::Comparison, ApiError> {
+        use runboard::results::cohorts::{compare, CohortFigures};
+        let presets = self.presets().map_err(ApiError::unreadable)?;
+        let names: Vec<&str> = names.unwrap_or("").split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+        let bad = |problem: String| {
+            ApiError::bad_query(&runboard::runview::trials::BadQuery {
+                field: "names".into(),
+                value: names.join(","),
+                problem,
+            })
+        };
+        if names.is_empty() {
+            return Err(bad("name one or more cohort presets, comma-separated".into()));
+        }
+        let unknown: Vec<&str> = names.iter().copied().filter(|n| presets.get(n).is_none()).collect();
+        if !unknown.is_empty() {
+            return Err(bad(format!("no preset named {}", unknown.join(", "))));
+        }
+        let cfg = self.config()?;
+        let mut figures = Vec::new();
+        for name in names {
+            let preset = presets.get(name).cloned().unwrap_or_else(|| unreachable!("checked above"));
+            let scoped = self.scoped(self.scope(Some(&preset.scope))?)?;
+            let outcomes = outcomes(&scoped, cfg.results.pass_score);
+            let passed = outcomes.iter().filter(|o| o.passed).count() as u64;
+            let all = self.timings_of(&scoped);
+            let validity = timing::validity(&all);
+            figures.push(CohortFigures {
+                name: preset.name.clone(),
+                scope: preset.scope.clone(),
+                passes: runboard::results::stats::Proportion::new(passed, outcomes.len() as u64),
+                run_sets: scoped.run_sets.len(),
+                tokens: outcomes.iter().filter_map(|o| o.tokens).sum(),
+                timing: timing::summary(&all),
+                timings_counted: validity.counted,
+                timings_not_counted: validity.not_counted,
+            });
+        }
+        Ok(compare(figures))
+    }
+}
+
+impl Campaign {
+    fn research_loaded(&self) -> runboard::results::research::Loaded {
+        let path = self.records.root().join(runboard::results::research::RESEARCH_FILE);
+        let bytes = self.records.within().read_opt(&path).and_then(Result::ok);
+        runboard::results::research::load(bytes.as_deref())
+    }
+
+    fn research_view(&self, loaded: runboard::results::research::Loaded) -> runboard::results::research::ResearchView {
+        use runboard::results::research::{linked_cohorts, summary, ResearchView};
+        let presets = self.presets().unwrap_or_default();
+        let pass_score = self.config().ok().and_then(|c| c.results.pass_score);
+        let mut rates = BTreeMap::new();
+        for name in linked_cohorts(&loaded.state) {
+            let Some(p) = presets.get(&name) else { continue };
+            let Ok(scope) = self.scope(Some(&p.scope)) else { continue };
+            let Ok(scoped) = self.scoped(scope) else { continue };
+            let o = outcomes(&scoped, pass_score);
+            let passed = o.iter().filter(|o| o.passed).count() as u64;
+            rates.insert(name, runboard::results::stats::Proportion::new(passed, o.len() as u64));
+        }
+        let summary = summary(&loaded.state, &rates);
+        ResearchView { state: loaded.state, repaired: loaded.repaired, summary }
+    }
+
+    /// `GET /api/research`: the research state (repaired if it must be), its summary.
+    pub fn research(&self) -> runboard::results::research::ResearchView {
+        self.research_view(self.research_loaded())
+    }
+
+    /// Changes the research state under the campaign lock: checked (422 with
+    /// every reason), stamped, and written whole, atomically.
+    pub fn research_edit(
+        &self,
+        edit: impl FnOnce(&mut runboard::results::research::ResearchState),
+    ) -> Result<runboard::results::research::ResearchView, ApiError> {
+        let _lock = self.lock()?;
+        let mut state = self.research_loaded().state;
+        edit(&mut state);
+        let names: Vec<String> = self.presets().unwrap_or_default().presets.into_iter().map(|p| p.name).collect();
+        let problems = runboard::results::research::problems(&state, &names);
+        if !problems.is_empty() {
+            return Err(ApiError::refused(problems));
+        }
+        state.updated_at = Some(crate::clock::now());
+        let path = self.records.root().join(runboard::results::research::RESEARCH_FILE);
+        std::fs::create_dir_all(path.parent().unwrap_or(self.records.root()))
+            .map_err(|e| app::api::ssr::internal("making research/", e))?;
+        let bytes =
+            serde_json::to_vec_pretty(&state).map_err(|e| app::api::ssr::internal("encoding the research state", e))?;
+        crate::atomic::write_atomic(&path, &bytes)
+            .map_err(|e| app::api::ssr::internal("writing the research state", e))?;
+        Ok(self.research_view(runboard::results::research::Loaded { state, repaired: Vec::new() }))
+    }
+}
+
 /// Every cell's latest ended record in scope, as an outcome.
 fn outcomes(scoped: &Scoped, pass_score: Option<f64>) -> Vec<core::Outcome> {
     let models: Vec<Option<String>> = scoped
@@ -276,7 +439,7 @@ fn outcomes(scoped: &Scoped, pass_score: Option<f64>) -> Vec<core::Outcome> {
         .run_sets
         .iter()
         .zip(&models)
-        .map(|((rs, cells), m)| RunSetRecords { name: &rs.name, model: m.as_deref(), cells })
+        .map(|((rs, kept), m)| RunSetRecords { name: &rs.name, model: m.as_deref(), cells: cells_of(rs, kept) })
         .collect();
     core::outcomes(&records, pass_score)
 }

@@ -1,0 +1,196 @@
+//! The Cohorts view, `/cohorts?compare=a,b&scope=`: named presets (a scope
+//! each, kept in `runsets/cohort_presets.json`) — save the scope in use as
+//! one, rename, delete — and two or more compared side by side on every
+//! evidence and timing figure, the first as the baseline. The cohorts
+//! compared are in the URL.
+
+use leptos::prelude::*;
+use leptos_router::hooks::query_signal;
+use runboard::results::cohorts::{Comparison, DeleteRequest, Preset, RenameRequest};
+use runboard::timefmt::duration_words;
+
+use crate::api::{cohort_delete, cohort_rename, cohort_save, get_cohort_compare, get_cohorts, ApiError, CompareQuery};
+use crate::chart::ChartFigure;
+use crate::scope::use_scope;
+
+fn names_of(list: &Option<String>) -> Vec<String> {
+    list.as_deref().unwrap_or("").split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned).collect()
+}
+
+#[component]
+pub fn CohortsPage() -> impl IntoView {
+    let (compare, set_compare) = query_signal::<String>("compare");
+    let (scope, _) = use_scope();
+    let refresh = RwSignal::new(0u64);
+    let presets = Resource::new(move || refresh.get(), |_| get_cohorts());
+    let comparison = Resource::new(
+        move || (compare.get(), refresh.get()),
+        |(names, _)| async move {
+            if names_of(&names).is_empty() {
+                None
+            } else {
+                Some(get_cohort_compare(CompareQuery { names }).await)
+            }
+        },
+    );
+    let said = RwSignal::new(None::<Result<String, ApiError>>);
+    let done = move |r: Result<String, ApiError>| {
+        said.set(Some(r));
+        refresh.update(|n| *n += 1);
+    };
+    let save = Action::new(move |p: &Preset| {
+        let p = p.clone();
+        async move { cohort_save(p.clone()).await.map(|_| format!("Saved {:?}.", p.name)) }
+    });
+    let rename = Action::new(move |r: &RenameRequest| {
+        let r = r.clone();
+        async move { cohort_rename(r.clone()).await.map(|_| format!("Renamed {:?} to {:?}.", r.from, r.to)) }
+    });
+    let delete = Action::new(move |d: &DeleteRequest| {
+        let d = d.clone();
+        async move { cohort_delete(d.clone()).await.map(|_| format!("Deleted {:?}.", d.name)) }
+    });
+    Effect::new(move |_| {
+        if let Some(r) = save.value().get() {
+            done(r);
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(r) = rename.value().get() {
+            done(r);
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(r) = delete.value().get() {
+            done(r);
+        }
+    });
+    let toggle = move |name: String| {
+        let mut names = names_of(&compare.get_untracked());
+        if let Some(i) = names.iter().position(|n| *n == name) {
+            names.remove(i);
+        } else {
+            names.push(name);
+        }
+        set_compare.set((!names.is_empty()).then(|| names.join(",")));
+    };
+    let (new_name, new_scope, new_note) =
+        (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(String::new()));
+    Effect::new(move |_| new_scope.set(scope.get().unwrap_or_default()));
+    view! {
+        <section class="cohorts">
+            <h1>"Cohorts"</h1>
+            {move || said.get().map(|r| match r {
+                Ok(t) => view! { <p class="said ok">{t}</p> }.into_any(),
+                Err(e) => view! {
+                    <div class="said error cohort-refused"><p>{e.to_string()}</p>
+                        <ul>{e.reasons.iter().map(|r| view! { <li class="reason">{r.clone()}</li> }).collect_view()}</ul></div>
+                }.into_any(),
+            })}
+            <form class="cohort-save" on:submit=move |ev| {
+                ev.prevent_default();
+                save.dispatch(Preset { name: new_name.get_untracked(), scope: new_scope.get_untracked(), note: new_note.get_untracked() });
+            }>
+                <label>"Name " <input type="text" name="name" prop:value=move || new_name.get() on:input=move |ev| new_name.set(event_target_value(&ev))/></label>
+                <label>"Scope " <input type="text" name="scope" size="40" placeholder="condition=base tag=nightly"
+                    prop:value=move || new_scope.get() on:input=move |ev| new_scope.set(event_target_value(&ev))/></label>
+                <label>"Note " <input type="text" name="note" prop:value=move || new_note.get() on:input=move |ev| new_note.set(event_target_value(&ev))/></label>
+                <button type="submit">"Save preset"</button>
+            </form>
+            <Transition fallback=|| view! { <p class="loading">"Reading the presets…"</p> }>
+                {move || presets.get().map(|res| match res {
+                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    Ok(v) => {
+                        let chosen = names_of(&compare.get());
+                        view! {
+                            {v.problem.clone().map(|p| view! { <p class="error presets-problem">{p}</p> })}
+                            {if v.presets.is_empty() {
+                                view! { <p class="empty">"No presets yet: save a scope above."</p> }.into_any()
+                            } else {
+                                view! {
+                                    <table class="presets">
+                                        <thead><tr><th>"Compare"</th><th>"Name"</th><th>"Scope"</th><th>"Note"</th><th>"Rename"</th><th>""</th></tr></thead>
+                                        <tbody>
+                                            {v.presets.into_iter().map(|p| {
+                                                let name = p.name.clone();
+                                                let (n1, n2, n3) = (name.clone(), name.clone(), name.clone());
+                                                let to = RwSignal::new(String::new());
+                                                view! {
+                                                    <tr data-name=name.clone()>
+                                                        <td><input type="checkbox" class="compare" prop:checked=chosen.contains(&name)
+                                                            on:change=move |_| toggle(n1.clone())/></td>
+                                                        <td>{name.clone()}</td>
+                                                        <td><a href=crate::scope::with_scope("/evidence", Some(&p.scope))><code>{p.scope.clone()}</code></a></td>
+                                                        <td>{p.note.clone()}</td>
+                                                        <td>
+                                                            <input type="text" class="rename-to" size="14" on:input=move |ev| to.set(event_target_value(&ev))/>
+                                                            <button type="button" class="rename" on:click=move |_| {
+                                                                rename.dispatch(RenameRequest { from: n2.clone(), to: to.get_untracked() });
+                                                            }>"Rename"</button>
+                                                        </td>
+                                                        <td><button type="button" class="delete" on:click=move |_| {
+                                                            delete.dispatch(DeleteRequest { name: n3.clone() });
+                                                        }>"Delete"</button></td>
+                                                    </tr>
+                                                }
+                                            }).collect_view()}
+                                        </tbody>
+                                    </table>
+                                }.into_any()
+                            }}
+                        }.into_any()
+                    }
+                })}
+            </Transition>
+            <Transition fallback=|| ()>
+                {move || comparison.get().flatten().map(|res| match res {
+                    Err(e) => view! { <p class="error">"Could not compare: " {e.to_string()}</p> }.into_any(),
+                    Ok(c) => comparison_view(&c).into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map(|x| format!("{:.0} %", x * 100.0)).unwrap_or_else(|| "—".into())
+}
+
+fn comparison_view(c: &Comparison) -> impl IntoView {
+    let diff_of = |name: &str| c.differences.iter().find(|d| d.name == name);
+    view! {
+        <h2>"Side by side"</h2>
+        <table class="cohort-comparison">
+            <thead><tr><th>"Cohort"</th><th>"Scope"</th><th>"Run sets"</th><th>"Ended cells"</th><th>"Passed"</th>
+                <th>"Rate [95 % Wilson]"</th><th>"Against the first [95 % Newcombe]"</th><th>"Tokens"</th>
+                <th>"Timings counted / not"</th><th>"Median"</th><th>"90th percentile"</th><th>"Tokens/s"</th></tr></thead>
+            <tbody>
+                {c.cohorts.iter().map(|f| {
+                    let d = diff_of(&f.name).map(|d| format!("{:+.0} points [{:+.0}, {:+.0}]{}", d.difference * 100.0,
+                        d.ci95.lo * 100.0, d.ci95.hi * 100.0, if d.clear { ", clear" } else { "" })).unwrap_or_else(|| "baseline".into());
+                    let ci = f.passes.ci95.map(|ci| format!(" [{:.0}–{:.0} %]", ci.lo * 100.0, ci.hi * 100.0)).unwrap_or_default();
+                    view! {
+                        <tr data-name=f.name.clone()>
+                            <td>{f.name.clone()}</td>
+                            <td><code>{f.scope.clone()}</code></td>
+                            <td>{f.run_sets}</td>
+                            <td class="n">{f.passes.n}</td>
+                            <td class="passes">{f.passes.successes}</td>
+                            <td class="rate">{format!("{}{ci}", pct(f.passes.rate))}</td>
+                            <td class="difference">{d}</td>
+                            <td>{f.tokens}</td>
+                            <td>{format!("{} / {}", f.timings_counted, f.timings_not_counted)}</td>
+                            <td>{f.timing.median_s.map(duration_words).unwrap_or_else(|| "—".into())}</td>
+                            <td>{f.timing.p90_s.map(duration_words).unwrap_or_else(|| "—".into())}</td>
+                            <td>{f.timing.tokens_per_s.map(|r| format!("{r:.1}")).unwrap_or_else(|| "—".into())}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+        <div class="charts">
+            <ChartFigure chart=c.charts.rates.clone() empty="" class="cohort-rates-chart"/>
+            <ChartFigure chart=c.charts.differences.clone() empty="" class="cohort-differences-chart"/>
+        </div>
+    }
+}
