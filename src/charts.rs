@@ -131,8 +131,17 @@ pub fn time_label(secs: f64, span: f64) -> String {
         format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day())
     } else if span > 86_400.0 {
         format!("{:02}-{:02} {:02}:{:02}", u8::from(t.month()), t.day(), t.hour(), t.minute())
-    } else {
+    } else if span > 120.0 {
         format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second())
+    } else {
+        // A short span: fractions of a second, so the ticks differ.
+        let t = time::OffsetDateTime::from_unix_timestamp(secs.floor() as i64).unwrap_or(t);
+        let frac = secs - secs.floor();
+        if span > 5.0 {
+            format!("{:02}:{:02}:{:02}.{}", t.hour(), t.minute(), t.second(), (frac * 10.0).floor() as u8)
+        } else {
+            format!("{:02}:{:02}:{:02}.{:02}", t.hour(), t.minute(), t.second(), (frac * 100.0).floor() as u8)
+        }
     }
 }
 
@@ -366,10 +375,11 @@ mod draw {
         Chart { title: title.into(), svg, table }
     }
 
-    /// Estimates with their intervals, one row each (a forest plot), on a
-    /// 0–100 % axis when `percent`, else around zero with a line at 0.
+    /// Proportions with their intervals, one row each (a forest plot), drawn
+    /// ×100: on a 0–100 % axis when `percent`, else as differences in
+    /// percentage points around zero, with a line at 0.
     pub fn intervals(title: &str, x_desc: &str, rows: &[IntervalRow], percent: bool) -> Chart {
-        let scale = if percent { 100.0 } else { 1.0 };
+        let scale = 100.0;
         let table = Table {
             columns: vec!["row".into(), x_desc.into(), "95 % low".into(), "95 % high".into()],
             rows: rows
@@ -383,7 +393,7 @@ mod draw {
         let (x0, x1) = if percent {
             (0.0, 100.0)
         } else {
-            let m = rows.iter().map(|r| r.lo.abs().max(r.hi.abs())).fold(0.05_f64, f64::max) * scale * 1.1;
+            let m = (rows.iter().map(|r| r.lo.abs().max(r.hi.abs())).fold(0.05_f64, f64::max) * scale * 1.1).min(110.0);
             (-m, m)
         };
         let n = rows.len();
@@ -392,6 +402,7 @@ mod draw {
             let mut chart = ChartBuilder::on(root)
                 .caption(title, (FONT, 20))
                 .margin(12)
+                .margin_right(30)
                 .x_label_area_size(36)
                 .y_label_area_size(170)
                 .build_cartesian_2d(x0..x1, (0..n as i32).into_segmented())

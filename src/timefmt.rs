@@ -132,6 +132,17 @@ pub fn duration_words(secs: f64) -> String {
     }
 }
 
+/// A measured duration in words: like [`duration_words`], but a short one
+/// keeps its fraction ("0.09 s", "4.5 s"), so fast cells do not all read "0 s".
+pub fn span_words(secs: f64) -> String {
+    match secs {
+        s if !s.is_finite() || s < 0.0 => "0 s".into(),
+        s if s < 1.0 => format!("{s:.2} s"),
+        s if s < 10.0 => format!("{s:.1} s"),
+        s => duration_words(s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,5 +199,13 @@ mod tests {
             assert_eq!(ago(Timestamp(now.0 - delta), now), want);
         }
         assert_eq!(ago(Timestamp(now.0 + 5), now), "just now");
+    }
+
+    #[test]
+    fn a_short_span_keeps_its_fraction() {
+        assert_eq!(span_words(0.093), "0.09 s");
+        assert_eq!(span_words(4.54), "4.5 s");
+        assert_eq!(span_words(75.0), "1 min");
+        assert_eq!(span_words(f64::NAN), "0 s");
     }
 }

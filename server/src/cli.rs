@@ -238,7 +238,7 @@ fn rate_text(p: &runboard::results::stats::Proportion) -> String {
 }
 
 fn timing_text(t: &runboard::results::timing::TimingView) -> String {
-    use runboard::timefmt::duration_words;
+    use runboard::timefmt::span_words as duration_words;
     let s = &t.summary;
     let mut out = format!(
         "Timings{}: {} cells count, {} do not.\n",

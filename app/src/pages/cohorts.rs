@@ -7,7 +7,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
 use runboard::results::cohorts::{Comparison, DeleteRequest, Preset, RenameRequest};
-use runboard::timefmt::duration_words;
+use runboard::timefmt::span_words as duration_words;
 
 use crate::api::{cohort_delete, cohort_rename, cohort_save, get_cohort_compare, get_cohorts, ApiError, CompareQuery};
 use crate::chart::ChartFigure;

@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 use runboard::results::report::Report;
-use runboard::timefmt::duration_words;
+use runboard::timefmt::span_words as duration_words;
 
 use crate::api::{get_report, get_reports_list, ScopeQuery};
 use crate::scope::{use_scope, with_scope, ScopeBar};

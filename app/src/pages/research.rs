@@ -11,9 +11,9 @@ use crate::api::{get_research, research_decide, research_save, ApiError};
 
 fn linked(list: &[(String, Option<runboard::results::stats::Proportion>)]) -> String {
     list.iter()
-        .map(|(n, p)| match p.as_ref().and_then(|p| p.rate.map(|r| (r, p.n))) {
-            Some((r, n)) => format!("{n_}: {:.0} % of {n}", r * 100.0, n_ = n),
-            None => format!("{n}: no figures"),
+        .map(|(name, p)| match p.as_ref().and_then(|p| p.rate.map(|r| (r, p.n))) {
+            Some((rate, n)) => format!("{name}: {:.0} % of {n}", rate * 100.0),
+            None => format!("{name}: no figures"),
         })
         .collect::<Vec<_>>()
         .join("; ")

@@ -7,7 +7,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
 use runboard::results::timing::{CellTiming, TimingSummary, TimingView};
-use runboard::timefmt::duration_words;
+use runboard::timefmt::span_words as duration_words;
 
 use crate::api::{get_timing, TimingQuery};
 use crate::chart::ChartFigure;
