@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { demoSession, watchErrors } from './support.mjs';
+import { join } from 'node:path';
 
 const session = demoSession();
 const open = (page, path) => session.open(page, path);
@@ -73,6 +74,10 @@ test('a call\'s reasoning, a memory diff, and an unreadable part', async () => {
   assert.ok(rows > 0, 'scored trials on the map');
   // Every trial's dot, plus one legend mark per group.
   assert.ok(dots >= rows && dots <= rows + 2, `${dots} dots for ${rows} trials`);
+  // RUNBOARD_SCREENSHOTS=<folder>: the picture docs/ shows of a run's page.
+  if (process.env.RUNBOARD_SCREENSHOTS) {
+    await page.screenshot({ path: join(process.env.RUNBOARD_SCREENSHOTS, 'run-page.png'), fullPage: true });
+  }
   await page.click('a[data-tab="refusals"]');
   await page.waitForSelector('table.refusals tr.refusal-group');
 
