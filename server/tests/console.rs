@@ -572,10 +572,25 @@ fn evidence_over_an_empty_campaign_and_a_broken_cell_record_answers() {
     let (code, e) = get(&s.addr, "/api/evidence");
     assert_eq!(code, 200, "{e}");
     assert_eq!((e["n"].as_u64(), e["overall"]["successes"].as_u64()), (Some(1), Some(1)), "{e}");
+    // Asked again after a record changed, the evidence follows (it is kept
+    // between asks only while nothing changed).
+    let mut rec: Value = serde_json::from_slice(&std::fs::read(cells.join(format!("{id}.json"))).unwrap()).unwrap();
+    rec["status"] = json!("failed");
+    rec["exit_code"] = json!(2);
+    std::fs::write(cells.join(format!("{id}.json.tmp")), rec.to_string()).unwrap();
+    std::fs::rename(cells.join(format!("{id}.json.tmp")), cells.join(format!("{id}.json"))).unwrap();
+    let (_, e) = get(&s.addr, "/api/evidence");
+    assert_eq!((e["n"].as_u64(), e["overall"]["successes"].as_u64()), (Some(1), Some(0)), "{e}");
+    let (_, x) = get(&s.addr, "/api/evidence/export");
+    assert_eq!(
+        x["rows"][0][x["columns"].as_array().unwrap().iter().position(|c| c == "passed").unwrap()],
+        false,
+        "{x}"
+    );
     let (code, t) = get(&s.addr, "/api/timing");
     assert_eq!(code, 200, "{t}");
     assert_eq!(t["cells"].as_array().map(Vec::len), Some(1), "the torn record is skipped: {t}");
-    assert_eq!(t["cells"][0]["why_not"], json!(["its record lacks a start or end time"]));
+    assert_eq!(t["cells"][0]["why_not"], json!(["not complete: it failed"]));
     // The overview and the report name the unreadable record.
     let (code, o) = get(&s.addr, "/api/overview");
     assert_eq!(code, 200, "{o}");

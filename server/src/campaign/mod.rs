@@ -63,6 +63,8 @@ pub struct Campaign {
     live_made: std::sync::Mutex<Option<(String, Instant, std::sync::Arc<LiveView>)>>,
     /// The coverage as last computed, and what it was computed from.
     coverage_made: std::sync::Mutex<Option<(CoverageKey, CoverageMade)>>,
+    /// The evidence and the export as last made, and from what.
+    results_made: results::ResultsMemo,
 }
 
 /// The matrix's and each run set's shared value (compared by pointer), and liveness.
@@ -87,6 +89,7 @@ impl Campaign {
             failures: std::sync::Mutex::new(None),
             live_made: std::sync::Mutex::new(None),
             coverage_made: std::sync::Mutex::new(None),
+            results_made: Default::default(),
         }
     }
 
