@@ -191,6 +191,21 @@ mod draw {
         }
     }
 
+    /// The legend of the series drawn with a label, framed, in a corner.
+    fn legend<'a, CT: plotters::coord::CoordTranslate>(
+        chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+        at: SeriesLabelPosition,
+    ) -> Result<(), String> {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(200, 204, 209))
+            .position(at)
+            .label_font((FONT, 14))
+            .draw()
+            .map_err(|e| e.to_string())
+    }
+
     fn colour(c: (u8, u8, u8)) -> RGBColor {
         RGBColor(c.0, c.1, c.2)
     }
@@ -280,14 +295,7 @@ mod draw {
                     .map_err(|e| e.to_string())?;
             }
             if series.len() > 1 {
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(RGBColor(200, 204, 209))
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .label_font((FONT, 14))
-                    .draw()
-                    .map_err(|e| e.to_string())?;
+                legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
             }
             Ok(())
         });
@@ -362,14 +370,7 @@ mod draw {
                     .label(p.word())
                     .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.9))
-                .border_style(RGBColor(200, 204, 209))
-                .position(SeriesLabelPosition::UpperRight)
-                .label_font((FONT, 14))
-                .draw()
-                .map_err(|e| e.to_string())?;
+            legend(&mut chart, SeriesLabelPosition::UpperRight)?;
             Ok(())
         });
         Chart { title: title.into(), svg, table }
@@ -527,14 +528,7 @@ mod draw {
                     .label(*name)
                     .legend(move |(x, y)| Circle::new((x + 6, y), 4, c.filled()));
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.9))
-                .border_style(RGBColor(200, 204, 209))
-                .position(SeriesLabelPosition::UpperRight)
-                .label_font((FONT, 14))
-                .draw()
-                .map_err(|e| e.to_string())?;
+            legend(&mut chart, SeriesLabelPosition::UpperRight)?;
             Ok(())
         });
         Chart { title: title.into(), svg, table }

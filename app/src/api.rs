@@ -564,11 +564,14 @@ pub async fn get_report(
     ssr::answer("reading the report", move |c| c.report(&run_set, &query)).await
 }
 
-/// `?names=a,b`: the cohort presets compared, the first as the baseline.
+/// `?names=a,b&by=`: the cohort presets compared, the first as the
+/// baseline, and the factor their evidence is grouped by (default `condition`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompareQuery {
     #[serde(default)]
     pub names: Option<String>,
+    #[serde(default)]
+    pub by: Option<String>,
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "cohorts")]

@@ -192,6 +192,9 @@ test('cohorts: presets saved, compared side by side as the API says, renamed and
     assert.equal(await page.textContent(`table.cohort-comparison tr[data-name="${c.name}"] td.passes`), String(c.passes.successes));
   }
   assert.match(await page.textContent('table.cohort-comparison tr[data-name="treat"] td.difference'), /-100 points/);
+  // Every evidence figure side by side: per task, one column per cohort.
+  assert.match(await page.textContent('table.side-by-side.by-task tr[data-level="t1"] td[data-cohort="treat"]'), /^0\/2 = 0 %/);
+  assert.match(await page.textContent('table.side-by-side.failure-reasons tr[data-reason="exit 1"]'), /exit 1\s*0\s*2/);
   await page.waitForSelector('figure.cohort-rates-chart .chart-svg svg');
   await shot(page, 'cohorts');
   await page.fill('table.presets tr[data-name="treat"] input.rename-to', 'treated');

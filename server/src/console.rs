@@ -277,7 +277,7 @@ impl Console for LocalConsole {
     }
 
     fn cohort_compare(&self, q: &app::api::CompareQuery) -> Result<runboard::results::cohorts::Comparison, ApiError> {
-        self.campaign.cohort_compare(q.names.as_deref())
+        self.campaign.cohort_compare(q.names.as_deref(), q.by.as_deref())
     }
 
     fn research(&self) -> Result<runboard::results::research::ResearchView, ApiError> {

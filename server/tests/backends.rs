@@ -331,10 +331,12 @@ fn slurm_refusals_and_pending_jobs_are_shown_as_slurm_says() {
     let (code, l) = post(&s.addr, "/api/control/start", json!({"path": second}));
     assert_eq!(code, 200, "{l}");
     let mut seen = String::new();
-    wait_for("the second pending", Duration::from_secs(20), || {
+    // Right after sbatch a job can be pending with no reason yet (Slurm
+    // assigns one at its next scheduling pass): wait for the reason.
+    wait_for("the second pending with Slurm's reason", Duration::from_secs(20), || {
         let (_, v) = live_state(&s.addr);
         seen = v["words"].as_str().unwrap_or("").to_owned();
-        v["unit"]["unit"] == l["unit"] && v["state"]["state"] == "starting"
+        v["unit"]["unit"] == l["unit"] && v["state"]["state"] == "starting" && seen.contains("Slurm: PENDING")
     });
     assert!(seen.contains("Slurm: PENDING (Resources)") || seen.contains("Slurm: PENDING (Priority)"), "{seen}");
     // It runs once the first ended.

@@ -553,6 +553,11 @@ fn evidence_over_an_empty_campaign_and_a_broken_cell_record_answers() {
         "{o}"
     );
     assert_eq!(get(&s.addr, "/api/reports").1, json!([]));
+    assert_eq!(get(&s.addr, "/api/cohorts"), (200, json!({"presets": [], "problem": null})));
+    let (code, r) = get(&s.addr, "/api/research");
+    assert_eq!((code, r["repaired"].clone(), r["state"]["questions"].clone()), (200, json!([]), json!([])), "{r}");
+    let (code, p) = get(&s.addr, "/api/publish/status");
+    assert_eq!((code, p["current_run_sets"].clone(), p["changed"].as_bool()), (200, json!([]), Some(true)), "{p}");
     drop(s);
     // One run set with a good record and a torn one: the torn one is skipped.
     let root = campaign(tmp.path(), 0.0);
@@ -731,8 +736,16 @@ fn cohort_presets_are_saved_renamed_deleted_and_compared_and_the_research_state_
     assert_eq!(code, 200, "{c}");
     let fig = |i: usize| (c["cohorts"][i]["passes"]["successes"].as_u64(), c["cohorts"][i]["passes"]["n"].as_u64());
     assert_eq!((fig(0), fig(1)), ((Some(2), Some(2)), (Some(0), Some(2))));
-    assert_eq!(c["cohorts"][0]["timings_counted"], 2);
-    assert_eq!(c["cohorts"][1]["timings_not_counted"], 2);
+    assert_eq!(c["cohorts"][0]["validity"]["counted"], 2);
+    assert_eq!(c["cohorts"][1]["validity"]["not_counted"], 2);
+    assert_eq!(c["cohorts"][1]["validity"]["reasons"], json!([["not complete", 2]]));
+    // Every evidence figure per cohort: by the factor, per task and model, failure axes.
+    assert_eq!(c["cohorts"][1]["evidence"]["failures_by_reason"], json!([["exit 1", 2]]));
+    assert_eq!(c["cohorts"][0]["evidence"]["by_task"][0]["passes"]["n"], 2);
+    assert_eq!(c["cohorts"][0]["evidence"]["charts"]["rates"]["svg"], "");
+    let (_, by_seed) = get(&s.addr, "/api/cohorts/compare?names=base,treated&by=seed");
+    assert_eq!(by_seed["cohorts"][0]["evidence"]["by"], "seed");
+    assert_eq!(get(&s.addr, "/api/cohorts/compare?names=base&by=colour").0, 422);
     assert!(c["cohorts"][0]["timing"]["median_s"].as_f64().is_some());
     assert_eq!(
         (c["differences"][0]["name"].as_str(), c["differences"][0]["difference"].as_f64()),

@@ -160,10 +160,13 @@ pub struct CohortFigures {
     pub passes: Proportion,
     pub run_sets: usize,
     pub tokens: u64,
+    /// Every evidence figure over the cohort's cells (by the factor asked
+    /// for; per task and model; failure axes), without charts.
+    pub evidence: super::Evidence,
     /// Timing over the cells in scope whose timings count.
     pub timing: TimingSummary,
-    pub timings_counted: u64,
-    pub timings_not_counted: u64,
+    /// Which timings count, and why the others do not.
+    pub validity: super::timing::Validity,
 }
 
 /// A cohort against the first: its pass rate minus the first's, with the
@@ -300,9 +303,9 @@ mod tests {
             passes: Proportion::new(s, n),
             run_sets: 1,
             tokens: 0,
+            evidence: crate::results::evidence(&[], "condition", &Default::default()),
             timing: TimingSummary::default(),
-            timings_counted: 0,
-            timings_not_counted: 0,
+            validity: Default::default(),
         };
         let c = compare(vec![fig("a", 2, 2), fig("b", 0, 2)]);
         assert_eq!(c.differences.len(), 1);

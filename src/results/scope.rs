@@ -137,6 +137,12 @@ impl Scope {
         })
     }
 
+    /// Whether a cell's record is in scope: its factors (and its run set's
+    /// model) match, and it ended (not yet ended: started) within the dates.
+    pub fn cell_matches(&self, c: &crate::drive::records::CellRecord, model: Option<&str>) -> bool {
+        self.factors_match(&c.factors, model) && self.day_matches(c.ended_at.as_deref().or(c.started_at.as_deref()))
+    }
+
     /// Whether a run set carrying these tags is in scope.
     pub fn tags_match(&self, run_set_tags: &[String]) -> bool {
         self.tags.is_empty() || self.tags.iter().any(|t| run_set_tags.contains(t))

@@ -20,16 +20,17 @@ fn names_of(list: &Option<String>) -> Vec<String> {
 #[component]
 pub fn CohortsPage() -> impl IntoView {
     let (compare, set_compare) = query_signal::<String>("compare");
+    let (by, set_by) = query_signal::<String>("by");
     let (scope, _) = use_scope();
     let refresh = RwSignal::new(0u64);
     let presets = Resource::new(move || refresh.get(), |_| get_cohorts());
     let comparison = Resource::new(
-        move || (compare.get(), refresh.get()),
-        |(names, _)| async move {
+        move || (compare.get(), by.get(), refresh.get()),
+        |(names, by, _)| async move {
             if names_of(&names).is_empty() {
                 None
             } else {
-                Some(get_cohort_compare(CompareQuery { names }).await)
+                Some(get_cohort_compare(CompareQuery { names, by }).await)
             }
         },
     );
@@ -145,7 +146,14 @@ pub fn CohortsPage() -> impl IntoView {
             <Transition fallback=|| ()>
                 {move || comparison.get().flatten().map(|res| match res {
                     Err(e) => view! { <p class="error">"Could not compare: " {e.to_string()}</p> }.into_any(),
-                    Ok(c) => comparison_view(&c).into_any(),
+                    Ok(c) => view! {
+                        <label class="compare-by">"Evidence by "
+                            <input type="text" name="by" size="12" placeholder="condition"
+                                prop:value=move || by.get().unwrap_or_default()
+                                on:change=move |ev| { let v = event_target_value(&ev); set_by.set((!v.trim().is_empty()).then_some(v)); }/>
+                        </label>
+                        {comparison_view(&c)}
+                    }.into_any(),
                 })}
             </Transition>
         </section>
@@ -179,7 +187,7 @@ fn comparison_view(c: &Comparison) -> impl IntoView {
                             <td class="rate">{format!("{}{ci}", pct(f.passes.rate))}</td>
                             <td class="difference">{d}</td>
                             <td>{f.tokens}</td>
-                            <td>{format!("{} / {}", f.timings_counted, f.timings_not_counted)}</td>
+                            <td>{format!("{} / {}", f.validity.counted, f.validity.not_counted)}</td>
                             <td>{f.timing.median_s.map(duration_words).unwrap_or_else(|| "—".into())}</td>
                             <td>{f.timing.p90_s.map(duration_words).unwrap_or_else(|| "—".into())}</td>
                             <td>{f.timing.tokens_per_s.map(|r| format!("{r:.1}")).unwrap_or_else(|| "—".into())}</td>
@@ -192,5 +200,79 @@ fn comparison_view(c: &Comparison) -> impl IntoView {
             <ChartFigure chart=c.charts.rates.clone() empty="" class="cohort-rates-chart"/>
             <ChartFigure chart=c.charts.differences.clone() empty="" class="cohort-differences-chart"/>
         </div>
+        {side_by_side("by-level", format!("By {}", c.cohorts.first().map(|f| f.evidence.by.clone()).unwrap_or_default()), c, |f| &f.evidence.groups)}
+        {side_by_side("by-task", "By task".into(), c, |f| &f.evidence.by_task)}
+        {side_by_side("by-model", "By model".into(), c, |f| &f.evidence.by_model)}
+        {counts_side_by_side("failure-reasons", "Failures by reason", c, |f| f.evidence.failures_by_reason.clone())}
+        {counts_side_by_side("validity-reasons", "Why timings do not count", c, |f| f.validity.reasons.clone())}
+    }
+}
+
+/// One row per level (in the first cohort's order, then the others'), one
+/// column per cohort: its pass rate there with the Wilson interval.
+fn side_by_side(
+    class: &'static str,
+    title: String,
+    c: &Comparison,
+    groups: impl Fn(&runboard::results::cohorts::CohortFigures) -> &Vec<runboard::results::Group>,
+) -> impl IntoView {
+    let mut levels: Vec<String> = Vec::new();
+    for f in &c.cohorts {
+        for g in groups(f) {
+            if !levels.contains(&g.level) {
+                levels.push(g.level.clone());
+            }
+        }
+    }
+    let cell = |f: &runboard::results::cohorts::CohortFigures, level: &str| {
+        groups(f).iter().find(|g| g.level == level).map_or("—".to_owned(), |g| {
+            let p = &g.passes;
+            match (p.rate, p.ci95) {
+                (Some(r), Some(ci)) => {
+                    format!("{}/{} = {} [{:.0}–{:.0} %]", p.successes, p.n, pct(Some(r)), ci.lo * 100.0, ci.hi * 100.0)
+                }
+                _ => "—".to_owned(),
+            }
+        })
+    };
+    view! {
+        <h3>{title}</h3>
+        <table class=format!("side-by-side {class}")>
+            <thead><tr><th>"Level"</th>{c.cohorts.iter().map(|f| view! { <th>{f.name.clone()}</th> }).collect_view()}</tr></thead>
+            <tbody>
+                {levels.iter().map(|l| view! {
+                    <tr data-level=l.clone()><td>{l.clone()}</td>
+                        {c.cohorts.iter().map(|f| view! { <td data-cohort=f.name.clone()>{cell(f, l)}</td> }).collect_view()}</tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+/// One row per reason, one column per cohort: how many cells.
+fn counts_side_by_side(
+    class: &'static str,
+    title: &'static str,
+    c: &Comparison,
+    counts: impl Fn(&runboard::results::cohorts::CohortFigures) -> Vec<(String, u64)>,
+) -> impl IntoView {
+    let per: Vec<Vec<(String, u64)>> = c.cohorts.iter().map(&counts).collect();
+    let mut reasons: Vec<String> = Vec::new();
+    for r in per.iter().flatten() {
+        if !reasons.contains(&r.0) {
+            reasons.push(r.0.clone());
+        }
+    }
+    view! {
+        <h3>{title}</h3>
+        <table class=format!("side-by-side {class}")>
+            <thead><tr><th>"Reason"</th>{c.cohorts.iter().map(|f| view! { <th>{f.name.clone()}</th> }).collect_view()}</tr></thead>
+            <tbody>
+                {reasons.iter().map(|r| view! {
+                    <tr data-reason=r.clone()><td>{r.clone()}</td>
+                        {per.iter().map(|p| view! { <td>{p.iter().find(|x| x.0 == *r).map_or(0, |x| x.1)}</td> }).collect_view()}</tr>
+                }).collect_view()}
+            </tbody>
+        </table>
     }
 }

@@ -90,13 +90,8 @@ impl Campaign {
                 if scope.factors.is_empty() && scope.from.is_none() && scope.to.is_none() {
                     return Some((rs, InScope::All));
                 }
-                let cells: Vec<CellRecord> = rs
-                    .cells
-                    .iter()
-                    .filter(|c| scope.factors_match(&c.factors, model.as_deref()))
-                    .filter(|c| scope.day_matches(c.ended_at.as_deref().or(c.started_at.as_deref())))
-                    .cloned()
-                    .collect();
+                let cells: Vec<CellRecord> =
+                    rs.cells.iter().filter(|c| scope.cell_matches(c, model.as_deref())).cloned().collect();
                 (!cells.is_empty()).then_some((rs, InScope::Some(cells)))
             })
             .collect();
@@ -322,13 +317,8 @@ impl Campaign {
         let cfg = self.config()?;
         let spec = rs.spec.as_ref().and_then(|s| s.as_ref().ok());
         let model = spec.and_then(|s| s.model.clone());
-        let cells: Vec<CellRecord> = rs
-            .cells
-            .iter()
-            .filter(|c| scope.factors_match(&c.factors, model.as_deref()))
-            .filter(|c| scope.day_matches(c.ended_at.as_deref().or(c.started_at.as_deref())))
-            .cloned()
-            .collect();
+        let cells: Vec<CellRecord> =
+            rs.cells.iter().filter(|c| scope.cell_matches(c, model.as_deref())).cloned().collect();
         let summary = self.run_sets().into_iter().find(|s| s.name == rs.name).unwrap_or_default();
         let price = model.as_deref().and_then(|m| cfg.model(m)).map(|m| m.price_per_1k_tokens).filter(|p| *p > 0.0);
         Ok(runboard::results::report::report(runboard::results::report::ReportInputs {
@@ -391,7 +381,11 @@ impl Campaign {
 
     /// `GET /api/cohorts/compare?names=a,b`: each named preset's figures,
     /// the first as the baseline.
-    pub fn cohort_compare(&self, names: Option<&str>) -> Result<runboard::results::cohorts::Comparison, ApiError> {
+    pub fn cohort_compare(
+        &self,
+        names: Option<&str>,
+        by: Option<&str>,
+    ) -> Result<runboard::results::cohorts::Comparison, ApiError> {
         use runboard::results::cohorts::{compare, CohortFigures};
         let presets = self.presets().map_err(ApiError::unreadable)?;
         let names: Vec<&str> = names.unwrap_or("").split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
@@ -410,6 +404,20 @@ impl Campaign {
             return Err(bad(format!("no preset named {}", unknown.join(", "))));
         }
         let cfg = self.config()?;
+        let matrix = self.records.matrix();
+        let by = by.map(str::trim).filter(|b| !b.is_empty()).unwrap_or("condition");
+        if by != "condition" && by != "model" && !matrix.factors.iter().any(|f| f == by) {
+            return Err(ApiError::bad_query(&runboard::runview::trials::BadQuery {
+                field: "by".into(),
+                value: by.to_owned(),
+                problem: format!("not a factor of the matrix (factors: {}, or model)", matrix.factors.join(", ")),
+            }));
+        }
+        let order: BTreeMap<String, Vec<String>> = matrix
+            .levels()
+            .into_iter()
+            .map(|(k, v)| (k, v.iter().map(runboard::matrix::value_text).collect()))
+            .collect();
         let mut figures = Vec::new();
         for name in names {
             let preset = presets.get(name).cloned().unwrap_or_else(|| unreachable!("checked above"));
@@ -417,16 +425,20 @@ impl Campaign {
             let outcomes = outcomes(&scoped, cfg.results.pass_score);
             let passed = outcomes.iter().filter(|o| o.passed).count() as u64;
             let all = self.timings_of(&scoped);
-            let validity = timing::validity(&all);
+            let mut evidence = core::evidence(&outcomes, by, &order);
+            // The comparison draws its own charts; each cohort's would be
+            // sent for nothing.
+            evidence.charts = Default::default();
+            evidence.scope = preset.scope.clone();
             figures.push(CohortFigures {
                 name: preset.name.clone(),
                 scope: preset.scope.clone(),
                 passes: runboard::results::stats::Proportion::new(passed, outcomes.len() as u64),
                 run_sets: scoped.run_sets.len(),
                 tokens: outcomes.iter().filter_map(|o| o.tokens).sum(),
+                evidence,
                 timing: timing::summary(&all),
-                timings_counted: validity.counted,
-                timings_not_counted: validity.not_counted,
+                validity: timing::validity(&all),
             });
         }
         Ok(compare(figures))
