@@ -4,7 +4,9 @@
 //! `cargo bench -p server --bench results`
 //!
 //! For each view's read — overview, evidence, evidence with a scope, the
-//! public export, timing, the report list and one report — the first answer
+//! public export, timing, the report list, one report, two cohorts compared,
+//! the research state (its summary counts two cohorts) and the publication
+//! status — the first answer
 //! of a fresh console ("server-cold": files in the page cache, nothing
 //! parsed) and the warm answer (median of 5, nothing changed), with the cost
 //! per 1,000 cells. All figures come from one run; compare ratios across
@@ -49,6 +51,21 @@ fn main() {
         }
         std::fs::write(root.join("runsets").join(&name).join("events.jsonl"), ev).unwrap();
     }
+    // Two cohort presets and a research question linking them.
+    std::fs::write(
+        root.join("runsets/cohort_presets.json"),
+        json!({"schema_version": 1, "presets": [{"name": "c0", "scope": "condition=c0"}, {"name": "c1", "scope": "condition=c1"}]})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("research")).unwrap();
+    std::fs::write(
+        root.join("research/state.json"),
+        json!({"schema_version": 1, "questions": [{"id": "q1", "text": "c1 against c0?",
+               "hypotheses": [{"id": "h1", "text": "c1 passes more", "cohorts": ["c0", "c1"]}]}]})
+        .to_string(),
+    )
+    .unwrap();
     eprintln!("generated {RUN_SETS} run sets × {CELLS} cells (with events) in {:.1} s", t.elapsed().as_secs_f64());
     let cells = (RUN_SETS * CELLS) as f64;
     type Read<'a> = Box<dyn Fn(&server::campaign::Campaign) + 'a>;
@@ -59,6 +76,15 @@ fn main() {
         ("export", Box::new(|c| assert_eq!(c.evidence_export(None).unwrap().rows.len(), RUN_SETS * CELLS))),
         ("timing", Box::new(|c| assert_eq!(c.timing(None, None).unwrap().validity.counted as usize, RUN_SETS * CELLS))),
         ("report list", Box::new(|c| assert_eq!(c.reports(None).unwrap().len(), RUN_SETS))),
+        (
+            "cohorts compared (2)",
+            Box::new(|c| assert_eq!(c.cohort_compare(Some("c0,c1"), None).unwrap().cohorts.len(), 2)),
+        ),
+        ("research state", Box::new(|c| assert_eq!(c.research().summary.questions.len(), 1))),
+        (
+            "publish status",
+            Box::new(|c| assert_eq!(server::publish::status(c).unwrap().current_run_sets.len(), RUN_SETS)),
+        ),
         ("one report", Box::new(|c| assert_eq!(c.report("rs-0500", None, &[]).unwrap().cells.len(), CELLS))),
     ];
     println!("results views over {RUN_SETS} run sets × {CELLS} cells ({} cells):", RUN_SETS * CELLS);
