@@ -31,6 +31,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Writes `value` as pretty JSON to `path` with [`write_atomic`], making
+/// its folder first.
+pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(dir)?;
+    }
+    write_atomic(path, &serde_json::to_vec_pretty(value).map_err(io::Error::other)?)
+}
+
 /// Removes the temporary files of `path` that writers which died before
 /// their rename left behind (their process is gone). Best effort.
 pub fn sweep_stale_temps(path: &Path) {

@@ -238,7 +238,7 @@ fn rate_text(p: &runboard::results::stats::Proportion) -> String {
 }
 
 fn timing_text(t: &runboard::results::timing::TimingView) -> String {
-    use runboard::timefmt::span_words as duration_words;
+    use runboard::timefmt::span_words;
     let s = &t.summary;
     let mut out = format!(
         "Timings{}: {} cells count, {} do not.\n",
@@ -247,7 +247,7 @@ fn timing_text(t: &runboard::results::timing::TimingView) -> String {
         t.validity.not_counted
     );
     if let (Some(m), Some(p)) = (s.median_s, s.p90_s) {
-        out += &format!("  duration: median {}, 90th percentile {}\n", duration_words(m), duration_words(p));
+        out += &format!("  duration: median {}, 90th percentile {}\n", span_words(m), span_words(p));
     }
     if let Some(r) = s.tokens_per_s {
         out += &format!("  throughput: {r:.1} tokens/s over {} tokens\n", s.tokens);
@@ -256,7 +256,7 @@ fn timing_text(t: &runboard::results::timing::TimingView) -> String {
         out += &format!(
             "  {e}: {} counted{}\n",
             es.counted,
-            es.median_s.map(|m| format!(", median {}", duration_words(m))).unwrap_or_default()
+            es.median_s.map(|m| format!(", median {}", span_words(m))).unwrap_or_default()
         );
     }
     for (reason, n) in &t.validity.reasons {
@@ -266,7 +266,7 @@ fn timing_text(t: &runboard::results::timing::TimingView) -> String {
         out += &format!("{rs}:\n");
         for c in &t.cells {
             let phases: Vec<String> =
-                c.segments.iter().map(|s| format!("{} {}", s.phase.word(), duration_words(s.to - s.from))).collect();
+                c.segments.iter().map(|s| format!("{} {}", s.phase.word(), span_words(s.to - s.from))).collect();
             out += &format!(
                 "  {} {:?}: {}{}\n",
                 c.cell,

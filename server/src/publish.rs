@@ -84,13 +84,11 @@ pub fn push(campaign: &Campaign) -> Result<Started, ApiError> {
     let export = campaign.evidence_export(None)?;
     let json_path = dir.join("evidence.json");
     let csv_path = dir.join("evidence.csv");
-    let json = serde_json::to_vec_pretty(&export).map_err(|e| app::api::ssr::internal("encoding the export", e))?;
-    crate::atomic::write_atomic(&json_path, &json).map_err(|e| app::api::ssr::internal("writing the export", e))?;
+    crate::atomic::write_json(&json_path, &export).map_err(|e| app::api::ssr::internal("writing the export", e))?;
     crate::atomic::write_atomic(&csv_path, runboard::results::export::to_csv(&export).as_bytes())
         .map_err(|e| app::api::ssr::internal("writing the export", e))?;
     let started = Running { started_at: crate::clock::now() };
-    let running_json = serde_json::to_vec(&started).unwrap_or_default();
-    crate::atomic::write_atomic(&root.join(RUNNING_FILE), &running_json)
+    crate::atomic::write_json(&root.join(RUNNING_FILE), &started)
         .map_err(|e| app::api::ssr::internal("recording the push", e))?;
     let env: Vec<(String, String)> = vec![
         ("RUNBOARD_ROOT".into(), root.display().to_string()),
@@ -122,12 +120,11 @@ pub fn push(campaign: &Campaign) -> Result<Started, ApiError> {
             content_hash: export.provenance.content_hash,
             run_sets: export.provenance.run_sets,
         };
-        let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
-        if let Err(e) = crate::atomic::write_atomic(&root.join(LAST_FILE), &bytes) {
+        if let Err(e) = crate::atomic::write_json(&root.join(LAST_FILE), &record) {
             tracing::error!("recording the push: {e}");
         }
         if record.succeeded() {
-            if let Err(e) = crate::atomic::write_atomic(&root.join(PUBLISHED_FILE), &bytes) {
+            if let Err(e) = crate::atomic::write_json(&root.join(PUBLISHED_FILE), &record) {
                 tracing::error!("recording the publication: {e}");
             }
         }

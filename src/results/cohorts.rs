@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::scope::Scope;
-use super::stats::{difference, Interval, Proportion, Z95};
+use super::stats::{Interval, Proportion};
 use super::timing::TimingSummary;
 
 /// The presets file, under the campaign root.
@@ -191,59 +191,34 @@ pub struct Comparison {
 
 /// The comparison of cohorts' figures, the first as baseline.
 pub fn compare(cohorts: Vec<CohortFigures>) -> Comparison {
-    let differences = match cohorts.split_first() {
-        None => Vec::new(),
-        Some((base, rest)) => rest
+    // Each cohort as a group of its own: the evidence's comparison and
+    // charts serve it as they serve a factor's levels.
+    let groups: Vec<super::Group> =
+        cohorts.iter().map(|c| super::Group { level: c.name.clone(), passes: c.passes }).collect();
+    let compared = super::comparisons(&groups);
+    #[cfg_attr(not(feature = "charts"), allow(unused_mut))]
+    let mut out = Comparison {
+        differences: compared
             .iter()
-            .filter_map(|c| {
-                let (d, ci) = difference(c.passes.successes, c.passes.n, base.passes.successes, base.passes.n, Z95)?;
-                Some(CohortDifference {
-                    name: c.name.clone(),
-                    baseline: base.name.clone(),
-                    difference: d,
-                    clear: ci.lo > 0.0 || ci.hi < 0.0,
-                    ci95: ci,
-                })
+            .map(|c| CohortDifference {
+                name: c.level.clone(),
+                baseline: c.baseline.clone(),
+                difference: c.difference,
+                ci95: c.ci95,
+                clear: c.clear,
             })
             .collect(),
+        cohorts,
+        charts: Default::default(),
     };
-    #[cfg_attr(not(feature = "charts"), allow(unused_mut))]
-    let mut out = Comparison { cohorts, differences, charts: Default::default() };
     #[cfg(feature = "charts")]
     {
-        use crate::charts::{intervals, IntervalRow};
-        let rates: Vec<IntervalRow> = out
-            .cohorts
-            .iter()
-            .filter_map(|c| {
-                let (rate, ci) = (c.passes.rate?, c.passes.ci95.as_ref()?);
-                Some(IntervalRow {
-                    label: format!("{} (n={})", c.name, c.passes.n),
-                    estimate: rate,
-                    lo: ci.lo,
-                    hi: ci.hi,
-                })
-            })
-            .collect();
-        let diffs: Vec<IntervalRow> = out
-            .differences
-            .iter()
-            .map(|d| IntervalRow {
-                label: format!("{} − {}", d.name, d.baseline),
-                estimate: d.difference,
-                lo: d.ci95.lo,
-                hi: d.ci95.hi,
-            })
-            .collect();
-        out.charts = super::EvidenceCharts {
-            rates: intervals("Pass rate by cohort (95 % Wilson interval)", "pass rate (%)", &rates, true),
-            differences: intervals(
-                "Difference to the first cohort (95 % Newcombe interval)",
-                "difference in pass rate (percentage points)",
-                &diffs,
-                false,
-            ),
-        };
+        out.charts = super::interval_charts(
+            &groups,
+            &compared,
+            "Pass rate by cohort (95 % Wilson interval)",
+            "Difference to the first cohort (95 % Newcombe interval)",
+        );
     }
     out
 }

@@ -194,26 +194,34 @@ pub fn groups(outcomes: &[Outcome], factor: &str, order: &[String]) -> Vec<Group
         .collect()
 }
 
+/// Each group after the first against the first (the baseline): the
+/// difference of their pass rates with its 95 % Newcombe interval.
+pub fn comparisons(groups: &[Group]) -> Vec<Comparison> {
+    let Some((base, rest)) = groups.split_first() else { return Vec::new() };
+    rest.iter()
+        .filter_map(|g| {
+            let (d, ci) = difference(g.passes.successes, g.passes.n, base.passes.successes, base.passes.n, Z95)?;
+            Some(Comparison {
+                level: g.level.clone(),
+                baseline: base.level.clone(),
+                difference: d,
+                clear: ci.lo > 0.0 || ci.hi < 0.0,
+                ci95: ci,
+            })
+        })
+        .collect()
+}
+
+/// The pass rate of these outcomes.
+pub fn pass_rate(outcomes: &[Outcome]) -> Proportion {
+    Proportion::new(outcomes.iter().filter(|o| o.passed).count() as u64, outcomes.len() as u64)
+}
+
 /// The evidence by `by` (levels ordered as the matrix plans them: `order`).
 pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<String>>) -> Evidence {
     let empty = Vec::new();
     let groups_by = groups(outcomes, by, order.get(by).unwrap_or(&empty));
-    let comparisons = match groups_by.split_first() {
-        None => Vec::new(),
-        Some((base, rest)) => rest
-            .iter()
-            .filter_map(|g| {
-                let (d, ci) = difference(g.passes.successes, g.passes.n, base.passes.successes, base.passes.n, Z95)?;
-                Some(Comparison {
-                    level: g.level.clone(),
-                    baseline: base.level.clone(),
-                    difference: d,
-                    clear: ci.lo > 0.0 || ci.hi < 0.0,
-                    ci95: ci,
-                })
-            })
-            .collect(),
-    };
+    let comparisons = comparisons(&groups_by);
     let mut failures_by_factor = BTreeMap::new();
     let factors: std::collections::BTreeSet<&String> = outcomes.iter().flat_map(|o| o.factors.keys()).collect();
     for f in factors {
@@ -231,12 +239,11 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
     }
     let mut failures_by_reason: Vec<(String, u64)> = reasons.into_iter().collect();
     failures_by_reason.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let passes = outcomes.iter().filter(|o| o.passed).count() as u64;
     #[cfg_attr(not(feature = "charts"), allow(unused_mut))]
     let mut e = Evidence {
         by: by.to_owned(),
         n: outcomes.len() as u64,
-        overall: Proportion::new(passes, outcomes.len() as u64),
+        overall: pass_rate(outcomes),
         comparisons,
         by_task: groups(outcomes, "task", order.get("task").unwrap_or(&empty)),
         by_model: groups(outcomes, "model", order.get("model").unwrap_or(&empty)),
@@ -248,24 +255,34 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
     };
     #[cfg(feature = "charts")]
     {
-        e.charts = evidence_charts(&e);
+        e.charts = interval_charts(
+            &e.groups,
+            &e.comparisons,
+            &format!("Pass rate by {} (95 % Wilson interval)", e.by),
+            "Difference to the baseline (95 % Newcombe interval)",
+        );
     }
     e
 }
 
+/// The rates of `groups` with their Wilson intervals, and the `comparisons`
+/// with their Newcombe intervals, drawn (the evidence's and the cohorts').
 #[cfg(feature = "charts")]
-fn evidence_charts(e: &Evidence) -> EvidenceCharts {
+pub fn interval_charts(
+    groups: &[Group],
+    comparisons: &[Comparison],
+    rates_title: &str,
+    differences_title: &str,
+) -> EvidenceCharts {
     use crate::charts::{intervals, IntervalRow};
-    let rates: Vec<IntervalRow> = e
-        .groups
+    let rates: Vec<IntervalRow> = groups
         .iter()
         .filter_map(|g| {
             let (rate, ci) = (g.passes.rate?, g.passes.ci95.as_ref()?);
             Some(IntervalRow { label: format!("{} (n={})", g.level, g.passes.n), estimate: rate, lo: ci.lo, hi: ci.hi })
         })
         .collect();
-    let diffs: Vec<IntervalRow> = e
-        .comparisons
+    let diffs: Vec<IntervalRow> = comparisons
         .iter()
         .map(|c| IntervalRow {
             label: format!("{} − {}", c.level, c.baseline),
@@ -275,13 +292,8 @@ fn evidence_charts(e: &Evidence) -> EvidenceCharts {
         })
         .collect();
     EvidenceCharts {
-        rates: intervals(&format!("Pass rate by {} (95 % Wilson interval)", e.by), "pass rate (%)", &rates, true),
-        differences: intervals(
-            "Difference to the baseline (95 % Newcombe interval)",
-            "difference in pass rate (percentage points)",
-            &diffs,
-            false,
-        ),
+        rates: intervals(rates_title, "pass rate (%)", &rates, true),
+        differences: intervals(differences_title, "difference in pass rate (percentage points)", &diffs, false),
     }
 }
 

@@ -7,7 +7,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
 use runboard::results::cohorts::{Comparison, DeleteRequest, Preset, RenameRequest};
-use runboard::timefmt::span_words as duration_words;
+use runboard::timefmt::span_words;
 
 use crate::api::{cohort_delete, cohort_rename, cohort_save, get_cohort_compare, get_cohorts, ApiError, CompareQuery};
 use crate::chart::ChartFigure;
@@ -188,8 +188,8 @@ fn comparison_view(c: &Comparison) -> impl IntoView {
                             <td class="difference">{d}</td>
                             <td>{f.tokens}</td>
                             <td>{format!("{} / {}", f.validity.counted, f.validity.not_counted)}</td>
-                            <td>{f.timing.median_s.map(duration_words).unwrap_or_else(|| "—".into())}</td>
-                            <td>{f.timing.p90_s.map(duration_words).unwrap_or_else(|| "—".into())}</td>
+                            <td>{f.timing.median_s.map(span_words).unwrap_or_else(|| "—".into())}</td>
+                            <td>{f.timing.p90_s.map(span_words).unwrap_or_else(|| "—".into())}</td>
                             <td>{f.timing.tokens_per_s.map(|r| format!("{r:.1}")).unwrap_or_else(|| "—".into())}</td>
                         </tr>
                     }
@@ -225,15 +225,7 @@ fn side_by_side(
         }
     }
     let cell = |f: &runboard::results::cohorts::CohortFigures, level: &str| {
-        groups(f).iter().find(|g| g.level == level).map_or("—".to_owned(), |g| {
-            let p = &g.passes;
-            match (p.rate, p.ci95) {
-                (Some(r), Some(ci)) => {
-                    format!("{}/{} = {} [{:.0}–{:.0} %]", p.successes, p.n, pct(Some(r)), ci.lo * 100.0, ci.hi * 100.0)
-                }
-                _ => "—".to_owned(),
-            }
-        })
+        groups(f).iter().find(|g| g.level == level).map_or("—".to_owned(), |g| super::evidence::rate_words(&g.passes))
     };
     view! {
         <h3>{title}</h3>

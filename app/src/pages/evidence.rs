@@ -69,7 +69,8 @@ fn pct(x: f64) -> String {
     format!("{:.0} %", x * 100.0)
 }
 
-fn rate_words(p: &Proportion) -> String {
+/// `2/2 = 100 % [34 %–100 %]`: passes of n, the rate and its Wilson interval.
+pub(crate) fn rate_words(p: &Proportion) -> String {
     match (p.rate, p.ci95) {
         (Some(r), Some(ci)) => format!("{}/{} = {} [{}–{}]", p.successes, p.n, pct(r), pct(ci.lo), pct(ci.hi)),
         _ => "no ended cell".into(),

@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 use runboard::results::report::Report;
-use runboard::timefmt::span_words as duration_words;
+use runboard::timefmt::span_words;
 
 use crate::api::{get_report, get_reports_list, ScopeQuery};
 use crate::scope::{use_scope, with_scope, ScopeBar};
@@ -71,7 +71,7 @@ pub fn ReportPage() -> impl IntoView {
 }
 
 fn opt_secs(s: Option<f64>) -> String {
-    s.map(duration_words).unwrap_or_else(|| "—".into())
+    s.map(span_words).unwrap_or_else(|| "—".into())
 }
 
 fn body(r: &Report) -> impl IntoView {

@@ -7,7 +7,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
 use runboard::results::timing::{CellTiming, TimingSummary, TimingView};
-use runboard::timefmt::span_words as duration_words;
+use runboard::timefmt::span_words;
 
 use crate::api::{get_timing, TimingQuery};
 use crate::chart::ChartFigure;
@@ -52,7 +52,7 @@ pub fn TimingPage() -> impl IntoView {
 }
 
 fn secs(s: Option<f64>) -> String {
-    s.map(duration_words).unwrap_or_else(|| "—".into())
+    s.map(span_words).unwrap_or_else(|| "—".into())
 }
 
 fn rate(r: Option<f64>) -> String {
@@ -75,7 +75,7 @@ fn summary_row(name: String, s: &TimingSummary) -> impl IntoView {
 
 fn cell_row(c: &CellTiming) -> impl IntoView {
     let phases: Vec<String> =
-        c.segments.iter().map(|s| format!("{} {}", s.phase.word(), duration_words(s.to - s.from))).collect();
+        c.segments.iter().map(|s| format!("{} {}", s.phase.word(), span_words(s.to - s.from))).collect();
     view! {
         <tr data-cell=c.cell.clone() class=if c.counts { "counts" } else { "not-counted" }>
             <td>{c.cell.clone()}</td>

@@ -285,11 +285,15 @@ impl Campaign {
     }
 
     pub fn run_sets(&self) -> Vec<RunSetSummary> {
+        self.summaries(&self.records.run_sets())
+    }
+
+    /// These run sets as the Run sets page shows them (tags and committed
+    /// specs read once for all).
+    pub fn summaries(&self, sets: &[std::sync::Arc<records::RunSetRead>]) -> Vec<RunSetSummary> {
         let tags = self.records.tags().unwrap_or_default();
         let (index, _) = self.records.run_index();
-        self.records
-            .run_sets()
-            .iter()
+        sets.iter()
             .map(|rs| {
                 let mut s = RunSetSummary::from_outcome(&rs.name, rs.outcome_ok());
                 s.live = self.records.is_live(rs);

@@ -53,12 +53,42 @@ pub struct ResultsMemo {
     export: std::sync::Mutex<Option<(MemoKey, core::export::Export)>>,
 }
 
+/// The run set's model (from the spec it was driven with).
+fn model_of(rs: &RunSetRead) -> Option<&str> {
+    rs.spec.as_ref().and_then(|s| s.as_ref().ok()).and_then(|s| s.model.as_deref())
+}
+
+/// The records of a run set that a scope keeps.
+fn scope_cells(scope: &Scope, rs: &RunSetRead) -> Vec<CellRecord> {
+    rs.cells.iter().filter(|c| scope.cell_matches(c, model_of(rs))).cloned().collect()
+}
+
 /// A run set's cells in scope.
 fn cells_of<'a>(rs: &'a RunSetRead, kept: &'a InScope) -> &'a [CellRecord] {
     match kept {
         InScope::All => &rs.cells,
         InScope::Some(v) => v,
     }
+}
+
+/// The factor evidence is grouped by: `condition` unless one is asked for,
+/// which must be a factor of the matrix or `model` (the default is always
+/// answered: an empty campaign has no factors yet).
+fn by_factor<'a>(matrix: &runboard::matrix::Matrix, by: Option<&'a str>) -> Result<&'a str, ApiError> {
+    let Some(asked) = by.map(str::trim).filter(|b| !b.is_empty()) else { return Ok("condition") };
+    if asked == "model" || matrix.factors.iter().any(|f| f == asked) {
+        return Ok(asked);
+    }
+    Err(ApiError::bad_query(&runboard::runview::trials::BadQuery {
+        field: "by".into(),
+        value: asked.to_owned(),
+        problem: format!("not a factor of the matrix (factors: {}, or model)", matrix.factors.join(", ")),
+    }))
+}
+
+/// Each factor's levels as text, in the matrix's order (how groups are listed).
+fn level_order(matrix: &runboard::matrix::Matrix) -> BTreeMap<String, Vec<String>> {
+    matrix.levels().into_iter().map(|(k, v)| (k, v.iter().map(runboard::matrix::value_text).collect())).collect()
 }
 
 impl Campaign {
@@ -80,18 +110,19 @@ impl Campaign {
     /// yet ended, started) within its dates.
     pub fn scoped(&self, scope: Scope) -> Result<Scoped, ApiError> {
         let tags = if scope.tags.is_empty() { None } else { Some(self.records.tags().map_err(ApiError::unreadable)?) };
+        // Only factors and dates choose cells; without them a run set's
+        // cells are all in scope, shared as read.
+        let filters_cells = !scope.factors.is_empty() || scope.from.is_some() || scope.to.is_some();
         let mut run_sets: Vec<(Arc<RunSetRead>, InScope)> = self
             .records
             .run_sets()
             .into_iter()
             .filter(|rs| tags.as_ref().is_none_or(|t| scope.tags_match(&t.of(&rs.name))))
             .filter_map(|rs| {
-                let model = rs.spec.as_ref().and_then(|s| s.as_ref().ok()).and_then(|s| s.model.clone());
-                if scope.factors.is_empty() && scope.from.is_none() && scope.to.is_none() {
+                if !filters_cells {
                     return Some((rs, InScope::All));
                 }
-                let cells: Vec<CellRecord> =
-                    rs.cells.iter().filter(|c| scope.cell_matches(c, model.as_deref())).cloned().collect();
+                let cells = scope_cells(&scope, &rs);
                 (!cells.is_empty()).then_some((rs, InScope::Some(cells)))
             })
             .collect();
@@ -105,18 +136,7 @@ impl Campaign {
     pub fn evidence(&self, by: Option<&str>, scope: Option<&str>) -> Result<core::Evidence, ApiError> {
         let cfg = self.config()?;
         let matrix = self.records.matrix();
-        let asked = by.map(str::trim).filter(|b| !b.is_empty());
-        let by = asked.unwrap_or("condition");
-        // The default is always answered (an empty campaign has no factors
-        // yet); a factor asked for by name must exist.
-        let known = asked.is_none() || matrix.factors.iter().any(|f| f == by) || by == "model";
-        if !known {
-            return Err(ApiError::bad_query(&runboard::runview::trials::BadQuery {
-                field: "by".into(),
-                value: by.to_owned(),
-                problem: format!("not a factor of the matrix (factors: {}, or model)", matrix.factors.join(", ")),
-            }));
-        }
+        let by = by_factor(&matrix, by)?;
         let scoped = self.scoped(self.scope(scope)?)?;
         let key = MemoKey {
             sets: scoped.run_sets.iter().map(|(rs, _)| rs.clone()).collect(),
@@ -130,12 +150,7 @@ impl Campaign {
             }
         }
         let outcomes = outcomes(&scoped, cfg.results.pass_score);
-        let order: BTreeMap<String, Vec<String>> = matrix
-            .levels()
-            .into_iter()
-            .map(|(k, v)| (k, v.iter().map(runboard::matrix::value_text).collect()))
-            .collect();
-        let mut e = core::evidence(&outcomes, by, &order);
+        let mut e = core::evidence(&outcomes, by, &level_order(&matrix));
         e.scope = scoped.scope.text();
         *made = Some((key, e.clone()));
         Ok(e)
@@ -237,7 +252,8 @@ impl Campaign {
     pub fn overview(&self) -> Result<runboard::results::overview::OverviewView, ApiError> {
         use runboard::results::overview::{self as ov, Attention, OverviewView, Totals};
         let live = self.live_shared();
-        let mut run_sets = self.run_sets();
+        let sets = self.records.run_sets();
+        let mut run_sets = self.summaries(&sets);
         run_sets.sort_by(|a, b| b.started_at.cmp(&a.started_at).then_with(|| b.name.cmp(&a.name)));
         // The autopilot's state as it is on disk (read quietly: this page is
         // polled, and the Auto page names repairs).
@@ -259,7 +275,6 @@ impl Campaign {
                 href: "/coverage".into(),
             });
         }
-        let sets = self.records.run_sets();
         let points = ov::progress(sets.iter().flat_map(|rs| rs.cells.iter()), crate::clock::now(), ov::SAMPLES);
         let last = points.last().copied();
         let series = |name: &str, f: fn(&ov::ProgressPoint) -> usize| runboard::charts::Series {
@@ -295,11 +310,10 @@ impl Campaign {
     /// `GET /api/reports?scope=`: the run sets with cells in scope, newest
     /// first.
     pub fn reports(&self, scope: Option<&str>) -> Result<Vec<runboard::runsets::RunSetSummary>, ApiError> {
-        let scoped = self.scoped(self.scope(scope)?)?;
-        let by_name: BTreeMap<String, runboard::runsets::RunSetSummary> =
-            self.run_sets().into_iter().map(|s| (s.name.clone(), s)).collect();
         // Those with a cell in scope (its factors, and the day it ended).
-        Ok(scoped.run_sets.iter().filter_map(|(rs, _)| by_name.get(&rs.name).cloned()).collect())
+        let scoped = self.scoped(self.scope(scope)?)?;
+        let sets: Vec<Arc<RunSetRead>> = scoped.run_sets.into_iter().map(|(rs, _)| rs).collect();
+        Ok(self.summaries(&sets))
     }
 
     /// `GET /api/reports/{run_set}?scope=`: one run set's report, its cells
@@ -316,11 +330,9 @@ impl Campaign {
         };
         let cfg = self.config()?;
         let spec = rs.spec.as_ref().and_then(|s| s.as_ref().ok());
-        let model = spec.and_then(|s| s.model.clone());
-        let cells: Vec<CellRecord> =
-            rs.cells.iter().filter(|c| scope.cell_matches(c, model.as_deref())).cloned().collect();
-        let summary = self.run_sets().into_iter().find(|s| s.name == rs.name).unwrap_or_default();
-        let price = model.as_deref().and_then(|m| cfg.model(m)).map(|m| m.price_per_1k_tokens).filter(|p| *p > 0.0);
+        let cells = scope_cells(&scope, &rs);
+        let summary = self.summaries(std::slice::from_ref(&rs)).pop().unwrap_or_default();
+        let price = model_of(&rs).and_then(|m| cfg.model(m)).map(|m| m.price_per_1k_tokens).filter(|p| *p > 0.0);
         Ok(runboard::results::report::report(runboard::results::report::ReportInputs {
             outcome: rs.outcome_ok().cloned(),
             spec,
@@ -370,12 +382,8 @@ impl Campaign {
             EditError::Refused(r) => ApiError::refused(r),
             EditError::NoSuchPreset(n) => ApiError::not_found(format!("no cohort preset named {n:?}")),
         })?;
-        let path = self.records.root().join(runboard::results::cohorts::PRESETS_FILE);
-        std::fs::create_dir_all(path.parent().unwrap_or(self.records.root()))
-            .map_err(|e| app::api::ssr::internal("making runsets/", e))?;
-        let bytes =
-            serde_json::to_vec_pretty(&presets).map_err(|e| app::api::ssr::internal("encoding the presets", e))?;
-        crate::atomic::write_atomic(&path, &bytes).map_err(|e| app::api::ssr::internal("writing the presets", e))?;
+        crate::atomic::write_json(&self.records.root().join(runboard::results::cohorts::PRESETS_FILE), &presets)
+            .map_err(|e| app::api::ssr::internal("writing the presets", e))?;
         Ok(runboard::results::cohorts::CohortsView { presets: presets.presets, problem: None })
     }
 
@@ -405,25 +413,13 @@ impl Campaign {
         }
         let cfg = self.config()?;
         let matrix = self.records.matrix();
-        let by = by.map(str::trim).filter(|b| !b.is_empty()).unwrap_or("condition");
-        if by != "condition" && by != "model" && !matrix.factors.iter().any(|f| f == by) {
-            return Err(ApiError::bad_query(&runboard::runview::trials::BadQuery {
-                field: "by".into(),
-                value: by.to_owned(),
-                problem: format!("not a factor of the matrix (factors: {}, or model)", matrix.factors.join(", ")),
-            }));
-        }
-        let order: BTreeMap<String, Vec<String>> = matrix
-            .levels()
-            .into_iter()
-            .map(|(k, v)| (k, v.iter().map(runboard::matrix::value_text).collect()))
-            .collect();
+        let by = by_factor(&matrix, by)?;
+        let order = level_order(&matrix);
         let mut figures = Vec::new();
         for name in names {
             let preset = presets.get(name).cloned().unwrap_or_else(|| unreachable!("checked above"));
             let scoped = self.scoped(self.scope(Some(&preset.scope))?)?;
             let outcomes = outcomes(&scoped, cfg.results.pass_score);
-            let passed = outcomes.iter().filter(|o| o.passed).count() as u64;
             let all = self.timings_of(&scoped);
             let mut evidence = core::evidence(&outcomes, by, &order);
             // The comparison draws its own charts; each cohort's would be
@@ -433,7 +429,7 @@ impl Campaign {
             figures.push(CohortFigures {
                 name: preset.name.clone(),
                 scope: preset.scope.clone(),
-                passes: runboard::results::stats::Proportion::new(passed, outcomes.len() as u64),
+                passes: evidence.overall,
                 run_sets: scoped.run_sets.len(),
                 tokens: outcomes.iter().filter_map(|o| o.tokens).sum(),
                 evidence,
@@ -461,9 +457,7 @@ impl Campaign {
             let Some(p) = presets.get(&name) else { continue };
             let Ok(scope) = self.scope(Some(&p.scope)) else { continue };
             let Ok(scoped) = self.scoped(scope) else { continue };
-            let o = outcomes(&scoped, pass_score);
-            let passed = o.iter().filter(|o| o.passed).count() as u64;
-            rates.insert(name, runboard::results::stats::Proportion::new(passed, o.len() as u64));
+            rates.insert(name, core::pass_rate(&outcomes(&scoped, pass_score)));
         }
         let summary = summary(&loaded.state, &rates);
         ResearchView { state: loaded.state, repaired: loaded.repaired, summary }
@@ -489,12 +483,7 @@ impl Campaign {
             return Err(ApiError::refused(problems));
         }
         state.updated_at = Some(crate::clock::now());
-        let path = self.records.root().join(runboard::results::research::RESEARCH_FILE);
-        std::fs::create_dir_all(path.parent().unwrap_or(self.records.root()))
-            .map_err(|e| app::api::ssr::internal("making research/", e))?;
-        let bytes =
-            serde_json::to_vec_pretty(&state).map_err(|e| app::api::ssr::internal("encoding the research state", e))?;
-        crate::atomic::write_atomic(&path, &bytes)
+        crate::atomic::write_json(&self.records.root().join(runboard::results::research::RESEARCH_FILE), &state)
             .map_err(|e| app::api::ssr::internal("writing the research state", e))?;
         Ok(self.research_view(runboard::results::research::Loaded { state, repaired: Vec::new() }))
     }
@@ -502,16 +491,10 @@ impl Campaign {
 
 /// Every cell's latest ended record in scope, as an outcome.
 fn outcomes(scoped: &Scoped, pass_score: Option<f64>) -> Vec<core::Outcome> {
-    let models: Vec<Option<String>> = scoped
-        .run_sets
-        .iter()
-        .map(|(rs, _)| rs.spec.as_ref().and_then(|s| s.as_ref().ok()).and_then(|s| s.model.clone()))
-        .collect();
     let records: Vec<RunSetRecords> = scoped
         .run_sets
         .iter()
-        .zip(&models)
-        .map(|((rs, kept), m)| RunSetRecords { name: &rs.name, model: m.as_deref(), cells: cells_of(rs, kept) })
+        .map(|(rs, kept)| RunSetRecords { name: &rs.name, model: model_of(rs), cells: cells_of(rs, kept) })
         .collect();
     core::outcomes(&records, pass_score)
 }
