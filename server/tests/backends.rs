@@ -322,25 +322,59 @@ fn slurm_refusals_and_pending_jobs_are_shown_as_slurm_says() {
         std::fs::read_dir(root.join(".runboard/units")).map(|d| d.flatten().collect()).unwrap_or_default();
     assert!(units.is_empty(), "a refused launch leaves no unit: {units:?}");
 
-    // Every CPU of the node for each job: the second waits for the first.
+    // Someone else's job holds every CPU of the node (as on a busy
+    // cluster): our batch waits in the queue behind it.
     std::fs::write(root.join("campaign.toml"), base + &format!("cpus = {cpus}\n")).unwrap();
-    let first = draft(&s.addr, json!({"label": "first", "max_cells": 2, "endpoint": "gpu-a"}));
-    assert_eq!(post(&s.addr, "/api/control/start", json!({"path": first})).0, 200);
-    wait_for("the first running", Duration::from_secs(40), || live_state(&s.addr).0 == "running");
-    let second = draft(&s.addr, json!({"label": "second", "max_cells": 2, "endpoint": "gpu-a"}));
-    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": second}));
+    let slurm = |args: &[&str]| {
+        let out = Command::new(args[0]).args(&args[1..]).envs(env.iter().map(|(k, v)| (k, v))).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let out_file = tmp.path().join("blocker.out");
+    let blocker = slurm(&[
+        "sbatch",
+        "--parsable",
+        "--partition=debug",
+        &format!("--cpus-per-task={cpus}"),
+        &format!("--output={}", out_file.display()),
+        "--wrap=sleep 120",
+    ]);
+    // Cancelled however the test ends: the test made it.
+    struct Cancel(String, Vec<(String, String)>);
+    impl Drop for Cancel {
+        fn drop(&mut self) {
+            let _ = Command::new("scancel").arg(&self.0).envs(self.1.iter().map(|(k, v)| (k, v))).status();
+        }
+    }
+    let _cancel = Cancel(blocker.clone(), env.clone());
+    wait_for("the other job running", Duration::from_secs(30), || {
+        slurm(&["squeue", "-h", "-j", &blocker, "-o", "%T"]) == "RUNNING"
+    });
+    let queued = draft(&s.addr, json!({"label": "queued", "max_cells": 2, "endpoint": "gpu-a"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": queued}));
     assert_eq!(code, 200, "{l}");
-    let mut seen = String::new();
+    let mut seen = Value::Null;
     // Right after sbatch a job can be pending with no reason yet (Slurm
     // assigns one at its next scheduling pass): wait for the reason.
-    wait_for("the second pending with Slurm's reason", Duration::from_secs(20), || {
+    let pending = || {
         let (_, v) = live_state(&s.addr);
-        seen = v["words"].as_str().unwrap_or("").to_owned();
-        v["unit"]["unit"] == l["unit"] && v["state"]["state"] == "starting" && seen.contains("Slurm: PENDING")
-    });
-    assert!(seen.contains("Slurm: PENDING (Resources)") || seen.contains("Slurm: PENDING (Priority)"), "{seen}");
-    // It runs once the first ended.
-    wait_for("the second running", Duration::from_secs(60), || {
+        let ok = v["unit"]["unit"] == l["unit"]
+            && v["state"]["state"] == "starting"
+            && v["words"]
+                .as_str()
+                .is_some_and(|w| w.contains("Slurm: PENDING (Resources)") || w.contains("Slurm: PENDING (Priority)"));
+        (ok, v)
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let mut shown = false;
+    while !shown && std::time::Instant::now() < until {
+        (shown, seen) = pending();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(shown, "the queued batch is not shown as starting with Slurm's reason; the live view said: {seen}");
+    // It runs once the other job ended.
+    slurm(&["scancel", &blocker]);
+    wait_for("the queued batch running", Duration::from_secs(60), || {
         let (st, v) = live_state(&s.addr);
         st == "running" && v["run_set"] == l["run_set"]
     });
