@@ -39,6 +39,7 @@
 
 pub mod auto;
 pub mod campaign;
+pub mod catalogue;
 pub mod charts;
 pub mod coverage;
 pub mod draft;

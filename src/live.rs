@@ -113,6 +113,52 @@ pub struct UnitSeen {
     pub outcome: Option<BatchStatus>,
 }
 
+/// Another batch in flight beside the one the live state speaks for: a
+/// queued job behind a running one, or a parallel lane's batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherBatch {
+    pub unit: String,
+    pub backend: String,
+    pub run_set: String,
+    pub started_at: Timestamp,
+    /// `starting`, `running` or `unknown`.
+    pub state: String,
+    pub words: String,
+}
+
+/// The units in flight other than the one of the run set the live state
+/// speaks for (`shown`), in launch order. A unit that has ended is no longer in flight; one whose
+/// launcher cannot be asked stays, as unknown (it may well be running).
+pub fn other_batches(units: &[UnitSeen], shown: Option<&str>) -> Vec<OtherBatch> {
+    units
+        .iter()
+        .filter(|u| Some(u.run_set.as_str()) != shown)
+        .filter_map(|u| {
+            let (state, words) = match &u.observation {
+                Observation::Finished { .. } => return None,
+                Observation::Pending { reason: Some(r) } => {
+                    ("starting", format!("{} ({}) is waiting to start: {r}.", u.run_set, u.unit))
+                }
+                Observation::Pending { reason: None } => {
+                    ("starting", format!("{} ({}) is waiting to start.", u.run_set, u.unit))
+                }
+                Observation::Active { .. } => ("running", format!("{} ({}) is running.", u.run_set, u.unit)),
+                Observation::Unknown { reason } => {
+                    ("unknown", format!("{} ({}) could not be observed: {reason}.", u.run_set, u.unit))
+                }
+            };
+            Some(OtherBatch {
+                unit: u.unit.clone(),
+                backend: u.backend.clone(),
+                run_set: u.run_set.clone(),
+                started_at: u.started_at,
+                state: state.into(),
+                words,
+            })
+        })
+        .collect()
+}
+
 /// Everything the live state is derived from.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LiveObservations {
@@ -284,6 +330,9 @@ pub struct LiveView {
     /// Seconds left, from the median duration of the cells ended so far.
     pub eta_s: Option<f64>,
     pub resumable: bool,
+    /// Other batches in flight (queued behind this one, or on other lanes).
+    #[serde(default)]
+    pub others: Vec<OtherBatch>,
     /// Records that could not be read, with why.
     pub problems: Vec<String>,
     /// Changes whenever anything above may have changed (pages follow it).
@@ -349,6 +398,7 @@ impl LiveView {
             unit: self.unit.clone(),
             run_set: self.run_set.clone(),
             outcome: self.outcome.clone(),
+            others: self.others.clone(),
             totals: self.totals,
             progress: self.progress,
             eta_s: self.eta_s,
@@ -561,6 +611,35 @@ mod tests {
         }
     }
 
+    #[test]
+    fn other_batches_list_what_is_in_flight_beside_the_shown_run_set() {
+        let named = |unit_name: &str, run_set: &str, obs: Observation| UnitSeen {
+            unit: unit_name.into(),
+            run_set: run_set.into(),
+            ..unit(obs, None)
+        };
+        let units = [
+            named("u1", "b-1", Observation::Active { since: None }),
+            named("u2", "b-2", Observation::Pending { reason: Some("Slurm: PENDING (Resources)".into()) }),
+            named("u3", "b-3", Observation::Finished { exit_status: Some(0), result: "success".into(), at: None }),
+            named("u4", "b-4", Observation::Unknown { reason: "squeue timed out after 2 s".into() }),
+            named("u5", "b-5", Observation::Pending { reason: None }),
+        ];
+        let others = other_batches(&units, Some("b-1"));
+        let got: Vec<(&str, &str, &str)> =
+            others.iter().map(|o| (o.unit.as_str(), o.state.as_str(), o.words.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("u2", "starting", "b-2 (u2) is waiting to start: Slurm: PENDING (Resources)."),
+                ("u4", "unknown", "b-4 (u4) could not be observed: squeue timed out after 2 s."),
+                ("u5", "starting", "b-5 (u5) is waiting to start."),
+            ],
+            "the shown run set and the ended unit are left out; unknown stays"
+        );
+        assert_eq!(other_batches(&units, None).len(), 4, "nothing shown: every unit in flight is listed");
+    }
+
     fn marker(status: MarkerStatus, run_set: &str) -> ActiveMarker {
         ActiveMarker {
             schema_version: 1,
@@ -740,6 +819,7 @@ mod tests {
             progress: 0.0,
             eta_s: None,
             resumable: false,
+            others: Vec::new(),
             problems: Vec::new(),
             version: String::new(),
         };

@@ -282,6 +282,9 @@ pub mod ssr {
         fn overview(&self) -> Result<runboard::results::overview::OverviewView, ApiError>;
         /// Where the cells' time went and which timings count.
         fn timing(&self, query: &super::TimingQuery) -> Result<runboard::results::timing::TimingView, ApiError>;
+        /// The provider catalogue: each model and endpoint, whether it can
+        /// be used now and why not, and what it has been used for.
+        fn catalogue(&self, query: &super::CatalogueQuery) -> Result<runboard::catalogue::CatalogueView, ApiError>;
         /// Changes whenever the Auto page may have (`stat` only).
         fn auto_version(&self) -> String;
         /// The autopilot: its state, the dry run, lanes and caps.
@@ -544,6 +547,29 @@ pub struct TimingQuery {
     pub run_set: Option<String>,
 }
 
+/// `?fresh=true`: probe the endpoints again now (else probes made in the
+/// last 30 s are shown).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogueQuery {
+    #[serde(default)]
+    pub fresh: Option<String>,
+}
+
+impl CatalogueQuery {
+    /// `true`/`1`, `false`/`0` or absent; anything else is named.
+    pub fn fresh(&self) -> Result<bool, runboard::runview::trials::BadQuery> {
+        match self.fresh.as_deref().map(str::trim) {
+            None | Some("" | "false" | "0") => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some(other) => Err(runboard::runview::trials::BadQuery {
+                field: "fresh".into(),
+                value: other.into(),
+                problem: "must be true or false".into(),
+            }),
+        }
+    }
+}
+
 /// `?scope=`: the cells a view looks at (see `runboard::results::scope`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScopeQuery {
@@ -639,6 +665,13 @@ pub async fn publish_push() -> Result<runboard::results::publish::Running, ApiEr
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "overview")]
 pub async fn get_overview() -> Result<runboard::results::overview::OverviewView, ApiError> {
     ssr::answer("reading the overview", |c| c.overview()).await
+}
+
+#[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "catalogue")]
+pub async fn get_catalogue(
+    #[server(default)] query: CatalogueQuery,
+) -> Result<runboard::catalogue::CatalogueView, ApiError> {
+    ssr::answer("reading the catalogue", move |c| c.catalogue(&query)).await
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::GetUrl, endpoint = "timing")]

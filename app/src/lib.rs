@@ -78,6 +78,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/live") view=pages::live::LivePage/>
                     <Route path=path!("/coverage") view=pages::coverage::CoveragePage/>
                     <Route path=path!("/auto") view=pages::auto::AutoPage/>
+                    <Route path=path!("/catalogue") view=pages::catalogue::CataloguePage/>
                     <Route path=path!("/evidence") view=pages::evidence::EvidencePage/>
                     <Route path=path!("/timing") view=pages::timing::TimingPage/>
                     <Route path=path!("/reports") view=pages::reports::ReportsPage/>
@@ -107,6 +108,7 @@ fn Nav() -> impl IntoView {
             <A href="/live">"Live"</A>
             <A href="/coverage">"Coverage"</A>
             <A href="/auto">"Auto"</A>
+            <A href="/catalogue">"Catalogue"</A>
             <A href=scoped("/evidence")>"Evidence"</A>
             <A href=scoped("/timing")>"Timing"</A>
             <A href=scoped("/reports")>"Reports"</A>

@@ -96,6 +96,36 @@ test('overview: the landing page draws the progress and lists the batch', async 
   await page.close();
 });
 
+test('catalogue: each model and endpoint, usable or not and why, as the API says; probed again on asking', async () => {
+  const api = await get('/api/catalogue');
+  const page = await browser.context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${server.url}/catalogue`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await page.waitForSelector('table.models tbody tr');
+  for (const m of api.models) {
+    const row = `table.models tr[data-name="${m.name}"]`;
+    assert.equal(await page.getAttribute(row, 'data-available'), String(m.available));
+    assert.equal(await page.textContent(`${row} td.status`), m.words);
+    assert.equal(await page.textContent(`${row} td.tokens`), String(m.use.tokens));
+  }
+  const gpu = api.endpoints.find((e) => e.name === 'gpu-a');
+  assert.equal(gpu.available, false, 'nothing answers at 127.0.0.1:9');
+  assert.equal(gpu.use.run_sets, 1, 'the batch ran on it');
+  const row = 'table.endpoints tr[data-name="gpu-a"]';
+  assert.equal(await page.textContent(`${row} td.status`), gpu.words);
+  assert.match(await page.textContent(`${row} td.probe`), /^no answer: /);
+  assert.match(await page.textContent('p.note.operational'), /operational signals, not results/);
+  // Probe again: a new probe time is shown.
+  const before = await page.textContent('p.note.operational');
+  await new Promise((r) => setTimeout(r, 1100));
+  await page.click('button.probe');
+  await page.waitForFunction((was) => document.querySelector('p.note.operational')?.textContent !== was, before, { timeout: 15_000 });
+  await shot(page, 'catalogue');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
 test('timing: the timeline, which timings count and why, as the API says', async () => {
   const api = await get('/api/timing');
   const page = await browser.context.newPage();

@@ -126,6 +126,16 @@ pub enum ConsoleCommand {
         #[arg(long)]
         run_set: Option<String>,
     },
+    /// The provider catalogue: each model and endpoint, whether it can be
+    /// used now and why not (endpoints probed at `/models`, quarantines,
+    /// credit flags, daily caps), and what it has been used for.
+    Catalogue {
+        #[command(flatten)]
+        at: RootArg,
+        /// Probe the endpoints again now (else probes of the last 30 s are shown).
+        #[arg(long)]
+        fresh: bool,
+    },
     /// The autopilot: status, on, off, finishing, explain (a dry run), settings, log, tick.
     Auto {
         #[command(subcommand)]
@@ -235,6 +245,45 @@ fn rate_text(p: &runboard::results::stats::Proportion) -> String {
         }
         _ => "no ended cell".into(),
     }
+}
+
+fn catalogue_text(c: &runboard::catalogue::CatalogueView) -> String {
+    let mut out = format!("{}\n", c.note);
+    if c.models.is_empty() && c.endpoints.is_empty() {
+        out += "The catalogue (campaign.toml [[models]], [[endpoints]]) is empty.\n";
+    }
+    for m in &c.models {
+        let u = &m.used;
+        out += &format!(
+            "model {} ({}): {} {} run set(s), {} cells, {} tokens{}\n",
+            m.name,
+            m.kind,
+            m.words,
+            u.run_sets,
+            u.cells,
+            u.tokens,
+            u.cost.map(|c| format!(", cost {c:.2}")).unwrap_or_default()
+        );
+    }
+    for e in &c.endpoints {
+        let u = &e.used;
+        out += &format!(
+            "endpoint {} ({}, {}, serves {}): {} {} run set(s), {} cells, {} tokens\n",
+            e.name,
+            e.url,
+            e.backend,
+            e.models.join(", "),
+            e.words,
+            u.run_sets,
+            u.cells,
+            u.tokens
+        );
+    }
+    if !c.uncatalogued.is_empty() {
+        out +=
+            &format!("run sets naming a model or endpoint no longer in the catalogue: {}\n", c.uncatalogued.join(", "));
+    }
+    out
 }
 
 fn timing_text(t: &runboard::results::timing::TimingView) -> String {
@@ -408,6 +457,7 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Resume { at, .. }
         | ConsoleCommand::Evidence { at, .. }
         | ConsoleCommand::Timing { at, .. }
+        | ConsoleCommand::Catalogue { at, .. }
         | ConsoleCommand::Publish { at, .. } => at.clone(),
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
     };
@@ -442,6 +492,9 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         ConsoleCommand::Timing { scope, run_set, .. } => console
             .timing(&app::api::TimingQuery { scope, run_set })
             .map(|t| if json { pretty(&t) } else { timing_text(&t) }),
+        ConsoleCommand::Catalogue { fresh, .. } => console
+            .catalogue(&app::api::CatalogueQuery { fresh: Some(fresh.to_string()) })
+            .map(|c| if json { pretty(&c) } else { catalogue_text(&c) }),
         ConsoleCommand::Status { .. } => console.live(&runboard::live::LiveParams::default()).map(|v| {
             if json {
                 return pretty(&v);
@@ -470,6 +523,9 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
                 for l in &failure.summary {
                     out += &format!("  | {l}\n");
                 }
+            }
+            for o in &v.others {
+                out += &format!("also in flight: {}\n", o.words);
             }
             for p in &v.problems {
                 out += &format!("problem: {p}\n");

@@ -328,6 +328,10 @@ impl Console for LocalConsole {
         self.campaign.timing(q.scope.as_deref(), q.run_set.as_deref())
     }
 
+    fn catalogue(&self, q: &app::api::CatalogueQuery) -> Result<runboard::catalogue::CatalogueView, ApiError> {
+        self.campaign.catalogue(q.fresh().map_err(|e| ApiError::bad_query(&e))?)
+    }
+
     fn auto_version(&self) -> String {
         let mut h = runboard::hash::Fnv1a::new();
         for f in [crate::auto_state::STATE_FILE, crate::auto_state::LOG_FILE, CONFIG_FILE] {

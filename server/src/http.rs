@@ -107,6 +107,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/evidence", get(evidence))
         .route("/api/evidence/export", get(evidence_export))
         .route("/api/timing", get(timing))
+        .route("/api/catalogue", get(catalogue))
         .route("/api/overview", get(overview))
         .route("/api/cohorts", get(cohorts).post(cohort_save))
         .route("/api/cohorts/rename", post(cohort_rename))
@@ -551,6 +552,13 @@ async fn timing(
     Query(q): Query<app::api::TimingQuery>,
 ) -> Result<impl IntoResponse, AppError> {
     read(&s, "reading the timings", move |c| c.timing(&q)).await
+}
+
+async fn catalogue(
+    State(s): State<AppState>,
+    Query(q): Query<app::api::CatalogueQuery>,
+) -> Result<impl IntoResponse, AppError> {
+    read(&s, "reading the catalogue", move |c| c.catalogue(&q)).await
 }
 
 /// `?format=json` (default) or `csv`, and `?scope=`.

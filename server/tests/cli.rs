@@ -362,6 +362,7 @@ fn every_results_view_answers_over_the_demo() {
         ("/api/cohorts", "\"presets\":[]"),
         ("/api/research", "\"questions\":[]"),
         ("/api/publish/status", "Publishing is not set up"),
+        ("/api/catalogue", "\"name\":\"qwen3-32b\""),
     ] {
         let (code, body) = request(&s.addr, &format!("GET {path} HTTP/1.1\r\n"));
         assert_eq!(code, 200, "{path}: {body}");

@@ -271,6 +271,103 @@ fn two_launches_at_once_never_race() {
     assert_eq!(index.lines().count(), 3, "a header and one whole line per launch: {index}");
 }
 
+/// Two batches in flight (as on two lanes): the live state speaks for the
+/// latest, and the other is listed beside it, never hidden.
+#[test]
+fn a_second_batch_in_flight_is_shown_beside_the_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 20.0);
+    let s = serve(&root, &tmp.path().join("data"));
+    let a = draft(&s.addr, json!({"label": "a", "max_cells": 1, "endpoint": "gpu-a"}));
+    let (code, first) = post(&s.addr, "/api/control/start", json!({"path": a}));
+    assert_eq!(code, 200, "{first}");
+    wait_for("the first running", Duration::from_secs(30), || live_state(&s.addr).0 == "running");
+    assert_eq!(live_state(&s.addr).1["others"], json!([]), "one batch: nothing beside it");
+    let b = draft(&s.addr, json!({"label": "b", "max_cells": 1, "endpoint": "gpu-a"}));
+    let (code, second) = post(&s.addr, "/api/control/start", json!({"path": b}));
+    assert_eq!(code, 200, "{second}");
+    let mut seen = Value::Null;
+    wait_for("the second running and the first beside it", Duration::from_secs(30), || {
+        let (st, v) = live_state(&s.addr);
+        seen = v.clone();
+        st == "running" && v["run_set"] == second["run_set"] && v["others"].as_array().is_some_and(|o| o.len() == 1)
+    });
+    let other = &seen["others"][0];
+    assert_eq!(other["unit"], first["unit"], "{seen}");
+    assert_eq!(other["run_set"], first["run_set"]);
+    assert_eq!((other["state"].as_str(), other["backend"].as_str()), (Some("running"), Some("local")));
+    let words = other["words"].as_str().unwrap();
+    assert!(words.contains(first["run_set"].as_str().unwrap()) && words.ends_with("is running."), "{words}");
+    // Stop ends every batch in flight.
+    assert_eq!(post(&s.addr, "/api/control/stop", json!({})).0, 200);
+    assert_eq!(live_state(&s.addr).1["others"], json!([]), "nothing in flight after a stop");
+}
+
+/// The catalogue says of each model and endpoint whether it can be used now
+/// and why not, probing the endpoints' `/v1/models` (a small stand-in
+/// answers there: a GPU model server cannot run on this machine), and counts
+/// what each was used for.
+#[test]
+fn the_catalogue_says_what_can_be_used_now_and_why_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.0);
+    let s = serve(&root, &tmp.path().join("data"));
+    let named = |c: &Value, list: &str, name: &str| {
+        c[list].as_array().unwrap().iter().find(|m| m["name"] == name).cloned().unwrap_or_else(|| panic!("{c}"))
+    };
+    let (code, c) = get(&s.addr, "/api/catalogue");
+    assert_eq!(code, 200, "{c}");
+    assert_eq!(c["note"], "Availability and configuration: operational signals, not results.");
+    let gpu = named(&c, "endpoints", "gpu-a");
+    assert_eq!(gpu["available"], false, "{gpu}");
+    let words = gpu["words"].as_str().unwrap();
+    assert!(words.starts_with("Not available: http://127.0.0.1:9/v1/models does not answer: "), "{words}");
+    assert_eq!(named(&c, "models", "local-m")["words"], "Not available: none of its endpoints is available (gpu-a).");
+    assert_eq!(named(&c, "models", "paid-m")["words"], "Available: 1 of its daily cap of 1 left today.");
+    let (code, bad) = get(&s.addr, "/api/catalogue?fresh=maybe");
+    assert_eq!((code, bad["kind"].as_str()), (422, Some("bad_query")), "{bad}");
+    assert!(bad.to_string().contains("must be true or false"), "{bad}");
+
+    // The endpoint comes up: the next probe finds it.
+    let up = stand_in_endpoint(json!([{"id": "local-m", "object": "model"}]));
+    let cfg = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    std::fs::write(root.join("campaign.toml"), cfg.replace("http://127.0.0.1:9/v1", &format!("http://{up}/v1")))
+        .unwrap();
+    let (_, c) = get(&s.addr, "/api/catalogue?fresh=true");
+    let gpu = named(&c, "endpoints", "gpu-a");
+    assert_eq!((gpu["available"].as_bool(), gpu["words"].as_str()), (Some(true), Some("Answers and reports local-m.")));
+    assert_eq!(gpu["probe"]["reported"], json!(["local-m"]));
+    assert_eq!(named(&c, "models", "local-m")["words"], "Available.");
+
+    // A paid batch: its use is counted and its daily cap is reached.
+    let path = draft(&s.addr, json!({"label": "paid", "max_cells": 1, "model": "paid-m"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    wait_for("the paid batch to end", Duration::from_secs(60), || live_state(&s.addr).0 == "idle");
+    let (_, c) = get(&s.addr, "/api/catalogue");
+    let paid = named(&c, "models", "paid-m");
+    assert_eq!(paid["words"], "Not available: its daily cap of 1 is reached (1 launched today, UTC).", "{paid}");
+    let used = &paid["use"];
+    assert_eq!(
+        (used["run_sets"].as_u64(), used["cells"].as_u64(), used["tokens"].as_u64()),
+        (Some(1), Some(1), Some(100))
+    );
+    assert!((used["cost"].as_f64().unwrap() - 0.2).abs() < 1e-9, "100 tokens at 2.0 per 1k: {used}");
+    assert_eq!(named(&c, "models", "local-m")["use"]["run_sets"], 0);
+    let out = std::process::Command::new(BIN).args(["catalogue", "--root"]).arg(&root).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("model paid-m (paid): Not available: its daily cap of 1 is reached")
+            && text.contains("1 run set(s), 1 cells, 100 tokens, cost 0.20")
+            && text.contains("endpoint gpu-a (http://"),
+        "{text}"
+    );
+    let out =
+        std::process::Command::new(BIN).args(["catalogue", "--root"]).arg(tmp.path().join("nowhere")).output().unwrap();
+    assert!(!out.status.success(), "a missing root is an error");
+}
+
 #[test]
 fn a_cell_that_owns_a_run_directory_shows_its_rounds_and_trials() {
     let tmp = tempfile::tempdir().unwrap();

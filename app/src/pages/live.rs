@@ -93,6 +93,18 @@ pub fn LivePage() -> impl IntoView {
                                 <span class="words">{v.words.clone()}</span>
                             </div>
                             {failure_panel(&v)}
+                            {(!v.others.is_empty()).then(|| view! {
+                                <div class="others">
+                                    <strong>"Also in flight"</strong>
+                                    <ul>{v.others.iter().map(|o| view! {
+                                        <li class=format!("other {}", o.state) data-unit=o.unit.clone()>
+                                            <span class=format!("badge {}", o.state)>{o.state.clone()}</span>
+                                            " "{o.words.clone()}" "
+                                            <a href=format!("/reports/{}", runboard::results::url_segment(&o.run_set))>"report"</a>
+                                        </li>
+                                    }).collect_view()}</ul>
+                                </div>
+                            })}
                             <div class="controls">
                                 <button class="pause" disabled=move || busy() || !can_pause
                                     on:click=move |_| { pause.dispatch(()); }>"Pause"</button>

@@ -1,6 +1,7 @@
 //! One module per view of the console.
 
 pub mod auto;
+pub mod catalogue;
 pub mod cohorts;
 pub mod coverage;
 pub mod evidence;

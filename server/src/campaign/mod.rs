@@ -7,6 +7,7 @@
 //! launches never race, a stop and a launch never interleave.
 
 pub mod auto;
+pub mod catalogue;
 pub mod launcher;
 pub mod pool;
 pub mod records;
@@ -65,6 +66,8 @@ pub struct Campaign {
     coverage_made: std::sync::Mutex<Option<(CoverageKey, CoverageMade)>>,
     /// The evidence and the export as last made, and from what.
     results_made: results::ResultsMemo,
+    /// The catalogue endpoints' probes as last made.
+    probes_made: catalogue::ProbesMade,
 }
 
 /// The matrix's and each run set's shared value (compared by pointer), and liveness.
@@ -90,6 +93,7 @@ impl Campaign {
             live_made: std::sync::Mutex::new(None),
             coverage_made: std::sync::Mutex::new(None),
             results_made: Default::default(),
+            probes_made: Default::default(),
         }
     }
 
@@ -638,15 +642,7 @@ impl Campaign {
             }
         };
         let outcome = self.records.run_set(&rec.run_set).and_then(|rs| rs.outcome_ok().map(|o| o.status));
-        let seen = UnitSeen {
-            unit: rec.unit.clone(),
-            backend: rec.backend.clone(),
-            run_set: rec.run_set.clone(),
-            spec: rec.spec.clone(),
-            started_at: rec.started_at,
-            observation,
-            outcome,
-        };
+        let seen = unit_seen(&rec, observation, outcome);
         Some((rec, seen))
     }
 
@@ -746,11 +742,15 @@ impl Campaign {
             eta_s.filter(|_| matches!(state, live::LiveState::Running { .. } | live::LiveState::Starting { .. }));
         let progress =
             if totals.planned == 0 { 0.0 } else { (totals.done + totals.failed) as f64 / totals.planned as f64 };
-        let version = self.live_version_of(obs.unit.as_ref());
+        let in_flight = cfg.as_ref().map(|c| self.in_flight(c)).unwrap_or_default();
+        let seen: Vec<UnitSeen> = in_flight.into_iter().map(|(rec, o)| unit_seen(&rec, o, None)).collect();
+        let others = live::other_batches(&seen, run_set.as_deref());
+        let version = self.live_version_of(obs.unit.as_ref(), cfg.as_ref());
         LiveView {
             generated_at: now,
             words: state.words(),
             resumable: state.resumable(),
+            others,
             state,
             unit: obs.unit,
             run_set,
@@ -770,11 +770,12 @@ impl Campaign {
     /// observation and whether its driver is alive: changes whenever the live
     /// view may have (a page follows it and re-reads the view on a change).
     pub fn live_version(&self) -> String {
-        let current = self.config().ok().and_then(|c| self.current_unit(&c)).map(|(_, u)| u);
-        self.live_version_of(current.as_ref())
+        let cfg = self.config().ok();
+        let current = cfg.as_ref().and_then(|c| self.current_unit(c)).map(|(_, u)| u);
+        self.live_version_of(current.as_ref(), cfg.as_ref())
     }
 
-    fn live_version_of(&self, current: Option<&UnitSeen>) -> String {
+    fn live_version_of(&self, current: Option<&UnitSeen>, cfg: Option<&CampaignConfig>) -> String {
         let mut h = runboard::hash::Fnv1a::new();
         let stamp = |p: &Path| format!("{:?}", crate::fsread::stamp_of(p));
         for f in [runsets::ACTIVE_MARKER_FILE, UNITS_DIR, RUNSETS_DIR, CONFIG_FILE] {
@@ -789,6 +790,10 @@ impl Campaign {
             let live = self.records.run_set(&u.run_set).is_some_and(|rs| self.records.is_live(&rs));
             h.write(&[u8::from(live)]);
         }
+        // The other batches in flight (observations cached: cheap).
+        for (rec, o) in cfg.map(|c| self.in_flight(c)).unwrap_or_default() {
+            h.write(format!("{}{o:?}", rec.unit).as_bytes());
+        }
         format!("{:016x}", h.finish())
     }
 
@@ -797,18 +802,21 @@ impl Campaign {
     /// The units that may still be running: active or pending, or whose
     /// state cannot be read now (a stop is still tried on those).
     fn running_units(&self, cfg: &CampaignConfig) -> Vec<UnitRecord> {
+        self.in_flight(cfg).into_iter().map(|(rec, _)| rec).collect()
+    }
+
+    /// The units that may still be running, with what their launchers say.
+    fn in_flight(&self, cfg: &CampaignConfig) -> Vec<(UnitRecord, runboard::live::Observation)> {
         use runboard::live::Observation;
         self.records
             .units()
             .iter()
             .filter(|r| r.ended_at.is_none() || r.backend == "local")
-            .filter(|r| {
-                matches!(
-                    self.observe(r, cfg),
-                    Observation::Active { .. } | Observation::Pending { .. } | Observation::Unknown { .. }
-                )
+            .filter_map(|r| {
+                let obs = self.observe(r, cfg);
+                matches!(obs, Observation::Active { .. } | Observation::Pending { .. } | Observation::Unknown { .. })
+                    .then(|| (r.clone(), obs))
             })
-            .cloned()
             .collect()
     }
 
@@ -953,5 +961,22 @@ fn run_hook(cmd: &[String], root: &Path) -> HookResult {
             output: last(&output),
         },
         Err(e) => HookResult { ok: false, status: e.to_string(), output: String::new() },
+    }
+}
+
+/// A unit record as the live view shows it, with what its launcher says.
+fn unit_seen(
+    rec: &UnitRecord,
+    observation: runboard::live::Observation,
+    outcome: Option<runboard::drive::records::BatchStatus>,
+) -> UnitSeen {
+    UnitSeen {
+        unit: rec.unit.clone(),
+        backend: rec.backend.clone(),
+        run_set: rec.run_set.clone(),
+        spec: rec.spec.clone(),
+        started_at: rec.started_at,
+        observation,
+        outcome,
     }
 }
