@@ -109,6 +109,16 @@ pub enum ModelKind {
     Paid,
 }
 
+impl ModelKind {
+    /// Its name in `campaign.toml` and in answers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Paid => "paid",
+        }
+    }
+}
+
 /// A model the campaign may run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelEntry {

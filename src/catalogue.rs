@@ -66,8 +66,7 @@ pub struct Use {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelRow {
     pub name: String,
-    /// `local` or `paid`.
-    pub kind: String,
+    pub kind: ModelKind,
     pub price_per_1k_tokens: f64,
     pub daily_cap: Option<u32>,
     pub launched_today: u32,
@@ -259,10 +258,7 @@ pub fn catalogue(i: &CatalogueInputs) -> CatalogueView {
             };
             ModelRow {
                 name: m.name.clone(),
-                kind: match m.kind {
-                    ModelKind::Local => "local".into(),
-                    ModelKind::Paid => "paid".into(),
-                },
+                kind: m.kind,
                 price_per_1k_tokens: m.price_per_1k_tokens,
                 daily_cap: m.daily_cap,
                 launched_today,

@@ -252,31 +252,27 @@ fn catalogue_text(c: &runboard::catalogue::CatalogueView) -> String {
     if c.models.is_empty() && c.endpoints.is_empty() {
         out += "The catalogue (campaign.toml [[models]], [[endpoints]]) is empty.\n";
     }
-    for m in &c.models {
-        let u = &m.used;
-        out += &format!(
-            "model {} ({}): {} {} run set(s), {} cells, {} tokens{}\n",
-            m.name,
-            m.kind,
-            m.words,
+    let used = |u: &runboard::catalogue::Use| {
+        format!(
+            "{} run set(s), {} cells, {} tokens{}",
             u.run_sets,
             u.cells,
             u.tokens,
             u.cost.map(|c| format!(", cost {c:.2}")).unwrap_or_default()
-        );
+        )
+    };
+    for m in &c.models {
+        out += &format!("model {} ({}): {} {}\n", m.name, m.kind.as_str(), m.words, used(&m.used));
     }
     for e in &c.endpoints {
-        let u = &e.used;
         out += &format!(
-            "endpoint {} ({}, {}, serves {}): {} {} run set(s), {} cells, {} tokens\n",
+            "endpoint {} ({}, {}, serves {}): {} {}\n",
             e.name,
             e.url,
             e.backend,
             e.models.join(", "),
             e.words,
-            u.run_sets,
-            u.cells,
-            u.tokens
+            used(&e.used)
         );
     }
     if !c.uncatalogued.is_empty() {

@@ -74,7 +74,7 @@ fn model_row(m: &ModelRow) -> impl IntoView {
     view! {
         <tr class="model" data-name=m.name.clone() data-available=m.available.to_string()>
             <td class="name">{m.name.clone()}</td>
-            <td class="kind">{m.kind.clone()}</td>
+            <td class="kind">{m.kind.as_str()}</td>
             <td class="num price">{if m.price_per_1k_tokens > 0.0 { format!("{:.4}", m.price_per_1k_tokens) } else { "–".into() }}</td>
             <td class="cap">{match m.daily_cap {
                 Some(cap) => format!("{} of {cap}", m.launched_today),

@@ -33,13 +33,18 @@ impl Campaign {
         let auto_path = self.records.root().join(crate::auto_state::STATE_FILE);
         let auto = crate::fsread::read_regular(&auto_path).ok().map(|b| runboard::auto::load(Some(&b)).state);
         let in_flight: Vec<String> = self.in_flight(&cfg).into_iter().map(|(rec, _)| rec.run_set).collect();
+        // Each run set's launch (its first entry: a resume keeps the launch's time).
+        let mut launches = std::collections::HashMap::new();
+        for e in &index {
+            launches.entry(e.run_set.as_str()).or_insert(e);
+        }
         let usage: Vec<RunSetUse> = self
             .records
             .run_sets()
             .iter()
             .map(|rs| {
                 let spec = rs.spec.as_ref().and_then(|s| s.as_ref().ok());
-                let launch = index.iter().find(|e| e.run_set == rs.name);
+                let launch = launches.get(rs.name.as_str()).copied();
                 let ended = rs.cells.iter().filter(|c| matches!(c.status, CellStatus::Done | CellStatus::Failed));
                 RunSetUse {
                     run_set: rs.name.clone(),

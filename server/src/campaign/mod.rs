@@ -743,9 +743,9 @@ impl Campaign {
         let progress =
             if totals.planned == 0 { 0.0 } else { (totals.done + totals.failed) as f64 / totals.planned as f64 };
         let in_flight = cfg.as_ref().map(|c| self.in_flight(c)).unwrap_or_default();
+        let version = self.live_version_of(obs.unit.as_ref(), &in_flight);
         let seen: Vec<UnitSeen> = in_flight.into_iter().map(|(rec, o)| unit_seen(&rec, o, None)).collect();
         let others = live::other_batches(&seen, run_set.as_deref());
-        let version = self.live_version_of(obs.unit.as_ref(), cfg.as_ref());
         LiveView {
             generated_at: now,
             words: state.words(),
@@ -772,10 +772,16 @@ impl Campaign {
     pub fn live_version(&self) -> String {
         let cfg = self.config().ok();
         let current = cfg.as_ref().and_then(|c| self.current_unit(c)).map(|(_, u)| u);
-        self.live_version_of(current.as_ref(), cfg.as_ref())
+        let in_flight = cfg.as_ref().map(|c| self.in_flight(c)).unwrap_or_default();
+        self.live_version_of(current.as_ref(), &in_flight)
     }
 
-    fn live_version_of(&self, current: Option<&UnitSeen>, cfg: Option<&CampaignConfig>) -> String {
+    /// `in_flight`: [`Self::in_flight`], made once by the caller.
+    fn live_version_of(
+        &self,
+        current: Option<&UnitSeen>,
+        in_flight: &[(UnitRecord, runboard::live::Observation)],
+    ) -> String {
         let mut h = runboard::hash::Fnv1a::new();
         let stamp = |p: &Path| format!("{:?}", crate::fsread::stamp_of(p));
         for f in [runsets::ACTIVE_MARKER_FILE, UNITS_DIR, RUNSETS_DIR, CONFIG_FILE] {
@@ -790,8 +796,8 @@ impl Campaign {
             let live = self.records.run_set(&u.run_set).is_some_and(|rs| self.records.is_live(&rs));
             h.write(&[u8::from(live)]);
         }
-        // The other batches in flight (observations cached: cheap).
-        for (rec, o) in cfg.map(|c| self.in_flight(c)).unwrap_or_default() {
+        // The other batches in flight.
+        for (rec, o) in in_flight {
             h.write(format!("{}{o:?}", rec.unit).as_bytes());
         }
         format!("{:016x}", h.finish())
