@@ -12,6 +12,10 @@ pub const CONFIG_FILE: &str = "campaign.toml";
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// How much longer than the driver's grace the launcher waits by default
+/// before it SIGKILLs a driver it asked to stop (seconds).
+pub const LAUNCHER_GRACE_MARGIN_S: f64 = 10.0;
+
 /// `campaign.toml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CampaignConfig {
@@ -175,8 +179,10 @@ pub enum LauncherKind {
 pub struct LauncherConfig {
     #[serde(default)]
     pub kind: LauncherKind,
-    /// SIGTERM → SIGKILL grace when a unit is paused or stopped (seconds,
-    /// default 30).
+    /// SIGTERM → SIGKILL grace when a unit is paused or stopped (seconds).
+    /// It must exceed the driver's own grace (`[runner]`/`[cluster]`
+    /// `grace_s`, default 35), so the driver ends its cells and records them
+    /// before its supervisor kills it; by default it is the driver's + 10.
     #[serde(default)]
     pub grace_s: Option<f64>,
     /// The bound on each state read of a unit (a D-Bus property read,
@@ -387,6 +393,14 @@ impl CampaignConfig {
             }
         }
         out.extend(self.launcher.problems());
+        if let Some(g) = self.launcher.grace_s.filter(|g| g.is_finite() && *g <= self.driver_grace_s()) {
+            out.push(format!(
+                "launcher.grace_s ({g} s) must exceed the driver's grace ({} s, {}), or a pause kills the driver \
+                 before it records its stopped cells; leave it out to get the driver's grace + {LAUNCHER_GRACE_MARGIN_S} s",
+                self.driver_grace_s(),
+                if self.cluster.is_some() { "[cluster] grace_s" } else { "[runner] grace_s" }
+            ));
+        }
         if self.hooks.release_lease.as_ref().is_some_and(Vec::is_empty) {
             out.push("hooks.release_lease must name a program".into());
         }
@@ -417,9 +431,22 @@ impl CampaignConfig {
         self.tasks.iter().find(|t| t.name == name)
     }
 
-    /// The pause/stop grace in seconds.
+    /// The launcher's pause/stop grace in seconds: as set, else the driver's
+    /// grace plus [`LAUNCHER_GRACE_MARGIN_S`] — always longer than the
+    /// driver's, so the driver's own teardown (SIGTERM to each cell, its
+    /// grace, SIGKILL, records written) finishes before the launcher would
+    /// SIGKILL the driver.
     pub fn grace_s(&self) -> f64 {
-        self.launcher.grace_s.unwrap_or(30.0)
+        self.launcher.grace_s.unwrap_or(self.driver_grace_s() + LAUNCHER_GRACE_MARGIN_S)
+    }
+
+    /// The driver's SIGTERM → SIGKILL grace for its cells or cluster.
+    pub fn driver_grace_s(&self) -> f64 {
+        match (&self.cluster, &self.runner) {
+            (Some(c), _) => c.grace_s,
+            (None, Some(r)) => r.grace_s,
+            (None, None) => crate::drive::config::DEFAULT_GRACE_S,
+        }
     }
 
     /// The configuration of a folder that has no `campaign.toml`: named after it.

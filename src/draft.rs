@@ -15,6 +15,9 @@ use crate::spec::{cell_id, valid_label, BatchSpec, Cell, SCHEMA_VERSION};
 
 /// The most cells one draft may hold.
 pub const MAX_DRAFT_CELLS: usize = 10_000;
+/// How many cells a draft holds at most when `max_cells` is left out — the
+/// same on REST, the pages and the CLI.
+pub const DEFAULT_DRAFT_CELLS: usize = 20;
 
 /// What the drafting form sends.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -24,8 +27,10 @@ pub struct DraftRequest {
     pub label: String,
     /// Factor → the values (as text) a cell may have; a factor left out takes any.
     pub filters: BTreeMap<String, Vec<String>>,
-    /// At most this many cells (1–10,000).
-    pub max_cells: usize,
+    /// At most this many cells: a whole number 1–10,000; left out (or
+    /// null), [`DEFAULT_DRAFT_CELLS`]. Read as a number so a bad one (-3,
+    /// 1.5, 1e9) is refused quoting what was sent, never read as 0.
+    pub max_cells: Option<f64>,
     pub model: Option<String>,
     pub endpoint: Option<String>,
     pub prompt_variant: Option<String>,
@@ -86,9 +91,17 @@ pub fn from_gaps(
             crate::spec::shorten(&req.label)
         ));
     }
-    if !(1..=MAX_DRAFT_CELLS).contains(&req.max_cells) {
-        bad.push(format!("max_cells {}: must be between 1 and {MAX_DRAFT_CELLS}", req.max_cells));
-    }
+    let max_cells = match req.max_cells {
+        None => DEFAULT_DRAFT_CELLS,
+        Some(n) if n.fract() == 0.0 && (1.0..=MAX_DRAFT_CELLS as f64).contains(&n) => n as usize,
+        Some(n) => {
+            bad.push(format!(
+                "max_cells {n}: must be a whole number from 1 to {} (left out: {DEFAULT_DRAFT_CELLS})",
+                crate::numfmt::thousands(MAX_DRAFT_CELLS as u64)
+            ));
+            0
+        }
+    };
     let levels = matrix.levels();
     for (factor, values) in &req.filters {
         match levels.get(factor) {
@@ -135,7 +148,7 @@ pub fn from_gaps(
             continue;
         }
         eligible += 1;
-        if chosen.len() < req.max_cells {
+        if chosen.len() < max_cells {
             chosen.push(cell.clone());
         }
     }
@@ -185,9 +198,11 @@ fn route<'c>(
         },
     };
     if model.is_none() {
-        // An endpoint serving one model implies it.
+        // An endpoint serving one model implies it; so does a catalogue of one.
         if let Some([only]) = endpoint.map(|e| e.models.as_slice()) {
             model = Some(only.clone());
+        } else if let ([only], None) = (cfg.models.as_slice(), endpoint) {
+            model = Some(only.name.clone());
         }
     }
     if let Some(m) = &model {
@@ -204,7 +219,12 @@ fn route<'c>(
             }
         }
     } else if !cfg.models.is_empty() {
-        bad.push("model: choose one from the catalogue".into());
+        let names: Vec<&str> = cfg.models.iter().map(|m| m.name.as_str()).collect();
+        bad.push(format!(
+            "model: name one (the catalogue has {}: {}; it is implied only by an endpoint serving one model or a catalogue of one)",
+            names.len(),
+            names.join(", ")
+        ));
     }
     (model, endpoint)
 }
@@ -271,7 +291,7 @@ mod tests {
     }
 
     fn req() -> DraftRequest {
-        DraftRequest { label: "b1".into(), max_cells: 10, endpoint: Some("gpu-a".into()), ..Default::default() }
+        DraftRequest { label: "b1".into(), max_cells: Some(10.0), endpoint: Some("gpu-a".into()), ..Default::default() }
     }
 
     #[test]
@@ -289,10 +309,33 @@ mod tests {
         assert_eq!(d.held_back[0].example, m.cells[3].id);
         assert_eq!(d.spec.model.as_deref(), Some("qwen"), "the endpoint's only model");
         assert_eq!((d.spec.backend.as_deref(), d.spec.request_preset.as_deref()), (Some("vllm"), Some("default")));
-        let small = from_gaps(&m, &cov, &cfg(), &DraftRequest { max_cells: 1, ..req() }).unwrap();
+        let small = from_gaps(&m, &cov, &cfg(), &DraftRequest { max_cells: Some(1.0), ..req() }).unwrap();
         assert_eq!((small.spec.cells.len(), small.eligible), (1, 3));
         let filtered = DraftRequest { filters: [("task".into(), vec!["t2".into()])].into(), ..req() };
         assert_eq!(from_gaps(&m, &cov, &cfg(), &filtered).unwrap().spec.cells.len(), 1);
+    }
+
+    #[test]
+    fn max_cells_left_out_is_the_default_and_a_bad_one_is_quoted() {
+        let m = m();
+        let cov = compute(&m, &[]);
+        let d = from_gaps(&m, &cov, &cfg(), &DraftRequest { max_cells: None, ..req() }).unwrap();
+        assert_eq!(d.spec.cells.len(), d.eligible.min(DEFAULT_DRAFT_CELLS));
+        for (n, shown) in [(-3.0, "-3"), (1.5, "1.5"), (0.0, "0"), (1e9, "1000000000"), (10_001.0, "10001")] {
+            let why = from_gaps(&m, &cov, &cfg(), &DraftRequest { max_cells: Some(n), ..req() }).unwrap_err();
+            assert_eq!(
+                why,
+                [format!("max_cells {shown}: must be a whole number from 1 to 10,000 (left out: 20)")],
+                "{n}"
+            );
+        }
+        // As a request body: left out, null, or a number.
+        for body in [r#"{"label": "b"}"#, r#"{"label": "b", "max_cells": null}"#] {
+            let r: DraftRequest = crate::json::from_body(body.as_bytes()).unwrap();
+            assert_eq!(r.max_cells, None);
+        }
+        let r: DraftRequest = crate::json::from_body(br#"{"label": "b", "max_cells": -3}"#).unwrap();
+        assert_eq!(r.max_cells, Some(-3.0));
     }
 
     #[test]
@@ -301,7 +344,7 @@ mod tests {
         let cov = compute(&m, &[]);
         let bad = DraftRequest {
             label: "no spaces".into(),
-            max_cells: 0,
+            max_cells: Some(0.0),
             filters: [("colour".into(), vec![]), ("task".into(), vec!["t9".into()])].into(),
             model: Some("gpt".into()),
             endpoint: Some("gpu-a".into()),

@@ -114,25 +114,73 @@ mod tests {
     }
 }
 
-/// A request body as JSON: `T` from the bytes, or why not, naming the field
-/// (`body: cells[0].factors: invalid type: …`). An empty body is `T`'s default
-/// (a control that takes no arguments may be posted without one).
-pub fn from_body<T: serde::de::DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, String> {
+/// A request body as JSON: `T` from the bytes, or every reason not, naming
+/// each field (`body: cells[0].factors: invalid type: …`). The body must be
+/// one JSON object (never an array read by position); a key `T` does not know
+/// is refused, beside every other problem. An empty body is `T`'s default (a
+/// control that takes no arguments may be posted without one).
+pub fn from_body<T: serde::de::DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, Vec<String>> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." || path.is_empty() {
-            format!("body: {inner}")
-        } else {
-            format!("body: {path}: {inner}")
+    let value: serde_json::Value =
+        from_slice_lenient(bytes).map_err(|e| vec![format!("body: not JSON ({})", describe_error(&e))])?;
+    from_object(&value, "body")
+}
+
+/// `T` from a JSON value that must be an object with known keys only, or
+/// every reason not (see [`object_lenient`]).
+pub fn from_object<T: DeserializeOwned>(value: &serde_json::Value, what: &str) -> Result<T, Vec<String>> {
+    match object_lenient(value, what) {
+        (Some(t), reasons) if reasons.is_empty() => Ok(t),
+        (_, reasons) => Err(reasons),
+    }
+}
+
+/// Reads `T` from an object, collecting every problem rather than the first:
+/// a value that is not an object; each key `T` does not know (at any depth);
+/// each field of the wrong shape — that field is set aside and the rest read
+/// again, so one bad key never hides another. Returns `T` as read without the
+/// bad fields (when `T` can do without them) and the reasons, each prefixed
+/// with `what` and the field's path.
+pub fn object_lenient<T: DeserializeOwned>(value: &serde_json::Value, what: &str) -> (Option<T>, Vec<String>) {
+    let kind = match value {
+        serde_json::Value::Object(_) => None,
+        serde_json::Value::Array(_) => Some("an array"),
+        serde_json::Value::String(_) => Some("a string"),
+        serde_json::Value::Number(_) => Some("a number"),
+        serde_json::Value::Bool(_) => Some("a boolean"),
+        serde_json::Value::Null => Some("null"),
+    };
+    if let Some(kind) = kind {
+        return (None, vec![format!("{what}: must be one JSON object with named fields, not {kind}")]);
+    }
+    let at = |path: &str| if path == "." || path.is_empty() { String::new() } else { format!("{path}: ") };
+    let mut obj = value.clone();
+    let mut reasons = Vec::new();
+    for _ in 0..64 {
+        let mut unknown = Vec::new();
+        let mut note = |p: serde_ignored::Path<'_>| unknown.push(p.to_string());
+        let de = serde_ignored::Deserializer::new(&obj, &mut note);
+        let result: Result<T, _> = serde_path_to_error::deserialize(de);
+        let mut unknown_reasons: Vec<String> = unknown.iter().map(|p| format!("{what}: {p}: unknown field")).collect();
+        unknown_reasons.retain(|r| !reasons.contains(r));
+        reasons.extend(unknown_reasons);
+        match result {
+            Ok(t) => return (Some(t), reasons),
+            Err(e) => {
+                let path = e.path().to_string();
+                reasons.push(format!("{what}: {}{}", at(&path), e.into_inner()));
+                // Set the field aside (its top-level key) and read the rest.
+                let top = path.split(['.', '[']).next().unwrap_or("").to_owned();
+                let removed = obj.as_object_mut().and_then(|m| m.remove(&top)).is_some();
+                if top.is_empty() || !removed {
+                    return (None, reasons);
+                }
+            }
         }
-    })?;
-    de.end().map_err(|e| format!("body: {e}"))?;
-    Ok(value)
+    }
+    (None, reasons)
 }
 
 #[cfg(test)]
@@ -152,8 +200,25 @@ mod body_tests {
         assert_eq!(from_body::<B>(b" ").unwrap(), B::default());
         assert_eq!(from_body::<B>(br#"{"path": "specs/a.json"}"#).unwrap().path, "specs/a.json");
         let e = from_body::<B>(br#"{"skip": "yes"}"#).unwrap_err();
-        assert!(e.starts_with("body: skip: invalid type"), "{e}");
-        assert!(from_body::<B>(b"{} trailing").unwrap_err().starts_with("body: trailing characters"));
-        assert!(from_body::<B>(br#""text""#).unwrap_err().starts_with("body: invalid type"));
+        assert!(e[0].starts_with("body: skip: invalid type"), "{e:?}");
+        let e = from_body::<B>(b"{} trailing").unwrap_err();
+        assert!(e[0].starts_with("body: not JSON") && e[0].contains("trailing"), "{e:?}");
+        assert!(from_body::<B>(br#""text""#).unwrap_err()[0].contains("not a string"));
+    }
+
+    #[test]
+    fn only_one_object_with_known_fields_is_a_body_and_every_problem_is_named() {
+        // An array is never read by position.
+        let e = from_body::<B>(br#"["specs/a.json", true]"#).unwrap_err();
+        assert_eq!(e, ["body: must be one JSON object with named fields, not an array"]);
+        // An unknown key is named beside the wrong-typed field, not instead of it.
+        let e = from_body::<B>(br#"{"paht": "x", "skip": "yes", "path": 3}"#).unwrap_err();
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e.iter().any(|r| r == "body: paht: unknown field"), "{e:?}");
+        assert!(e.iter().any(|r| r.starts_with("body: skip: invalid type")), "{e:?}");
+        assert!(e.iter().any(|r| r.starts_with("body: path: invalid type")), "{e:?}");
+        // What can be read without the bad fields is returned with the reasons.
+        let (b, r) = object_lenient::<B>(&serde_json::json!({"path": "p", "skip": 1}), "settings");
+        assert_eq!((b.unwrap().path.as_str(), r.len()), ("p", 1));
     }
 }

@@ -30,11 +30,20 @@ pub struct ResumeRequest {
     pub skip_preflight: bool,
 }
 
-/// `POST /api/control/stop`: the run sets to abort (default: the current one).
+/// `POST /api/control/stop`: the run sets to stop and abort (default: the
+/// one the live state speaks for). Other batches in flight are left running.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StopRequest {
     #[serde(default)]
     pub run_sets: Vec<String>,
+}
+
+/// `POST /api/control/pause`: the run set to pause (default: the one the live
+/// state speaks for). Other batches in flight are left running.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PauseRequest {
+    #[serde(default)]
+    pub run_set: Option<String>,
 }
 
 /// A launch's answer.
@@ -53,7 +62,10 @@ pub struct Launched {
 /// What a pause or a stop did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StopReport {
-    /// Each unit ended, in words.
+    /// The run sets this control acted on.
+    #[serde(default)]
+    pub run_sets: Vec<String>,
+    /// Each unit ended, in words: `<unit> (<run set>): <what happened>`.
     pub units: Vec<String>,
     /// The lease release hook's result, when one is configured and ran.
     pub lease: Option<HookResult>,

@@ -49,6 +49,7 @@ pub mod json;
 pub mod launch;
 pub mod live;
 pub mod matrix;
+pub mod numfmt;
 pub mod pool;
 pub mod preflight;
 pub mod results;

@@ -16,7 +16,14 @@
 //!    lines of its log;
 //! 5. the marker says `stopped_before_completion` → **stopped_resumable**;
 //!    `aborted_by_operator` → **aborted**;
-//! 6. otherwise **idle** (with the last batch's outcome, if any).
+//! 6. the unit has ended but its batch's outcome still says `running` (no
+//!    driver is alive to write it) → **interrupted**, naming that evidence:
+//!    the driver died without recording an end; Resume runs what is left;
+//! 7. otherwise **idle** (with the last batch's outcome, if any).
+//!
+//! A state never claims what it has no evidence for: "running" needs a live
+//! driver; "interrupted" needs the unit's end *and* an outcome left at
+//! `running`; a unit the launcher cannot see is "unknown", never "gone".
 
 use serde::{Deserialize, Serialize};
 
@@ -199,6 +206,14 @@ pub enum LiveState {
         run_set: String,
         failure: UnitFailure,
     },
+    /// The unit ended while its batch's outcome still says `running`: the
+    /// driver died without recording an end (killed, out of memory, the
+    /// machine restarted). `evidence` says what was seen. Resumable.
+    Interrupted {
+        run_set: String,
+        unit: String,
+        evidence: String,
+    },
     Unknown {
         unit: String,
         reason: String,
@@ -217,6 +232,7 @@ impl LiveState {
             Self::StoppedResumable { .. } => "stopped_resumable",
             Self::Aborted { .. } => "aborted",
             Self::LaunchFailed { .. } => "launch_failed",
+            Self::Interrupted { .. } => "interrupted",
             Self::Unknown { .. } => "unknown",
         }
     }
@@ -237,6 +253,9 @@ impl LiveState {
                 reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
             ),
             Self::Aborted { run_set, .. } => format!("Aborted by the operator: {run_set}."),
+            Self::Interrupted { run_set, evidence, .. } => format!(
+                "Interrupted: {run_set} ended without recording its end ({evidence}). Resume runs its unfinished cells."
+            ),
             Self::LaunchFailed { failure, .. } => match &failure.reason {
                 Some(r) => format!("{} {r}", failure.title),
                 None => failure.title.clone(),
@@ -253,13 +272,15 @@ impl LiveState {
 
     /// Whether Resume applies.
     pub fn resumable(&self) -> bool {
-        matches!(self, Self::StoppedResumable { .. })
+        matches!(self, Self::StoppedResumable { .. } | Self::Interrupted { .. })
     }
 }
 
 pub fn outcome_words(o: BatchStatus) -> &'static str {
     match o {
-        BatchStatus::Running => "while still marked running (its driver is gone)",
+        // Only the outcome's own word: whether a driver is still alive is the
+        // live state's to say, from its evidence.
+        BatchStatus::Running => "still marked running",
         BatchStatus::Completed => "completed",
         BatchStatus::CompletedWithFailures => "completed with failures",
         BatchStatus::Failed => "failed",
@@ -330,6 +351,11 @@ pub struct LiveView {
     /// Seconds left, from the median duration of the cells ended so far.
     pub eta_s: Option<f64>,
     pub resumable: bool,
+    /// Every run set that can be resumed now: it stopped before completion
+    /// (its outcome says `stopped`), no driver writes it and it was not
+    /// aborted — the state's own and any other (a lane paused earlier).
+    #[serde(default)]
+    pub resumable_run_sets: Vec<String>,
     /// Other batches in flight (queued behind this one, or on other lanes).
     #[serde(default)]
     pub others: Vec<OtherBatch>,
@@ -403,6 +429,7 @@ impl LiveView {
             progress: self.progress,
             eta_s: self.eta_s,
             resumable: self.resumable,
+            resumable_run_sets: self.resumable_run_sets.clone(),
             problems: self.problems.clone(),
             version: self.version.clone(),
         }
@@ -556,6 +583,25 @@ pub fn derive(obs: &LiveObservations) -> LiveState {
                 refusal: false,
             });
             return LiveState::LaunchFailed { run_set: u.run_set.clone(), failure };
+        }
+        if let (Some(BatchStatus::Running), Observation::Finished { exit_status, result, at }) =
+            (u.outcome, &u.observation)
+        {
+            let how = match (exit_status, result.as_str()) {
+                (Some(c), r) if !r.is_empty() => format!("exit status {c}, {r}"),
+                (Some(c), _) => format!("exit status {c}"),
+                (None, r) if !r.is_empty() => r.to_owned(),
+                (None, _) => "no exit status".to_owned(),
+            };
+            let when = at.map(|t| format!(" at {}", t.to_display())).unwrap_or_default();
+            return LiveState::Interrupted {
+                run_set: u.run_set.clone(),
+                unit: u.unit.clone(),
+                evidence: format!(
+                    "its unit {} ended{when} ({how}) and no driver of it is alive, but its batch_outcome.json still says running",
+                    u.unit
+                ),
+            };
         }
         return LiveState::Idle { last_run_set: Some(u.run_set.clone()), last_outcome: u.outcome };
     }
@@ -736,10 +782,37 @@ mod tests {
                 "stopped_resumable",
             ),
             (LiveObservations { marker: Some(marker(Launched, "b-0")), ..Default::default() }, "idle"),
+            // The unit ended and the outcome was left at running: interrupted
+            // (never while a driver of it is alive: that is running, above).
+            (
+                LiveObservations {
+                    unit: Some(unit(finished(137), Some(BatchStatus::Running))),
+                    marker: Some(marker(Launched, "b-1")),
+                    ..Default::default()
+                },
+                "interrupted",
+            ),
+            (
+                LiveObservations {
+                    unit: Some(unit(active.clone(), Some(BatchStatus::Running))),
+                    process_run_set: Some("b-1".into()),
+                    ..Default::default()
+                },
+                "running",
+            ),
         ];
         for (i, (obs, want)) in cases.iter().enumerate() {
             assert_eq!(derive(obs).label(), *want, "case {i}: {obs:?}");
         }
+        let interrupted = derive(&cases.iter().find(|(_, w)| *w == "interrupted").unwrap().0);
+        assert!(interrupted.resumable());
+        assert_eq!(
+            interrupted.words(),
+            "Interrupted: b-1 ended without recording its end (its unit u1 ended (exit status 137, exit-code) and no \
+             driver of it is alive, but its batch_outcome.json still says running). Resume runs its unfinished cells."
+        );
+        // A healthy running batch's outcome is never worded as a dead driver.
+        assert_eq!(outcome_words(BatchStatus::Running), "still marked running");
         let unknown_alive = cases.iter().find(|(o, w)| *w == "unknown" && o.process_run_set.is_some()).unwrap();
         assert_eq!(
             derive(&unknown_alive.0).words(),
@@ -819,6 +892,7 @@ mod tests {
             progress: 0.0,
             eta_s: None,
             resumable: false,
+            resumable_run_sets: Vec::new(),
             others: Vec::new(),
             problems: Vec::new(),
             version: String::new(),

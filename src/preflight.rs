@@ -53,23 +53,11 @@ impl Prediction {
         let known = self.from_cell_history + self.from_task_history;
         format!(
             "about {} tokens{cost}, {:.1} h ({known} of {} cells from history)",
-            thousands(self.tokens),
+            crate::numfmt::thousands(self.tokens),
             self.hours,
             self.cells
         )
     }
-}
-
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// The preflight's answer: every refusal (empty: the batch may launch) and the
@@ -97,8 +85,8 @@ pub fn check(
     if let Some(cap) = b.max_tokens.filter(|cap| prediction.tokens > *cap) {
         refusals.push(format!(
             "budget: {} tokens predicted, {over} of {} per batch",
-            thousands(prediction.tokens),
-            thousands(cap)
+            crate::numfmt::thousands(prediction.tokens),
+            crate::numfmt::thousands(cap)
         ));
     }
     if let (Some(cap), Some(cost)) = (b.max_cost, prediction.cost) {

@@ -50,6 +50,22 @@ pub fn run_set_name(label: &str, now: Timestamp, taken: &dyn Fn(&str) -> bool) -
     (2..).map(|n| format!("{base}-{n}")).find(|n| !taken(n)).unwrap_or(base)
 }
 
+/// Why `name` cannot be a run set's name, if it cannot: a run set is a folder
+/// right under `runsets/` named `<label>-<stamp>[-n]` — 1–200 letters, digits,
+/// `-`, `_` or `.`, not starting with `.` (so never `..`, a path, or empty).
+pub fn run_set_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("empty; name a run set".into());
+    }
+    if name.len() > 200 {
+        return Some(format!("a {}-byte name; a run set's name is at most 200", name.len()));
+    }
+    if name.starts_with('.') || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
+        return Some("not a run set name (letters, digits, '-', '_' or '.'; not a path, not starting with '.')".into());
+    }
+    None
+}
+
 /// `runsets/run_tags.json`: named groups of run sets.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunTags {
@@ -314,6 +330,17 @@ mod tests {
         assert_eq!(next_committed_name(&[], "d"), "0001-d.json");
         assert_eq!(committed_number("12345-big.json"), Some(12345));
         assert_eq!(committed_number("0001-a.txt"), None);
+    }
+
+    #[test]
+    fn run_set_names_are_plain_folder_names() {
+        for ok in ["b1-20261201T094107", "b1-20261201T094107-2", "a.b_c"] {
+            assert_eq!(run_set_name_problem(ok), None, "{ok}");
+        }
+        for bad in ["", "../../outside", "..", ".hidden", "a/b", "a b", "a\\b"] {
+            assert!(run_set_name_problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(run_set_name_problem(&"x".repeat(201)).unwrap().contains("201-byte"));
     }
 
     #[test]

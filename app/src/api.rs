@@ -43,9 +43,10 @@ pub struct ApiError {
     /// The reason, in words (for a refusal with several reasons, the first
     /// and how many more).
     pub error: String,
-    /// Every reason, when a refusal has several (a launch's preflight, a
-    /// draft's form): all of them, so they can be fixed in one go.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Every reason (at least one, whatever the kind; a refusal with
+    /// several — a launch's preflight, a draft's form — lists them all, so
+    /// they can be fixed in one go).
+    #[serde(default)]
     pub reasons: Vec<String>,
 }
 
@@ -91,17 +92,25 @@ impl ApiError {
     }
 
     pub fn new(kind: ErrorKind, error: impl Into<String>) -> Self {
-        Self { kind, error: error.into(), reasons: Vec::new() }
+        let error = error.into();
+        Self { kind, reasons: vec![error.clone()], error }
     }
 
-    /// A refusal with every reason (at least one).
-    pub fn refused(reasons: Vec<String>) -> Self {
+    /// An answer of `kind` with every reason (at least one): `error` is the
+    /// first and how many more.
+    pub fn with_reasons(kind: ErrorKind, reasons: Vec<String>) -> Self {
         let error = match reasons.as_slice() {
             [] => "refused".to_owned(),
             [one] => one.clone(),
             [first, rest @ ..] => format!("{first} (and {} more)", rest.len()),
         };
-        Self { kind: ErrorKind::Refused, error, reasons }
+        let reasons = if reasons.is_empty() { vec![error.clone()] } else { reasons };
+        Self { kind, error, reasons }
+    }
+
+    /// A refusal with every reason (at least one).
+    pub fn refused(reasons: Vec<String>) -> Self {
+        Self::with_reasons(ErrorKind::Refused, reasons)
     }
 
     pub fn busy(what: impl Into<String>) -> Self {
@@ -169,7 +178,7 @@ pub mod ssr {
     use super::{CoverageParams, DraftForm};
     use runboard::coverage::{CellPage, CellParams, CoverageView};
     use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
-    use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
+    use runboard::launch::{LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport, StopRequest};
     use runboard::live::{LiveParams, LiveView};
     use runboard::preflight::Preflight;
     use runboard::runsets::RunSetSummary;
@@ -224,7 +233,7 @@ pub mod ssr {
         fn preflight(&self, path: &str) -> Result<Preflight, ApiError>;
         /// The one launch path.
         fn start(&self, req: &LaunchRequest) -> Result<Launched, ApiError>;
-        fn pause(&self) -> Result<StopReport, ApiError>;
+        fn pause(&self, req: &PauseRequest) -> Result<StopReport, ApiError>;
         fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError>;
         fn resume(&self, req: &ResumeRequest) -> Result<Launched, ApiError>;
         /// The results by a factor: pass rates with 95 % intervals,
@@ -402,7 +411,7 @@ pub async fn get_memory(name: String) -> Result<Vec<MemoryVersion>, ApiError> {
 
 use runboard::coverage::{CellPage, CellParams, CoverageView};
 use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
-use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
+use runboard::launch::{LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport, StopRequest};
 use runboard::live::{LiveParams, LiveView};
 use runboard::preflight::Preflight;
 use runboard::runsets::RunSetSummary;
@@ -474,8 +483,8 @@ pub async fn control_start(req: LaunchRequest) -> Result<Launched, ApiError> {
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "control_pause")]
-pub async fn control_pause() -> Result<StopReport, ApiError> {
-    ssr::answer("pausing", |c| c.pause()).await
+pub async fn control_pause(req: PauseRequest) -> Result<StopReport, ApiError> {
+    ssr::answer("pausing", move |c| c.pause(&req)).await
 }
 
 #[server(prefix = "/sfn", input = server_fn::codec::Json, endpoint = "control_stop")]

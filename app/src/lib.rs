@@ -16,6 +16,7 @@ pub mod api;
 pub mod chart;
 pub mod live;
 pub mod pages;
+pub mod reveal;
 pub mod scope;
 pub mod url;
 
@@ -60,6 +61,7 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="leptos" href="/pkg/runboard.css"/>
         <Title text="runboard"/>
         <Router>
+            <a class="skip-link" href="#main">"Skip to the content"</a>
             <header class="topbar">
                 <a class="brand" href="/">"runboard"</a>
                 <Transition fallback=|| ()>
@@ -72,7 +74,7 @@ pub fn App() -> impl IntoView {
                 </Transition>
                 <Nav/>
             </header>
-            <main>
+            <main id="main" tabindex="-1">
                 <Routes fallback=|| view! { <p class="empty">"No such page."</p> }>
                     <Route path=path!("/") view=pages::overview::OverviewPage/>
                     <Route path=path!("/live") view=pages::live::LivePage/>

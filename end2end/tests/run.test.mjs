@@ -42,6 +42,54 @@ test('a live run page follows the writer without a reload', async () => {
   await page.close();
 });
 
+test('a live run\'s page keeps the reader\'s scroll and typed text across pushes', async () => {
+  const page = await session.browser.context.newPage();
+  await page.setViewportSize({ width: 1280, height: 480 });
+  const errors = watchErrors(page);
+  await open(page, '/runs/explore-qwen?tab=rounds');
+  await page.waitForSelector('table.trials tr.trial');
+  // Type into the trial filter without submitting, and scroll down.
+  await page.fill('form.trial-filters input[name="q"]', 'half-typ');
+  await page.evaluate(() => window.scrollTo(0, 300));
+  const y = await page.evaluate(() => window.scrollY);
+  assert.ok(y > 100, `the page scrolls (at ${y})`);
+  // Two pushes of the run's version while the reader waits.
+  for (let i = 0; i < 2; i++) {
+    const v = await page.getAttribute('.tab-body', 'data-version');
+    await page.waitForFunction((old) => document.querySelector('.tab-body')?.dataset.version !== old, v, { timeout: 30_000 });
+    await page.waitForTimeout(500);
+  }
+  assert.equal(await page.inputValue('form.trial-filters input[name="q"]'), 'half-typ', 'typed text kept');
+  const after = await page.evaluate(() => window.scrollY);
+  assert.ok(Math.abs(after - y) < 40, `scroll kept: ${y} then ${after}`);
+
+  // The lineage box keeps what is typed, too.
+  await page.click('a[data-tab="lineage"]');
+  await page.waitForSelector('form.lineage-form input');
+  await page.fill('form.lineage-form input', 'r1-s');
+  const v = await page.getAttribute('.tab-body', 'data-version');
+  await page.waitForFunction((old) => document.querySelector('.tab-body')?.dataset.version !== old, v, { timeout: 30_000 });
+  await page.waitForTimeout(500);
+  assert.equal(await page.inputValue('form.lineage-form input'), 'r1-s', 'lineage text kept');
+
+  // A call's reasoning opens right under the row clicked, in view.
+  await page.click('a[data-tab="calls"]');
+  await page.waitForSelector('table.calls tr[data-call]');
+  const last = await page.$$eval('table.calls tr[data-call]', (rs) => rs[rs.length - 1].dataset.call);
+  await page.click(`table.calls tr[data-call="${last}"] a.open-call`);
+  await page.waitForSelector(`.call-detail[data-call="${last}"] .reasoning`);
+  const placed = await page.evaluate((n) => {
+    const row = document.querySelector(`table.calls tr[data-call="${n}"]`);
+    const next = row.nextElementSibling;
+    const box = document.querySelector('.call-detail').getBoundingClientRect();
+    return { under: next?.classList.contains('call-detail-row') && next.contains(document.querySelector('.call-detail')),
+             visible: box.top < window.innerHeight && box.bottom > 0 };
+  }, last);
+  assert.deepEqual(placed, { under: true, visible: true });
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
 test('a call\'s reasoning, a memory diff, and an unreadable part', async () => {
   const page = await session.browser.context.newPage();
   const errors = watchErrors(page);

@@ -121,7 +121,7 @@ backend = "vllm"
 models = ["local-m"]
 request_preset = "default"
 [launcher]
-grace_s = 5
+grace_s = 8
 `);
   let matrix = 'condition,task,phase,seed,repetition\n';
   for (const c of ['base', 'treat']) for (const p of ['warmup', 'main']) for (const s of [1, 2]) matrix += `${c},t1,${p},${s},0\n`;

@@ -105,17 +105,15 @@ fn misdirected(req: &Request, hosts: &AllowedHosts) -> Option<Response> {
     let host = host.or_else(|| req.uri().authority().map(|a| a.as_str()));
     match host {
         Some(h) if hosts.allows(h) => None,
-        Some(h) => Some(
-            (
-                StatusCode::MISDIRECTED_REQUEST,
-                format!(
-                    "refused: this runboard answers to {}, not to Host {h:?} (allow a name with --allow-host)",
-                    hosts.describe()
-                ),
-            )
-                .into_response(),
-        ),
-        None => Some((StatusCode::BAD_REQUEST, "refused: the request names no Host").into_response()),
+        Some(h) => Some(refusal(
+            StatusCode::MISDIRECTED_REQUEST,
+            "misdirected",
+            format!(
+                "refused: this runboard answers to {}, not to Host {h:?} (allow a name with --allow-host)",
+                hosts.describe()
+            ),
+        )),
+        None => Some(refusal(StatusCode::BAD_REQUEST, "misdirected", "refused: the request names no Host".into())),
     }
 }
 
@@ -123,8 +121,8 @@ pub async fn guard(State(access): State<Access>, req: Request, next: Next) -> Re
     if let Some(refusal) = misdirected(&req, &access.hosts) {
         return refusal;
     }
-    if let Some(refusal) = foreign_origin(&req) {
-        return (StatusCode::FORBIDDEN, refusal).into_response();
+    if let Some(why) = foreign_origin(&req) {
+        return refusal(StatusCode::FORBIDDEN, "forbidden", why);
     }
     let Some(token) = access.token.as_deref() else {
         return next.run(req).await;
@@ -144,11 +142,17 @@ pub async fn guard(State(access): State<Access>, req: Request, next: Next) -> Re
             return res;
         }
     }
-    (
+    refusal(
         StatusCode::UNAUTHORIZED,
-        "this runboard needs its token: open /?token=<token> once, or send Authorization: Bearer <token>",
+        "unauthorized",
+        "this runboard needs its token: open /?token=<token> once, or send Authorization: Bearer <token>".into(),
     )
-        .into_response()
+}
+
+/// A guard's refusal in the one documented shape: `{kind, error, reasons}`.
+fn refusal(status: StatusCode, kind: &str, why: String) -> Response {
+    let body = serde_json::json!({ "kind": kind, "error": why, "reasons": [why] });
+    (status, axum::Json(body)).into_response()
 }
 
 /// The reason to refuse a state-changing request from another origin, if any.

@@ -39,6 +39,19 @@ pub fn load(root: &Path) -> runboard::auto::Loaded {
     loaded
 }
 
+/// Loads the state to change and save it: any repair is logged as one
+/// `state_repaired` event (`detail: {repairs: [...]}`) before the repaired
+/// state is saved over the damaged file, so what was lost is on record.
+pub fn load_to_save(root: &Path) -> runboard::auto::AutoState {
+    let loaded = load(root);
+    if !loaded.repaired.is_empty() {
+        if let Err(e) = log_event(root, "state_repaired", json!({ "repairs": loaded.repaired })) {
+            tracing::warn!("{LOG_FILE}: the state's repairs could not be logged: {e}");
+        }
+    }
+    loaded.state
+}
+
 /// Replaces the state file whole, atomically (a temporary file a killed
 /// writer left beside it is removed).
 pub fn save(root: &Path, state: &runboard::auto::AutoState) -> std::io::Result<()> {
@@ -70,7 +83,7 @@ pub fn save_loop(root: &Path, until: u64) -> anyhow::Result<()> {
 /// file holds: the event is logged first, then kept in the history, then the
 /// state saved. Returns whether auto mode was on (or finishing) before.
 pub fn turn_off(root: &Path, reason: &str) -> std::io::Result<bool> {
-    let mut state = load(root).state;
+    let mut state = load_to_save(root);
     let (was_on, event) = state.turn_off(reason, crate::clock::now());
     log_event(root, &event.event, event.detail.clone())?;
     state.remember(event);
@@ -97,12 +110,26 @@ mod tests {
         assert_eq!((v["mode"].as_str(), v["current"].is_null()), (Some("off"), true));
         assert_eq!(v["history"][0]["event"], "auto_off");
         assert_eq!(v["settings"]["wait_minutes"], 5, "the rest is kept");
+        // The repair (a `current` without its fields) is on record in the log.
+        let log = fs::read_to_string(root.join(LOG_FILE)).unwrap();
+        let repaired: Vec<Value> = log
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["event"] == "state_repaired")
+            .collect();
+        assert_eq!(repaired.len(), 1, "{log}");
+        assert!(repaired[0]["detail"]["repairs"][0].as_str().unwrap().starts_with("current"), "{log}");
         for junk in [&b""[..], b"[1]", b"{torn"] {
             fs::write(root.join(STATE_FILE), junk).unwrap();
             assert!(!turn_off(root, "test").unwrap());
         }
         let log = fs::read_to_string(root.join(LOG_FILE)).unwrap();
-        assert_eq!(log.lines().count(), 5);
-        assert!(log.lines().all(|l| serde_json::from_str::<Value>(l).unwrap()["event"] == "auto_off"));
+        let events: Vec<String> = log
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(events.iter().filter(|e| *e == "auto_off").count(), 5, "{events:?}");
+        // Each damaged file's repair is on record before its stop.
+        assert_eq!(events.iter().filter(|e| *e == "state_repaired").count(), 4, "{events:?}");
     }
 }

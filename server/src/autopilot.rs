@@ -75,6 +75,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
         guards: out.guards.clone(),
         launches: out.launches.iter().map(PlannedView::from).collect(),
         events: Vec::new(),
+        hold: out.state.hold.clone(),
     };
     let Some(lock) = lock else { return Ok(report) };
     let mut next = out.state;
@@ -190,7 +191,7 @@ pub fn spawn_loop(console: Arc<LocalConsole>, every: Duration, stop: Arc<std::sy
 pub fn set_mode(campaign: &Campaign, mode: Mode) -> Result<AutoState, ApiError> {
     let root = campaign.root();
     let _lock = campaign.lock()?;
-    let mut state = auto_state::load(root).state;
+    let mut state = auto_state::load_to_save(root);
     let was = state.mode;
     let now = crate::clock::now();
     match mode {
@@ -219,7 +220,7 @@ pub fn save_settings(campaign: &Campaign, settings: Value) -> Result<AutoState, 
     runboard::auto::settings::validate(&settings, &cfg, &made.0).map_err(ApiError::refused)?;
     let root = campaign.root();
     let _lock = campaign.lock()?;
-    let mut state = auto_state::load(root).state;
+    let mut state = auto_state::load_to_save(root);
     state.settings = settings;
     let event = LogEvent { at: crate::clock::now(), event: "settings_saved".into(), detail: state.settings.clone() };
     remember(root, &mut state, event);

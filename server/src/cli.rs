@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use app::api::ssr::Console;
 use app::api::{ApiError, CoverageParams, ErrorKind};
 use runboard::draft::DraftRequest;
-use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
+use runboard::launch::{LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport, StopRequest};
 
 use crate::console::LocalConsole;
 
@@ -49,8 +49,9 @@ pub enum ConsoleCommand {
         at: RootArg,
         #[arg(long)]
         label: String,
-        #[arg(long, default_value_t = 20)]
-        max_cells: usize,
+        /// At most this many cells (1–10,000; default 20, as on REST and the page).
+        #[arg(long)]
+        max_cells: Option<f64>,
         /// FACTOR=V1,V2 — only cells with one of these values (repeatable).
         #[arg(long = "filter", value_name = "FACTOR=VALUES")]
         filters: Vec<String>,
@@ -82,12 +83,15 @@ pub enum ConsoleCommand {
     },
     /// Stop the running batch and keep it resumable.
     Pause {
+        /// The run set to pause (default: the batch the live state speaks for).
+        run_set: Option<String>,
         #[command(flatten)]
         at: RootArg,
     },
     /// Stop the batch and abort it (and turn auto mode off): it will not be resumed.
     Stop {
-        /// The run sets to abort (default: the current one).
+        /// The run sets to stop and abort (default: the batch the live state
+        /// speaks for; other batches in flight run on).
         run_sets: Vec<String>,
         #[command(flatten)]
         at: RootArg,
@@ -201,8 +205,14 @@ pub enum AutoCommand {
 fn auto_text(v: &runboard::auto::view::AutoView) -> String {
     let st = &v.state;
     let mut out = format!("auto mode: {}\n", st.mode.word());
-    if let Some(h) = &st.hold {
-        out += &format!("holds ({}) since {}: {}\n", h.reason, h.since.to_display(), h.words);
+    // The same headline as the Auto page: from the evaluation made now.
+    out += &format!("{}\n", v.explain.headline());
+    if let Some(h) = v.explain.hold.as_ref().filter(|h| st.hold.as_ref().is_none_or(|s| s.reason != h.reason)) {
+        out += &format!(
+            "(the last tick recorded {}; the next records {})\n",
+            st.hold.as_ref().map_or("no hold".to_owned(), |s| s.reason.clone()),
+            h.reason
+        );
     }
     out += &format!("decision now: {}\n", v.explain.verdict);
     for p in &v.settings_problems {
@@ -448,7 +458,7 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Coverage { at, .. }
         | ConsoleCommand::Draft { at, .. }
         | ConsoleCommand::Launch { at, .. }
-        | ConsoleCommand::Pause { at }
+        | ConsoleCommand::Pause { at, .. }
         | ConsoleCommand::Stop { at, .. }
         | ConsoleCommand::Resume { at, .. }
         | ConsoleCommand::Evidence { at, .. }
@@ -615,7 +625,7 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         ConsoleCommand::Launch { spec, skip_preflight, tag, .. } => {
             console.start(&LaunchRequest { path: spec, skip_preflight, tag }).map(|l| launched(&l, json))
         }
-        ConsoleCommand::Pause { .. } => console.pause().map(|r| stopped(&r, json)),
+        ConsoleCommand::Pause { run_set, .. } => console.pause(&PauseRequest { run_set }).map(|r| stopped(&r, json)),
         ConsoleCommand::Stop { run_sets, .. } => console.stop(&StopRequest { run_sets }).map(|r| stopped(&r, json)),
         ConsoleCommand::Resume { run_set, skip_preflight, .. } => {
             console.resume(&ResumeRequest { run_set, skip_preflight }).map(|l| launched(&l, json))

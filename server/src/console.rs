@@ -9,7 +9,7 @@ use runboard::auto::view::{AutoView, LogPage, TickReport};
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
 use runboard::coverage::{CellPage, CellParams, CoverageView};
 use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
-use runboard::launch::{LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest};
+use runboard::launch::{LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport, StopRequest};
 use runboard::live::{LiveParams, LiveView};
 use runboard::preflight::Preflight;
 use runboard::runsets::RunSetSummary;
@@ -170,11 +170,12 @@ impl Console for LocalConsole {
                 }
             }
         }
+        view.version = self.live_version_with(&view.version);
         Ok(view)
     }
 
     fn live_version(&self) -> String {
-        self.campaign.live_version()
+        self.live_version_with(&self.campaign.live_version())
     }
 
     fn coverage(&self, params: &CoverageParams) -> Result<CoverageView, ApiError> {
@@ -230,8 +231,8 @@ impl Console for LocalConsole {
         self.campaign.start_spec(req)
     }
 
-    fn pause(&self) -> Result<StopReport, ApiError> {
-        self.campaign.pause()
+    fn pause(&self, req: &PauseRequest) -> Result<StopReport, ApiError> {
+        self.campaign.pause(req)
     }
 
     fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError> {
@@ -365,5 +366,15 @@ impl Console for LocalConsole {
 
     fn resume(&self, req: &ResumeRequest) -> Result<Launched, ApiError> {
         self.campaign.resume(req)
+    }
+}
+
+impl LocalConsole {
+    /// The live view's version: the campaign's (units, marker, run set
+    /// records; a 5 s tick while a batch runs, so running cells' durations
+    /// move) and the run list's, because a cell owning a run directory shows
+    /// that run's rounds and trials, which change with every write to it.
+    fn live_version_with(&self, campaign: &str) -> String {
+        format!("{campaign}-{}", self.runs.list_version())
     }
 }

@@ -88,6 +88,13 @@ pub async fn prepare(data_dir: &Path) -> anyhow::Result<(PathBuf, DemoWriter)> {
             "{} exists and was not made by runboard; move it away or pass --data-dir",
             root.display()
         );
+        // A batch the previous server launched runs on if that server was
+        // killed (SIGKILL ends no one): end it before its folder goes, so no
+        // orphan writes into a deleted demo.
+        let old = root.clone();
+        tokio::task::spawn_blocking(move || crate::campaign::Campaign::open(&old).end_running_units())
+            .await
+            .context("ending the previous demo's batch")?;
         std::fs::remove_dir_all(&root).with_context(|| format!("clearing the old demo at {}", root.display()))?;
     }
     std::fs::create_dir_all(root.join("runs")).with_context(|| format!("creating {}", root.display()))?;
@@ -257,7 +264,7 @@ max_hours = 4.0
 
 [launcher]
 kind = "local"
-grace_s = 5
+grace_s = 8
 "#
     )
 }
@@ -268,7 +275,7 @@ grace_s = 5
 pub fn launch_batch(console: &crate::console::LocalConsole) -> anyhow::Result<String> {
     let req = runboard::draft::DraftRequest {
         label: "demo-next".into(),
-        max_cells: 4,
+        max_cells: Some(4.0),
         endpoint: Some("gpu-local".into()),
         ..Default::default()
     };

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use app::api::ssr::Console;
 use app::api::{parse_call_number, ApiError, CoverageParams, ListParams, TrialParams};
-use axum::extract::{FromRef, Path, Query, Request, State};
+use axum::extract::{FromRef, Path, Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -36,6 +36,10 @@ pub struct AppState {
     pub access: Access,
     /// Milliseconds since the epoch of the latest request (the idle watchdog's input).
     pub last_request: Arc<AtomicI64>,
+    /// Version streams open now: a page following a run (or the list, the
+    /// live state) counts as a request for as long as it stays open, even
+    /// when nothing changes and nothing is pushed (the idle watchdog's input).
+    pub open_streams: Arc<std::sync::atomic::AtomicUsize>,
     /// Cancelled when the server shuts down: long-lived responses (the version
     /// streams) end then, so a graceful shutdown never waits on an open page.
     pub shutdown: CancellationToken,
@@ -59,6 +63,7 @@ impl AppState {
             assets,
             access,
             last_request: Arc::new(AtomicI64::new(crate::clock::now().millis())),
+            open_streams: Arc::default(),
             shutdown: CancellationToken::new(),
             watchers: crate::follow::Watchers::default(),
         }
@@ -148,6 +153,30 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// A query string read into `T`, or 422 `bad_query` in the documented JSON
+/// shape naming what would not parse (a repeated key, a value of the wrong
+/// type) — never axum's plain-text 400.
+pub struct Query<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned, S: Send + Sync> axum::extract::FromRequestParts<S> for Query<T> {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, AppError> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(t)) => Ok(Query(t)),
+            Err(e) => {
+                let detail = e.body_text();
+                let detail = detail.strip_prefix("Failed to deserialize query string: ").unwrap_or(&detail);
+                Err(ApiError::with_reasons(
+                    app::api::ErrorKind::BadQuery,
+                    vec![format!("the query string does not parse: {detail}")],
+                )
+                .into())
+            }
+        }
+    }
+}
+
 async fn note_request(State(last): State<Arc<AtomicI64>>, req: Request, next: Next) -> Response {
     last.store(crate::clock::now().millis(), Ordering::Relaxed);
     next.run(req).await
@@ -222,13 +251,25 @@ fn version_events(
         done: bool,
         last_request: Arc<AtomicI64>,
         shutdown: CancellationToken,
+        _open: Open,
     }
+    /// Counts the stream as open until it is dropped (the client went away,
+    /// or the server shuts down).
+    struct Open(Arc<std::sync::atomic::AtomicUsize>);
+    impl Drop for Open {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    s.open_streams.fetch_add(1, Ordering::Relaxed);
+    let open = Open(s.open_streams.clone());
     let start = Follow {
         rx: s.watchers.follow(key, every, &s.shutdown, version),
         sent: None,
         done: false,
         last_request: s.last_request.clone(),
         shutdown: s.shutdown.clone(),
+        _open: open,
     };
     let stream = futures_util::stream::unfold(start, move |mut f| async move {
         if f.done {
@@ -362,7 +403,7 @@ fn body<T: serde::de::DeserializeOwned + Default>(headers: &HeaderMap, bytes: &[
     if !json && !bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::refused(vec!["send the body as JSON with Content-Type: application/json".into()]));
     }
-    runboard::json::from_body(bytes).map_err(|e| ApiError::refused(vec![e]))
+    runboard::json::from_body(bytes).map_err(ApiError::refused)
 }
 
 async fn live(
@@ -657,8 +698,8 @@ async fn control_pause(
     headers: HeaderMap,
     bytes: axum::body::Bytes,
 ) -> Result<impl IntoResponse, AppError> {
-    let _: serde_json::Value = body::<Option<serde_json::Value>>(&headers, &bytes)?.unwrap_or_default();
-    read(&s, "pausing", |c| c.pause()).await
+    let req: runboard::launch::PauseRequest = body(&headers, &bytes)?;
+    read(&s, "pausing", move |c| c.pause(&req)).await
 }
 
 async fn control_stop(

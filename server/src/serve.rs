@@ -156,6 +156,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     let hosts = crate::auth::AllowedHosts::new(ip, &opts.allow_hosts);
     let state = AppState::new(leptos, console.clone(), Access { token: token.clone(), hosts });
     let last_request = state.last_request.clone();
+    let open_streams = state.open_streams.clone();
     let shutdown = state.shutdown.clone();
     let ended = std::sync::Arc::new(std::sync::Mutex::new(Ended::Signal));
 
@@ -181,6 +182,11 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
                 tokio::select! {
                     _ = tokio::time::sleep(every) => {}
                     _ = shutdown.cancelled() => return,
+                }
+                // An open stream (a page following a run, the list or the
+                // live state) is a reader: the server stays.
+                if open_streams.load(Ordering::Relaxed) > 0 {
+                    last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
                 }
                 let quiet = crate::clock::now().millis() - last_request.load(Ordering::Relaxed);
                 if quiet >= idle_ms {

@@ -109,6 +109,31 @@ async fn requests_keep_the_idle_watchdog_away_and_zero_disables_it() {
     assert!(wait_exit(&mut busy.child, Duration::from_secs(15)).is_some(), "exits once requests stop");
 }
 
+#[tokio::test]
+async fn an_open_stream_keeps_the_server_alive_while_nothing_changes() {
+    let (tmp, root) = common::campaign().await;
+    let site = common::site(tmp.path());
+    let mut s = serve(&["--root", root.to_str().unwrap(), "--idle-minutes", "0.03"], &site);
+    // A page following the list: one stream, open, with nothing pushed after
+    // its first version (the campaign does not change).
+    let mut stream = TcpStream::connect(&s.addr).unwrap();
+    write!(stream, "GET /api/runs/version/stream HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n", s.addr)
+        .unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut first = [0u8; 256];
+    let n = stream.read(&mut first).unwrap();
+    assert!(
+        String::from_utf8_lossy(&first[..n]).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&first[..n])
+    );
+    // 0.03 min = 1.8 s: stay well past it with no request but the open stream.
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(s.child.try_wait().unwrap().is_none(), "the server exited while a page followed the list");
+    drop(stream);
+    assert!(wait_exit(&mut s.child, Duration::from_secs(15)).is_some(), "exits once the stream closes");
+}
+
 #[test]
 fn a_non_loopback_address_without_a_token_is_refused() {
     let err = run_fails(&["serve", "--host", "0.0.0.0", "--root", "."]);

@@ -7,7 +7,7 @@
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::served::*;
 use serde_json::{json, Value};
@@ -298,9 +298,100 @@ fn a_second_batch_in_flight_is_shown_beside_the_first() {
     assert_eq!((other["state"].as_str(), other["backend"].as_str()), (Some("running"), Some("local")));
     let words = other["words"].as_str().unwrap();
     assert!(words.contains(first["run_set"].as_str().unwrap()) && words.ends_with("is running."), "{words}");
-    // Stop ends every batch in flight.
-    assert_eq!(post(&s.addr, "/api/control/stop", json!({})).0, 200);
-    assert_eq!(live_state(&s.addr).1["others"], json!([]), "nothing in flight after a stop");
+    // Stop acts on the batch on screen only: the other runs on, and is
+    // stopped when named.
+    let (code, r) = post(&s.addr, "/api/control/stop", json!({}));
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["run_sets"], json!([second["run_set"]]), "{r}");
+    let (_, v) = live_state(&s.addr);
+    assert_eq!(v["state"]["state"], "running", "the first batch runs on: {v}");
+    assert_eq!(v["run_set"], first["run_set"], "{v}");
+    let (code, r) = post(&s.addr, "/api/control/stop", json!({"run_sets": [first["run_set"]]}));
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(live_state(&s.addr).1["others"], json!([]), "nothing in flight after both stops");
+}
+
+/// A campaign on default graces (none set: the runner's 35 s, the launcher's
+/// 45 s) whose cells end at once on SIGTERM: a pause ends within seconds, the
+/// cell recorded stopped (143, its `cell_end`), the batch stopped and resumable.
+#[test]
+fn a_pause_on_default_graces_ends_at_once_stopped_and_resumable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 600.0);
+    let cfg = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    let cfg = cfg.replace("parallel = 1\ngrace_s = 5\n", "parallel = 1\n").replace("[launcher]\ngrace_s = 8\n", "");
+    assert!(!cfg.contains("grace_s"), "{cfg}");
+    std::fs::write(root.join("campaign.toml"), cfg).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "slow", "max_cells": 2, "endpoint": "gpu-a"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let run_set = l["run_set"].as_str().unwrap().to_owned();
+    wait_for("a cell running", Duration::from_secs(30), || live_state(&s.addr).1["totals"]["running"] == 1);
+    let asked = Instant::now();
+    let (code, r) = post(&s.addr, "/api/control/pause", json!({"run_set": run_set}));
+    let took = asked.elapsed();
+    assert_eq!(code, 200, "{r}");
+    assert!(took < Duration::from_secs(5), "the pause took {took:?}: {r}");
+    assert!(r["units"][0].as_str().unwrap().ends_with("ended after SIGTERM"), "{r}");
+    let dir = root.join("runsets").join(&run_set);
+    let outcome: Value = serde_json::from_slice(&std::fs::read(dir.join("batch_outcome.json")).unwrap()).unwrap();
+    assert_eq!(outcome["status"], "stopped", "{outcome}");
+    let cells: Vec<Value> = std::fs::read_dir(dir.join("cells"))
+        .unwrap()
+        .flatten()
+        .map(|e| serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap())
+        .collect();
+    let stopped: Vec<&Value> = cells.iter().filter(|c| c["status"] == "stopped").collect();
+    assert_eq!(stopped.len(), 1, "{cells:?}");
+    assert_eq!(stopped[0]["exit_code"], 143, "{cells:?}");
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    assert!(
+        events.lines().any(|l| l.contains("\"cell_end\"")
+            && l.contains(stopped[0]["cell"].as_str().unwrap())
+            && l.contains("\"stopped\"")),
+        "{events}"
+    );
+    let (state, v) = live_state(&s.addr);
+    assert_eq!(state, "stopped_resumable", "{v}");
+    assert_eq!(v["resumable_run_sets"], json!([run_set]), "{v}");
+    // The stopped-then-resumed cell is timed as paused, not retried.
+    let (code, r) = post(&s.addr, "/api/control/resume", json!({"run_set": run_set}));
+    assert_eq!(code, 200, "{r}");
+    wait_for("running again", Duration::from_secs(30), || live_state(&s.addr).1["totals"]["running"] == 1);
+    let (code, t) = get(&s.addr, &format!("/api/timing?run_set={run_set}"));
+    assert_eq!(code, 200, "{t}");
+    let text = t.to_string();
+    assert!(text.contains("\"paused\""), "a paused phase: {text}");
+    assert!(!text.contains("\"retried\""), "no retried phase: {text}");
+    assert_eq!(post(&s.addr, "/api/control/stop", json!({"run_sets": [run_set]})).0, 200);
+}
+
+/// Stop names what it ends: names that are not run set names are refused and
+/// nothing is touched; a stop of run sets that do not exist leaves the marker.
+#[test]
+fn a_stop_of_bad_or_missing_run_sets_touches_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 20.0);
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "real", "max_cells": 1, "endpoint": "gpu-a"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    wait_for("running", Duration::from_secs(30), || live_state(&s.addr).0 == "running");
+    let marker = || std::fs::read_to_string(root.join("runsets/active_batch.json")).unwrap();
+    let before = marker();
+    let (code, e) = post(&s.addr, "/api/control/stop", json!({"run_sets": ["../../outside", "a/b"]}));
+    assert_eq!(code, 422, "{e}");
+    assert_eq!(e["reasons"].as_array().unwrap().len(), 2, "every bad name: {e}");
+    let (code, e) = post(&s.addr, "/api/control/stop", json!({"run_sets": ["no-such-batch"]}));
+    assert_eq!(code, 404, "{e}");
+    assert!(e["reasons"][0].as_str().unwrap().contains("no-such-batch"), "{e}");
+    assert_eq!(marker(), before, "the marker is untouched");
+    assert_eq!(live_state(&s.addr).0, "running", "nothing was stopped");
+    // A default stop then stops the real last batch.
+    let (code, r) = post(&s.addr, "/api/control/stop", json!({}));
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["run_sets"], json!([l["run_set"]]), "{r}");
 }
 
 /// The catalogue says of each model and endpoint whether it can be used now
@@ -562,7 +653,9 @@ fn evidence_counts_the_ended_cells_with_intervals_and_says_where_failures_fall()
     assert_eq!(code, 200);
     assert!(csv.contains("# content_hash: ") && csv.contains("# specs: specs/committed/0001-ev.json"), "{csv}");
     assert!(csv.contains("\ncondition,task,phase,repetition,model,run_set,passed,score,tokens\n"), "{csv}");
-    assert!(!csv.contains("seed") || csv.contains("private_factors (left out): seed"), "{csv}");
+    assert!(csv.contains("\n# private_factors: seed\n"), "{csv}");
+    let data = csv.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
+    assert!(!data.contains("seed"), "the private factor is left out of the rows: {csv}");
     assert!(!csv.contains(",c-"), "no cell ids: {csv}");
     let (code, bad) = get(&s.addr, "/api/evidence/export?format=xml");
     assert_eq!((code, bad["kind"].as_str()), (422, Some("bad_query")));
@@ -741,7 +834,7 @@ fn publish_runs_the_campaigns_command_one_at_a_time_within_its_limit_and_says_wh
     assert_eq!((last["exit_code"].as_i64(), last["timed_out"].as_bool()), (Some(0), Some(false)), "{st}");
     assert_eq!(
         last["output"].as_str().unwrap(),
-        format!("pushing {hash}\n# runboard evidence export\nto stderr\n"),
+        format!("pushing {hash}\n# format: runboard evidence export\nto stderr\n"),
         "stdout and stderr, as written"
     );
     assert_eq!(st["published"], st["last"]);

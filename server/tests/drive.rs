@@ -107,8 +107,11 @@ fn outcome(set: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(set.join("batch_outcome.json")).unwrap()).unwrap()
 }
 
+/// Each process's name, final status and exit code.
+type Statuses = Vec<(String, String, Option<i64>)>;
+
 /// Final status of each process, from the run set's events.
-fn statuses(set: &Path) -> Vec<(String, String, Option<i64>)> {
+fn statuses(set: &Path) -> Statuses {
     std::fs::read_to_string(set.join("events.jsonl"))
         .unwrap()
         .lines()
@@ -190,27 +193,49 @@ start_delay_s = 0.1
     assert!(marked(&c.marker).is_empty());
 }
 
-#[test]
-fn a_child_ignoring_sigterm_and_its_grandchild_are_killed_after_the_grace() {
-    let port = free_port();
-    // The player ignores TERM and starts a grandchild that ignores it too.
-    let players = r#"[[cluster.players]]
+/// A cluster whose player `stubborn` runs `command`, beside a player that
+/// fails after a second (so the cluster is torn down), driven with a 1 s
+/// grace: the teardown, the process statuses recorded, and what survived.
+fn stubborn_teardown(command: &str) -> (Ended, Statuses, Vec<u32>) {
+    let players = format!(
+        r#"[[cluster.players]]
 name = "stubborn"
-command = ["sh", "-c", "trap '' TERM; sh -c \"trap '' TERM; sleep 600\" & sleep 600"]
+command = ["sh", "-c", {command:?}]
 start_delay_s = 0.1
 [[cluster.players]]
 name = "crasher"
 command = ["sh", "-c", "sleep 1; exit 4"]
 start_delay_s = 0.1
-"#;
-    let c = campaign(&cluster_toml(port, 20.0, players), &["t1"]);
+"#
+    );
+    let c = campaign(&cluster_toml(free_port(), 20.0, &players), &["t1"]);
     let e = run(&c, &["--grace", "1"], &[("MANAGER_STAY", "1"), ("MANAGER_WORK_S", "30")]);
-    assert_eq!(e.code, Some(1));
     let st = statuses(&runset(&c));
+    (e, st, marked(&c.marker))
+}
+
+#[test]
+fn a_child_ignoring_sigterm_and_its_grandchild_are_killed_after_the_grace() {
+    // The player ignores TERM and starts a grandchild that ignores it too.
+    let (e, st, left) = stubborn_teardown("trap '' TERM; sh -c \"trap '' TERM; sleep 600\" & sleep 600");
+    assert_eq!(e.code, Some(1));
     let stubborn = st.iter().find(|s| s.0 == "stubborn").unwrap();
     assert_eq!(stubborn.1, "KILLED", "{st:?}");
     assert!(e.took < Duration::from_secs(15));
-    assert!(marked(&c.marker).is_empty(), "orphans survived: {:?}", marked(&c.marker));
+    assert!(left.is_empty(), "orphans survived: {left:?}");
+}
+
+#[test]
+fn a_stubborn_player_whose_grandchild_escaped_is_recorded_killed_not_running() {
+    // The player ignores TERM; its grandchild ignores it too and leaves the
+    // player's process group (setsid), so the teardown's sweep of marked
+    // processes kills — and reaps — the player itself.
+    let (e, st, left) = stubborn_teardown("trap '' TERM; setsid sh -c \"trap '' TERM; sleep 600\" & sleep 600");
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    let stubborn = st.iter().find(|s| s.0 == "stubborn").unwrap();
+    assert_eq!((stubborn.1.as_str(), stubborn.2), ("KILLED", Some(137)), "{st:?}");
+    assert!(st.iter().all(|s| s.1 != "RUNNING"), "nothing is left RUNNING after a teardown: {st:?}");
+    assert!(left.is_empty(), "orphans survived: {left:?}");
 }
 
 #[test]

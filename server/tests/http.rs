@@ -46,6 +46,10 @@ async fn send(state: &AppState, mut req: Request<Body>) -> (StatusCode, axum::ht
     (status, headers, body)
 }
 
+fn body_json(b: Vec<u8>) -> Value {
+    serde_json::from_slice(&b).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&b)))
+}
+
 fn get(uri: &str) -> Request<Body> {
     Request::get(uri).header(header::HOST, "127.0.0.1:8850").body(Body::empty()).unwrap()
 }
@@ -67,7 +71,8 @@ async fn api_runs_lists_every_run_latest_first_with_unreadable_reason() {
     let reason = broken["status"]["reason"].as_str().unwrap();
     assert!(reason.starts_with("snapshot.json: line 1 column"), "{reason}");
     let second = runs.iter().find(|r| r["name"] == "second").unwrap();
-    assert_eq!(second["status"]["kind"], "stopped");
+    // Stopped after its last planned round: finished, not stopped.
+    assert_eq!(second["status"]["kind"], "finished");
     assert_eq!(second["rounds_written"], 3);
     // latest written first
     let times: Vec<i64> = runs.iter().map(|r| r["last_written"].as_i64().unwrap()).collect();
@@ -171,6 +176,73 @@ async fn state_changing_requests_from_another_origin_are_refused() {
     // Same origin, and tools that send no Origin, pass the guard (then 404 here).
     assert_eq!(send(&st, post(Some("http://127.0.0.1:8850"))).await.0, StatusCode::NOT_FOUND);
     assert_eq!(send(&st, post(None)).await.0, StatusCode::NOT_FOUND);
+}
+
+/// Every POST body is one object with known fields, and every refusal — a
+/// body, a query string the extractor cannot read, a guard — is the documented
+/// `{kind, error, reasons}` with a 4xx status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_are_objects_with_known_fields_and_every_refusal_is_the_documented_json() {
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    let post_json = |uri: &str, body: &str| {
+        Request::post(uri)
+            .header(header::HOST, "127.0.0.1:8850")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_owned()))
+            .unwrap()
+    };
+    let documented = |v: &Value| {
+        v["kind"].is_string() && v["error"].is_string() && v["reasons"].as_array().is_some_and(|r| !r.is_empty())
+    };
+    // An array read by position is refused; so is an unknown field, named
+    // beside the other reasons.
+    for (uri, body, want) in [
+        (
+            "/api/control/start",
+            r#"["specs/drafts/x.json", true]"#,
+            "body: must be one JSON object with named fields, not an array",
+        ),
+        ("/api/control/resume", r#"["rs"]"#, "body: must be one JSON object with named fields, not an array"),
+        ("/api/control/stop", r#"{"run_set": "x"}"#, "body: run_set: unknown field"),
+        ("/api/control/pause", r#"{"all": true}"#, "body: all: unknown field"),
+    ] {
+        let (status, _, body) = send(&st, post_json(uri, body)).await;
+        let v = body_json(body);
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{uri}: {v}");
+        assert_eq!((v["kind"].as_str(), v["reasons"][0].as_str()), (Some("refused"), Some(want)), "{uri}: {v}");
+    }
+    let (status, _, body) =
+        send(&st, post_json("/api/drafts/preview", r#"{"label": "b1", "max_cells": "many", "colour": 1}"#)).await;
+    let v = body_json(body);
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    let reasons: Vec<&str> = v["reasons"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(reasons.contains(&"body: colour: unknown field"), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.starts_with("body: max_cells: invalid type")), "{reasons:?}");
+    // Queries the extractor cannot read: JSON 422, never plain-text 400.
+    for uri in ["/api/evidence?by=a&by=b", "/api/runs?limit=1&limit=2", "/api/cells?offset=-1&offset=2"] {
+        let (status, _, body) = send(&st, get(uri)).await;
+        let v = body_json(body);
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{uri}: {v}");
+        assert_eq!(v["kind"], "bad_query", "{uri}: {v}");
+        assert!(documented(&v), "{uri}: {v}");
+    }
+    for uri in ["/api/runs?limit=abc", "/api/runs?offset=-1"] {
+        let (status, _, body) = send(&st, get(uri)).await;
+        let v = body_json(body);
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{uri}: {v}");
+        assert!(documented(&v), "{uri}: {v}");
+    }
+    // A foreign origin: 403 in the same shape.
+    let foreign = Request::post("/api/control/pause")
+        .header(header::HOST, "127.0.0.1:8850")
+        .header(header::ORIGIN, "http://evil.example")
+        .body(Body::empty())
+        .unwrap();
+    let (status, _, body) = send(&st, foreign).await;
+    let v = body_json(body);
+    assert_eq!((status, v["kind"].as_str()), (StatusCode::FORBIDDEN, Some("forbidden")), "{v}");
+    assert!(documented(&v), "{v}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -468,8 +540,12 @@ async fn only_the_servers_own_host_names_are_answered() {
     for uri in ["/api/runs", "/api/campaign", "/runs", "/pkg/runboard.js"] {
         let (status, _, body) = send(&st, with_host(uri, "evil.example:8850")).await;
         assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{uri}");
-        let text = String::from_utf8_lossy(&body);
-        assert!(text.contains("not to Host \"evil.example:8850\"") && text.contains("--allow-host"), "{text}");
+        let text = String::from_utf8_lossy(&body).into_owned();
+        let refusal = body_json(body);
+        assert_eq!(refusal["kind"], "misdirected", "{text}");
+        let error = refusal["error"].as_str().unwrap();
+        assert!(error.contains("not to Host \"evil.example:8850\"") && error.contains("--allow-host"), "{text}");
+        assert_eq!(refusal["reasons"], serde_json::json!([error]));
         assert!(!text.contains(root.to_str().unwrap()), "the root path does not leak");
     }
     for host in ["localhost:8850", "127.0.0.1", "[::1]:8850"] {
@@ -601,7 +677,10 @@ async fn every_read_answers_alike_over_rest_and_server_functions() {
             assert_eq!(a.1, b.1, "{r} vs {s}");
             if run == "nope" {
                 assert_eq!(a.0, StatusCode::NOT_FOUND, "{r}");
-                assert_eq!(a.1, serde_json::json!({"kind": "no_such_run", "error": "no run named nope"}));
+                assert_eq!(
+                    a.1,
+                    serde_json::json!({"kind": "no_such_run", "error": "no run named nope", "reasons": ["no run named nope"]})
+                );
             } else {
                 assert_eq!(a.0, StatusCode::OK, "{r}: {}", a.1);
             }
@@ -642,7 +721,7 @@ async fn every_read_answers_alike_over_rest_and_server_functions() {
     ] {
         let (a, b) = (ask(rest.into()).await, ask(sfn.into()).await);
         assert_eq!((a.0, &a.1), (b.0, &b.1), "{rest} vs {sfn}");
-        assert_eq!(a.1, serde_json::json!({"kind": kind, "error": why}), "{rest}");
+        assert_eq!(a.1, serde_json::json!({"kind": kind, "error": why, "reasons": [why]}), "{rest}");
         let want = if kind == "no_such_trial" { StatusCode::NOT_FOUND } else { StatusCode::UNPROCESSABLE_ENTITY };
         assert_eq!(a.0, want, "{rest}");
     }
@@ -711,7 +790,10 @@ async fn the_run_list_is_filtered_sorted_and_paged_on_the_server() {
     let sfn = json(send(&st, get("/sfn/runs?params[sort]=path&params[limit]=1&params[offset]=1")).await.2);
     assert_eq!(sfn["runs"], page["runs"]);
     for (uri, why) in [
-        ("/api/runs?status=dead", "status=\"dead\": not one of starting, running, stopped, interrupted, unreadable"),
+        (
+            "/api/runs?status=dead",
+            "status=\"dead\": not one of starting, running, finished, stopped, interrupted, unreadable",
+        ),
         ("/api/runs?limit=x", "limit=\"x\": not a whole number ≥ 0"),
     ] {
         let (status, _, body) = send(&st, get(uri)).await;

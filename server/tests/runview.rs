@@ -111,7 +111,8 @@ async fn files_that_are_not_regular_degrade_only_their_run() {
         status("dir-state"),
         RunStatus::Unreadable { reason: "state.json: not a regular file (a folder)".into() }
     );
-    assert_eq!(status("first"), RunStatus::Stopped { reason: Some("finished all rounds".into()) });
+    // Stopped after every planned round: finished.
+    assert_eq!(status("first"), RunStatus::Finished { reason: Some("finished all rounds".into()) });
 }
 
 #[tokio::test]
@@ -307,6 +308,10 @@ async fn a_crashed_then_resumed_run_drops_the_torn_round_and_its_plan() {
     let (_, crashed) = index.view("run").unwrap();
     assert_eq!(crashed.round_counts.len(), 2, "the torn round 3 is not shown");
     assert_eq!(crashed.plans.iter().map(|p| p.round).collect::<Vec<_>>(), [1, 2, 3], "round 3 was planned");
+    // The rounds table (`GET /api/runs/{name}/rounds`) holds written rounds only.
+    let table = crashed.rounds_summary();
+    assert_eq!(table.plans.iter().map(|p| p.round).collect::<Vec<_>>(), [1, 2], "no plan of an unwritten round");
+    assert!(table.thresholds.iter().all(|t| t.round <= 2), "{:?}", table.thresholds);
     assert!(crashed.problems.is_empty(), "a torn last line is not a problem: {:?}", crashed.problems);
 
     // Resumed: round 3's old plan is dropped the moment the resume is written,

@@ -277,22 +277,82 @@ pub fn load(bytes: Option<&[u8]>) -> Loaded {
         obj.insert("schema_version".into(), Value::from(SCHEMA_VERSION));
     }
     // A field of the wrong shape is dropped to its default, one at a time,
-    // named by the path serde stopped at; the rest is kept.
-    for _ in 0..32 {
+    // named by the path serde stopped at, as deep as that path goes: a bad
+    // `session.iterations` loses only the iterations, never `started_at`; a
+    // bad iteration loses only itself. The rest is kept.
+    for _ in 0..64 {
         match serde_path_to_error::deserialize::<_, AutoState>(Value::Object(obj.clone())) {
             Ok(state) => return Loaded { state, repaired },
             Err(e) => {
                 let path = e.path().to_string();
-                let top = path.split(['.', '[']).next().unwrap_or("").to_owned();
-                if top.is_empty() || top == "?" || obj.remove(&top).is_none() {
-                    repaired.push(format!("{path}: {}; a default state is used", e.into_inner()));
-                    return Loaded { state: AutoState::default(), repaired };
+                match remove_at(&mut obj, &path) {
+                    Some(what) => repaired.push(format!("{path}: {}; {what}", e.into_inner())),
+                    None => {
+                        repaired.push(format!("{path}: {}; a default state is used", e.into_inner()));
+                        return Loaded { state: AutoState::default(), repaired };
+                    }
                 }
-                repaired.push(format!("{path}: {}; `{top}` read as its default", e.into_inner()));
             }
         }
     }
     Loaded { state: AutoState::default(), repaired }
+}
+
+/// Removes the value at `path` (serde_path_to_error's `a.b[3].c`) so it takes
+/// its default; says what was done. A path that cannot be followed (a map key
+/// holding `.` or `[`) removes its top-level field instead. `None` when not
+/// even that exists.
+fn remove_at(obj: &mut serde_json::Map<String, Value>, path: &str) -> Option<String> {
+    #[derive(Debug)]
+    enum Seg {
+        Key(String),
+        Index(usize),
+    }
+    let mut segs = Vec::new();
+    for part in path.split('.') {
+        let (key, rest) = part.split_once('[').map_or((part, ""), |(k, r)| (k, r));
+        if !key.is_empty() {
+            segs.push(Seg::Key(key.to_owned()));
+        }
+        for idx in rest.split('[').filter(|x| !x.is_empty()) {
+            segs.push(Seg::Index(idx.trim_end_matches(']').parse().ok()?));
+        }
+    }
+    let top = match segs.first() {
+        Some(Seg::Key(k)) if k != "?" => k.clone(),
+        _ => return None,
+    };
+    let whole =
+        |obj: &mut serde_json::Map<String, Value>| obj.remove(&top).map(|_| format!("`{top}` read as its default"));
+    let (last, parents) = segs.split_last()?;
+    let mut at: &mut Value = obj.get_mut(&top)?;
+    if parents.len() > 1 {
+        for seg in &parents[1..] {
+            let next = match (seg, at) {
+                (Seg::Key(k), Value::Object(m)) => m.get_mut(k),
+                (Seg::Index(i), Value::Array(a)) => a.get_mut(*i),
+                _ => None,
+            };
+            match next {
+                Some(v) => at = v,
+                None => return whole(obj),
+            }
+        }
+    } else if parents.is_empty() {
+        return whole(obj);
+    }
+    let done = match (last, at) {
+        (Seg::Key(k), Value::Object(m)) => m.remove(k).map(|_| format!("`{path}` read as its default")),
+        (Seg::Index(i), Value::Array(a)) if *i < a.len() => {
+            a.remove(*i);
+            Some("that entry was dropped".to_owned())
+        }
+        _ => None,
+    };
+    match done {
+        Some(d) => Some(d),
+        None => whole(obj),
+    }
 }
 
 impl AutoState {
@@ -364,6 +424,29 @@ mod tests {
         let text = serde_json::to_vec(&l.state).unwrap();
         assert_eq!(load(Some(&text)).state, l.state);
         assert!(load(Some(&text)).repaired.is_empty());
+    }
+
+    #[test]
+    fn a_wrong_field_inside_the_session_loses_only_that_field() {
+        let bad = br#"{"schema_version": 1, "mode": "on",
+                       "session": {"started_at": "2026-11-30T08:00:00Z", "iterations": "many", "ended_reason": null}}"#;
+        let l = load(Some(bad));
+        assert_eq!(l.state.session.started_at, Some(Timestamp::parse_rfc3339("2026-11-30T08:00:00Z").unwrap()));
+        assert!(l.state.session.iterations.is_empty());
+        assert_eq!(l.state.mode, Mode::On);
+        assert_eq!(l.repaired.len(), 1, "{:?}", l.repaired);
+        assert!(l.repaired[0].starts_with("session.iterations:"), "{:?}", l.repaired);
+        // Field by field inside an iteration too: the others and the session stay.
+        let bad = br#"{"session": {"started_at": "2026-11-30T08:00:00Z", "iterations": [
+                         {"unit": "rb-1", "run_set": "a", "spec": "s", "cells": 2},
+                         {"unit": 7},
+                         {"unit": "rb-3", "run_set": "c", "spec": "s", "cells": "x"}]}}"#;
+        let l = load(Some(bad));
+        let units: Vec<&str> = l.state.session.iterations.iter().map(|i| i.unit.as_str()).collect();
+        assert!(l.state.session.started_at.is_some(), "{:?}", l.repaired);
+        assert_eq!(units, ["rb-1", "", "rb-3"], "{:?}", l.repaired);
+        assert_eq!(l.state.session.iterations[2].cells, 0, "the wrong-typed field alone took its default");
+        assert_eq!(l.state.session.iterations[2].run_set, "c");
     }
 
     #[test]

@@ -40,8 +40,9 @@ pub enum CountBasis {
 }
 
 /// The settings as the operator writes them (`POST /api/auto/settings`).
+/// Unknown keys are refused by [`validate`] (beside every other reason).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct Settings {
     /// Enabled models (catalogue names), in the order `fill_gaps` tries them.
     pub models: Vec<String>,
@@ -96,11 +97,10 @@ impl Default for Settings {
 /// Parses and checks settings against the campaign: the settings, or every
 /// reason they cannot be used.
 pub fn validate(raw: &Value, cfg: &CampaignConfig, matrix: &Matrix) -> Result<Settings, Vec<String>> {
-    let s: Settings = serde_path_to_error::deserialize(raw.clone()).map_err(|e| {
-        let path = e.path().to_string();
-        vec![format!("settings: {}{}", if path == "." { String::new() } else { format!("{path}: ") }, e.into_inner())]
-    })?;
-    let mut bad = Vec::new();
+    // Unknown keys and wrong shapes are named, and the rest is still checked:
+    // one bad key never hides the other reasons.
+    let (s, mut bad) = crate::json::object_lenient::<Settings>(raw, "settings");
+    let Some(s) = s else { return Err(bad) };
     let levels = matrix.levels();
     let level_texts = |f: &str| -> Option<Vec<String>> { levels.get(f).map(|v| v.iter().map(value_text).collect()) };
 
@@ -245,8 +245,12 @@ pub(crate) mod tests {
             validate(&json!({}), &cfg, &m).unwrap_err(),
             ["enable at least one model", "enable at least one task"]
         );
-        let typo = validate(&json!({"modles": ["qwen"]}), &cfg, &m).unwrap_err();
-        assert!(typo[0].contains("unknown field `modles`"), "{typo:?}");
+        // An unknown key is named and the other reasons are still given.
+        let typo = validate(&json!({"modles": ["qwen"], "wait_minutes": -1}), &cfg, &m).unwrap_err();
+        assert_eq!(typo[0], "settings: modles: unknown field", "{typo:?}");
+        for want in ["enable at least one model", "wait_minutes must be between 0 and 1440"] {
+            assert!(typo.iter().any(|w| w.contains(want)), "want {want:?} in {typo:#?}");
+        }
         let wrong = validate(&json!({"models": "qwen"}), &cfg, &m).unwrap_err();
         assert!(wrong[0].starts_with("settings: models: invalid type"), "{wrong:?}");
         let paid = validate(&json!({"models": ["gpt"], "tasks": ["t1"]}), &cfg, &m).unwrap_err();

@@ -414,6 +414,24 @@ fn close_lane(run: &mut Run, lane: &str, cur: &Current) {
         run.event("credit_flagged", json!({"model": model, "until": until.to_rfc3339(), "reason": text.trim()}));
     }
     run.state.last_batch_finished_at = Some(now);
+    // A batch that failed or made no run set quarantines only its endpoint
+    // (cooldown; failures in a row, or a failed probe, open its circuit for
+    // longer); one that succeeded forgets its failures. In both modes: the
+    // serial autopilot must not relaunch on a broken endpoint every tick.
+    let failed = outcome.is_none() || status == "failed";
+    if let Some(endpoint) = cur.endpoint.as_ref() {
+        if failed {
+            let reason = if outcome.is_none() { "its batch made no run set" } else { "its batch failed" };
+            let f = quarantine(&run.state, endpoint, reason, now);
+            run.event(
+                "endpoint_quarantined",
+                json!({"endpoint": endpoint, "lane": lane, "retry_at": f.retry_at.to_rfc3339(), "failures": f.failures, "reason": reason}),
+            );
+            run.state.endpoint_failures.insert(endpoint.clone(), f);
+        } else if run.state.endpoint_failures.remove(endpoint).is_some() {
+            run.event("endpoint_recovered", json!({"endpoint": endpoint}));
+        }
+    }
     if lane == SERIAL_LANE {
         run.state.current = None;
     } else {
@@ -422,23 +440,6 @@ fn close_lane(run: &mut Run, lane: &str, cur: &Current) {
             .lane_outcomes
             .insert(lane.to_owned(), json!({"unit": cur.unit, "run_set": cur.run_set, "status": status}));
         run.state.lane_finished_at.insert(lane.to_owned(), now.to_rfc3339());
-        // A lane that failed or made no run set quarantines only its endpoint
-        // (cooldown; failures in a row open its circuit for longer); one that
-        // succeeded forgets its failures.
-        let failed = outcome.is_none() || status == "failed";
-        if let Some(endpoint) = cur.endpoint.as_ref() {
-            if failed {
-                let reason = if outcome.is_none() { "the lane made no run set" } else { "the lane's batch failed" };
-                let f = quarantine(&run.state, endpoint, reason, now);
-                run.event(
-                    "endpoint_quarantined",
-                    json!({"endpoint": endpoint, "retry_at": f.retry_at.to_rfc3339(), "failures": f.failures, "reason": reason}),
-                );
-                run.state.endpoint_failures.insert(endpoint.clone(), f);
-            } else if run.state.endpoint_failures.remove(endpoint).is_some() {
-                run.event("endpoint_recovered", json!({"endpoint": endpoint}));
-            }
-        }
         run.event("lane_finished", json!({"lane": lane, "status": status}));
     }
 }
@@ -457,9 +458,12 @@ pub fn scheduler_of(state: &AutoState, lanes: &[(String, Vec<String>)], now: Tim
             if let Some(f) = state.endpoint_failures.get(name) {
                 w.failures = f.failures;
                 w.cooldown_until = Some(f.retry_at);
+                // A quarantine that has ended leaves the circuit half open:
+                // the next batch on it is the probe, and a failed probe opens
+                // the circuit for eight cooldowns (whatever the count).
                 w.circuit = match (f.failures >= policy.breaker_after, f.retry_at > now) {
                     (true, true) => Circuit::Open { until: f.retry_at },
-                    (true, false) => Circuit::HalfOpen,
+                    (_, false) if f.failures > 0 => Circuit::HalfOpen,
                     _ => Circuit::Closed,
                 };
             }
@@ -666,7 +670,7 @@ fn decide(
         let mut request = DraftRequest {
             label: String::new(),
             filters: slot.filters.clone(),
-            max_cells: settings.max_cells,
+            max_cells: Some(settings.max_cells as f64),
             model: Some(slot.model.clone()),
             endpoint: slot.endpoint.clone(),
             prompt_variant: Some(slot.prompt_variant.clone()),
@@ -816,7 +820,7 @@ pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchRe
             if state.hold.as_ref().is_none_or(|h| h.reason != "launch_failed") {
                 state.hold = Some(Hold { reason: "launch_failed".into(), words, since: now });
             }
-            if let Some(e) = planned.endpoint.as_ref().filter(|_| planned.lane != SERIAL_LANE) {
+            if let Some(e) = planned.endpoint.as_ref() {
                 let f = quarantine(state, e, "its launch was refused", now);
                 state.endpoint_failures.insert(e.clone(), f);
             }
@@ -991,6 +995,33 @@ mod tests {
         assert!(h.words.contains("enable at least one model") && h.words.contains("task \"t9\""), "{}", h.words);
     }
 
+    /// The Auto page's headline and its tick preview come from one evaluation:
+    /// a state saved with no hold yet but invalid settings says it holds.
+    #[test]
+    fn the_headline_says_what_the_preview_says() {
+        use crate::auto::view::{PlannedView, TickReport};
+        let w = world();
+        let report = |t: &TickOut| TickReport {
+            mode: t.state.mode,
+            verdict: t.verdict.clone(),
+            guards: t.guards.clone(),
+            launches: t.launches.iter().map(PlannedView::from).collect(),
+            events: Vec::new(),
+            hold: t.state.hold.clone(),
+        };
+        let st = on(json!({"models": [], "tasks": ["t1"]}));
+        assert!(st.hold.is_none(), "no tick has recorded a hold yet");
+        let r = report(&tick(&st, &observed(&w)));
+        assert!(r.verdict.starts_with("holds, because"), "{}", r.verdict);
+        let h = r.headline();
+        assert!(h.starts_with("Holds since ") && h.contains("enable at least one model"), "{h}");
+        // Valid settings: the same evaluation says it would launch.
+        let r = report(&tick(&on(qwen()), &observed(&w)));
+        assert!(r.headline().starts_with("Not holding: the next tick would launch"), "{}", r.headline());
+        let off = report(&tick(&AutoState::default(), &observed(&w)));
+        assert_eq!(off.headline(), "Off: nothing is launched.");
+    }
+
     #[test]
     fn caps_credit_flags_and_quarantines_hold_with_their_reason() {
         let w = world();
@@ -1103,7 +1134,9 @@ mod tests {
             st = tick(&st, &o).state;
             let f = &st.endpoint_failures["gpu-a"];
             let minutes = (f.retry_at.0 - at.0) / 60_000;
-            assert_eq!((f.failures, minutes), (round, if round < 3 { 10 } else { 80 }), "round {round}");
+            // Round 2 is the first batch after the quarantine ended (the
+            // probe): its failure opens the circuit for eight cooldowns.
+            assert_eq!((f.failures, minutes), (round, if round < 2 { 10 } else { 80 }), "round {round}");
             at = Timestamp(f.retry_at.0 + 1);
         }
         // The lanes view says so, from the scheduling model.
@@ -1121,6 +1154,61 @@ mod tests {
         let t = tick(&st, &o);
         assert!(t.state.endpoint_failures.is_empty());
         assert!(t.events.iter().any(|e| e.event == "endpoint_recovered"));
+    }
+
+    #[test]
+    fn serial_mode_quarantines_a_failed_endpoint_and_a_success_clears_it() {
+        let w = world();
+        let s = json!({"models": ["qwen"], "tasks": ["t1"], "wait_minutes": 0, "endpoint_retry_minutes": 10});
+        let mut st = on(s);
+        st.current = Some(current("rb-a", "qwen", Some("gpu-a")));
+        let mut o = observed(&w);
+        o.units.insert("rb-a".into(), unit(finished(1), Some(("failed", "every cell failed"))));
+        let t = tick(&st, &o);
+        let f = &t.state.endpoint_failures["gpu-a"];
+        assert_eq!((f.failures, (f.retry_at.0 - now().0) / 60_000), (1, 10), "{f:?}");
+        assert!(t.events.iter().any(|e| e.event == "endpoint_quarantined"), "{:?}", t.events);
+        // The same tick launches nothing on it: the other endpoint serves.
+        assert!(t.launches.iter().all(|p| p.endpoint.as_deref() != Some("gpu-a")), "{:?}", t.launches);
+        // Launches on gpu-a wait until the quarantine ends; then a success clears it.
+        let mut st = t.state;
+        st.current = Some(current("rb-b", "qwen", Some("gpu-a")));
+        let mut o = observed(&w);
+        o.now = Timestamp(now().0 + 11 * 60_000);
+        o.units.insert("rb-b".into(), unit(finished(0), Some(("completed", "ok"))));
+        let t = tick(&st, &o);
+        assert!(t.state.endpoint_failures.is_empty(), "{:?}", t.state.endpoint_failures);
+        assert!(t.events.iter().any(|e| e.event == "endpoint_recovered"));
+    }
+
+    #[test]
+    fn a_failed_probe_quarantines_for_eight_cooldowns_in_both_modes() {
+        let w = world();
+        for parallel in [false, true] {
+            let s = json!({"models": ["qwen"], "tasks": ["t1"], "wait_minutes": 0,
+                           "endpoint_retry_minutes": 10, "parallel_lanes": parallel});
+            let mut st = on(s);
+            // One failure, its quarantine ended: the next batch is the probe.
+            st.endpoint_failures.insert(
+                "gpu-a".into(),
+                EndpointFailure {
+                    failures: 1,
+                    retry_at: Timestamp(now().0 - 60_000),
+                    reason: "its batch failed".into(),
+                    released: true,
+                },
+            );
+            let cur = current("rb-p", "qwen", Some("gpu-a"));
+            if parallel {
+                st.currents.insert("gpu-a".into(), cur);
+            } else {
+                st.current = Some(cur);
+            }
+            let mut o = observed(&w);
+            o.units.insert("rb-p".into(), unit(finished(1), Some(("failed", "every cell failed"))));
+            let f = tick(&st, &o).state.endpoint_failures["gpu-a"].clone();
+            assert_eq!((f.failures, (f.retry_at.0 - now().0) / 60_000), (2, 80), "parallel={parallel}: {f:?}");
+        }
     }
 
     #[test]

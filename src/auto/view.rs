@@ -21,6 +21,29 @@ pub struct TickReport {
     pub launches: Vec<PlannedView>,
     /// The events logged (a dry run logs none).
     pub events: Vec<LogEvent>,
+    /// The hold this tick leaves (the dry run: the one the next tick would
+    /// record, its `since` kept while its reason stays the same).
+    #[serde(default)]
+    pub hold: Option<crate::auto::Hold>,
+}
+
+impl TickReport {
+    /// The Auto page's headline and `runboard auto status`'s first line,
+    /// from the same evaluation the tick preview shows — so the two never
+    /// disagree, and a save (which answers a fresh evaluation) moves both.
+    pub fn headline(&self) -> String {
+        if self.mode == super::Mode::Off {
+            return "Off: nothing is launched.".into();
+        }
+        match (&self.hold, self.verdict.strip_prefix("holds, because ")) {
+            (Some(h), _) => format!("Holds since {}: {}.", h.since.to_display(), h.words),
+            (None, Some(why)) => format!("Holds: {why}."),
+            (None, None) if self.verdict.starts_with("would") => {
+                format!("Not holding: the next tick {}.", self.verdict)
+            }
+            (None, None) => format!("Not holding: {}.", self.verdict),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

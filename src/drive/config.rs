@@ -83,8 +83,11 @@ pub struct RunnerConfig {
 pub const ROOM_DELAY_S: f64 = 2.0;
 pub const PLAYER_DELAY_S: f64 = 1.0;
 
+/// The driver's grace when `[runner]`/`[cluster]` set none (the seed's 35 s).
+pub const DEFAULT_GRACE_S: f64 = 35.0;
+
 fn default_grace() -> f64 {
-    35.0
+    DEFAULT_GRACE_S
 }
 fn default_poll() -> f64 {
     0.5

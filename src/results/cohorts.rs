@@ -20,6 +20,10 @@ pub struct Preset {
     pub scope: String,
     #[serde(default)]
     pub note: String,
+    /// In a save request only (never stored): replace the preset of this
+    /// name. Without it, saving under an existing name is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replace: bool,
 }
 
 /// `cohort_presets.json`.
@@ -102,11 +106,18 @@ impl Presets {
         self.presets.iter().find(|p| p.name == name)
     }
 
-    /// Adds a preset, or replaces the one of that name. The scope must read
-    /// against the matrix's factors (`factors`); it is kept in its canonical
-    /// text.
+    /// Adds a preset, or replaces the one of that name when the request says
+    /// `replace` (never silently). The scope must read against the matrix's
+    /// factors (`factors`); it is kept in its canonical text.
     pub fn save(&mut self, mut preset: Preset, factors: &[String]) -> Result<(), EditError> {
+        let replace = std::mem::take(&mut preset.replace);
         let mut reasons: Vec<String> = name_problem(&preset.name).into_iter().collect();
+        if !replace && self.get(&preset.name).is_some() {
+            reasons.push(format!(
+                "a preset named {:?} exists already: rename or delete it, or save with replace to overwrite it",
+                preset.name
+            ));
+        }
         match Scope::parse(&preset.scope, factors) {
             Ok(s) => preset.scope = s.text(),
             Err(e) => reasons.extend(e.0.into_iter().map(|r| format!("scope: {r}"))),
@@ -232,7 +243,7 @@ mod tests {
     }
 
     fn preset(name: &str, scope: &str) -> Preset {
-        Preset { name: name.into(), scope: scope.into(), note: String::new() }
+        Preset { name: name.into(), scope: scope.into(), note: String::new(), replace: false }
     }
 
     #[test]
@@ -240,8 +251,15 @@ mod tests {
         let mut p = parse(None).unwrap();
         p.save(preset("base only", "condition=base  task=t2,t1"), &factors()).unwrap();
         assert_eq!(p.presets[0].scope, "condition=base task=t1,t2", "kept canonical");
-        p.save(preset("base only", "condition=treat"), &factors()).unwrap();
-        assert_eq!((p.presets.len(), p.presets[0].scope.as_str()), (1, "condition=treat"), "replaced by name");
+        // An existing name is never overwritten silently: refused, kept.
+        match p.save(preset("base only", "condition=treat"), &factors()) {
+            Err(EditError::Refused(r)) => assert!(r[0].contains("exists already"), "{r:?}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(p.presets[0].scope, "condition=base task=t1,t2", "kept");
+        p.save(Preset { replace: true, ..preset("base only", "condition=treat") }, &factors()).unwrap();
+        assert_eq!((p.presets.len(), p.presets[0].scope.as_str()), (1, "condition=treat"), "replaced when asked");
+        assert!(!p.presets[0].replace, "the request's flag is not stored");
         match p.save(preset(" bad,name", "colour=red"), &factors()) {
             Err(EditError::Refused(r)) => {
                 assert_eq!(r.len(), 2, "{r:?}");

@@ -89,13 +89,13 @@ pub fn export(
 pub fn to_csv(e: &Export) -> String {
     let p = &e.provenance;
     let mut out = format!(
-        "# runboard evidence export\n# generated_at: {}\n# runboard_version: {}\n# content_hash: {}\n# run_sets: {}\n# specs: {}\n# private_factors (left out): {}\n# scope: {}\n",
+        "# format: runboard evidence export\n# generated_at: {}\n# runboard_version: {}\n# content_hash: {}\n# run_sets: {}\n# specs: {}\n# private_factors: {}\n# scope: {}\n",
         p.generated_at.to_rfc3339(),
         p.runboard_version,
         p.content_hash,
         p.run_sets.join(" "),
         p.specs.join(" "),
-        p.private_factors.join(" "),
+        if p.private_factors.is_empty() { "(none)".to_owned() } else { p.private_factors.join(" ") },
         if p.scope.is_empty() { "(every cell)" } else { &p.scope }
     );
     let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
@@ -142,6 +142,14 @@ mod tests {
         let csv = to_csv(&e);
         assert!(!csv.contains("alice") && !csv.contains("bob") && !csv.contains("c-"), "{csv}");
         assert!(csv.contains("# specs: specs/committed/0001-x.json\n"), "{csv}");
+        // Every provenance line is `# key: value`, the key a plain word.
+        let comments: Vec<&str> = csv.lines().take_while(|l| l.starts_with('#')).collect();
+        assert_eq!(comments.len(), 8, "{csv}");
+        for l in &comments {
+            let (key, _) = l[2..].split_once(": ").unwrap_or_else(|| panic!("not `# key: value`: {l}"));
+            assert!(key.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "key {key:?} in {l}");
+        }
+        assert!(csv.contains("# private_factors: participant\n"), "{csv}");
         assert!(csv.contains("condition,model,run_set,passed,score,tokens\nbase,qwen,rs1,true,0.5,10\n"), "{csv}");
         // The same content, the same hash; other content, another.
         let again = export(&o, &factors, &["participant".into()], vec![], Timestamp(99), "0.1.0");

@@ -134,21 +134,37 @@ pub fn progress<'a>(
     out
 }
 
-/// What needs attention: the live state when it is not a normal one, the
-/// autopilot's hold (when on) and closeout backfill, and unreadable records.
+/// What needs attention: the live state when it is not a normal one, every
+/// other resumable run set, the autopilot's hold (when on) and closeout
+/// backfill, and unreadable records. (The server adds runs that crashed or
+/// cannot be read, and the next step.)
 pub fn attention(
     live: &LiveState,
     live_words: &str,
+    resumable: &[String],
     auto: Option<&AutoState>,
     run_sets: &[RunSetSummary],
 ) -> Vec<Attention> {
     let mut out = Vec::new();
     let item = |kind: &str, words: String, href: &str| Attention { kind: kind.into(), words, href: href.into() };
-    match live {
-        LiveState::LaunchFailed { .. } => out.push(item("launch_failed", live_words.to_owned(), "/live")),
-        LiveState::Unknown { .. } => out.push(item("unknown", live_words.to_owned(), "/live")),
-        LiveState::StoppedResumable { .. } => out.push(item("stopped_resumable", live_words.to_owned(), "/live")),
-        _ => {}
+    let shown = match live {
+        LiveState::LaunchFailed { .. } => Some(("launch_failed", None)),
+        LiveState::Unknown { .. } => Some(("unknown", None)),
+        LiveState::StoppedResumable { run_set, .. } => Some(("stopped_resumable", Some(run_set))),
+        LiveState::Interrupted { run_set, .. } => Some(("interrupted", Some(run_set))),
+        LiveState::Aborted { run_set, .. } => Some(("aborted", Some(run_set))),
+        _ => None,
+    };
+    if let Some((kind, _)) = shown {
+        out.push(item(kind, live_words.to_owned(), "/live"));
+    }
+    let shown_rs = shown.and_then(|(_, rs)| rs);
+    for rs in resumable.iter().filter(|rs| Some(*rs) != shown_rs) {
+        out.push(item(
+            "stopped_resumable",
+            format!("Run set {rs} stopped before completion and can be resumed (Resume on the Live page)."),
+            "/live",
+        ));
     }
     if let Some(a) = auto {
         if a.mode != crate::auto::Mode::Off {
@@ -245,13 +261,21 @@ mod tests {
             problems: vec!["cells/c-1.json: EOF while parsing".into()],
             ..Default::default()
         };
-        let a = attention(&live, "Unknown: bus", Some(&auto), &[rs]);
+        let a = attention(&live, "Unknown: bus", &[], Some(&auto), &[rs]);
         let kinds: Vec<&str> = a.iter().map(|x| x.kind.as_str()).collect();
         assert_eq!(kinds, ["unknown", "auto_hold", "closeout_backfill", "unreadable"]);
         assert_eq!(a[1].words, "The autopilot holds: every model reached its daily cap");
         assert_eq!(a[3].href, "/reports/b%202");
+        // An aborted batch and another resumable run set are named too.
+        let aborted = LiveState::Aborted { run_set: "b-3".into(), at: Timestamp::from_millis(0) };
+        let a = attention(&aborted, "Aborted by the operator: b-3.", &["b-1".into()], None, &[]);
+        let kinds: Vec<&str> = a.iter().map(|x| x.kind.as_str()).collect();
+        assert_eq!(kinds, ["aborted", "stopped_resumable"]);
+        assert!(a[1].words.contains("b-1 stopped before completion and can be resumed"), "{a:?}");
+        let paused = LiveState::StoppedResumable { run_set: "b-1".into(), spec: String::new(), reason: None };
+        assert_eq!(attention(&paused, "Stopped", &["b-1".into()], None, &[]).len(), 1, "named once");
         auto.mode = crate::auto::Mode::Off;
-        assert!(!attention(&LiveState::Idle { last_run_set: None, last_outcome: None }, "", Some(&auto), &[])
+        assert!(!attention(&LiveState::Idle { last_run_set: None, last_outcome: None }, "", &[], Some(&auto), &[])
             .iter()
             .any(|x| x.kind == "auto_hold"));
     }

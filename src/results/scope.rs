@@ -116,7 +116,10 @@ impl Scope {
 
     /// The scope as text, in a canonical order (what the URL carries).
     pub fn text(&self) -> String {
-        let mut terms: Vec<String> = self.factors.iter().map(|(k, v)| format!("{k}={}", v.join(","))).collect();
+        // `model` first, then the factors in name order (as documented).
+        let (model, factors): (Vec<_>, Vec<_>) = self.factors.iter().partition(|(k, _)| *k == "model");
+        let mut terms: Vec<String> =
+            model.into_iter().chain(factors).map(|(k, v)| format!("{k}={}", v.join(","))).collect();
         if !self.tags.is_empty() {
             terms.push(format!("tag={}", self.tags.join(",")));
         }
@@ -184,6 +187,9 @@ mod tests {
         assert_eq!(s.text(), "model=m1 task=t1,t2 tag=nightly from=2026-11-01 to=2026-11-30");
         assert_eq!(Scope::parse(&s.text(), &factors()).unwrap(), s);
         assert!(Scope::parse("  ", &factors()).unwrap().is_empty());
+        // `model` first even where a factor sorts before it.
+        let s = Scope::parse("seed=2 condition=base model=m1", &factors()).unwrap();
+        assert_eq!(s.text(), "model=m1 condition=base seed=2");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::trials::BadQuery;
 use crate::Timestamp;
 
 /// The run statuses a list can be filtered by.
-pub const STATUSES: [&str; 5] = ["starting", "running", "stopped", "interrupted", "unreadable"];
+pub const STATUSES: [&str; 6] = ["starting", "running", "finished", "stopped", "interrupted", "unreadable"];
 
 /// `?status=&q=&sort=&offset=&limit=`, every value raw text.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,6 +23,9 @@ pub enum RunStatus {
     /// A stop follows the latest open (with events), or the state recorded a stop
     /// after the latest open and no call ended since (without events).
     Stopped { reason: Option<String> },
+    /// Stopped with every planned round written (`rounds_written` ≥ the
+    /// snapshot's `settings.rounds`): it ran to its end.
+    Finished { reason: Option<String> },
     /// Opened on this host by a process that no longer exists, with no stop
     /// recorded: it crashed or was killed.
     Interrupted { pid: u32 },
@@ -37,6 +40,7 @@ impl RunStatus {
             Self::Starting => "starting",
             Self::Running => "running",
             Self::Stopped { .. } => "stopped",
+            Self::Finished { .. } => "finished",
             Self::Interrupted { .. } => "interrupted",
             Self::Unreadable { .. } => "unreadable",
         }
@@ -49,6 +53,8 @@ impl RunStatus {
             Self::Running => "running".to_owned(),
             Self::Stopped { reason: Some(r) } => format!("stopped: {r}"),
             Self::Stopped { reason: None } => "stopped".to_owned(),
+            Self::Finished { reason: Some(r) } => format!("finished: every planned round written ({r})"),
+            Self::Finished { reason: None } => "finished: every planned round written".to_owned(),
             Self::Interrupted { pid } => {
                 format!("interrupted: process {pid} is gone and no stop was recorded")
             }
@@ -239,6 +245,16 @@ pub fn summarise(input: ListInputs) -> RunRow {
         }
         None => status_without_events(state.as_ref(), state_written, last_call_written),
     };
+    // A stop after the last planned round is the run's end, not an interruption
+    // of it: "finished", a word and colour of its own.
+    let status = match status {
+        RunStatus::Stopped { reason }
+            if row.rounds_planned.is_some_and(|p| row.rounds_written.is_some_and(|w| w >= p)) =>
+        {
+            RunStatus::Finished { reason }
+        }
+        other => other,
+    };
     let mut row = row.with_status(status);
     if row.status == RunStatus::Running {
         // Say where it runs: "alive" is only ever claimed for this host.
@@ -395,6 +411,24 @@ mod tests {
                 i.state = Some(Ok(StateFile::default()));
             }
             assert_eq!(summarise(i).status, want, "{text} / {process:?} / state {has_state}");
+        }
+    }
+
+    #[test]
+    fn a_stop_after_every_planned_round_is_finished_not_stopped() {
+        let stop = "{\"event\":\"open\"}\n{\"event\":\"stop\",\"reason\":\"done\"}";
+        for (written, want) in [(3, "finished"), (2, "stopped")] {
+            let mut i = inputs();
+            let mut snap = Snapshot::default();
+            snap.settings.rounds = Some(3);
+            i.snapshot = Ok(snap);
+            i.events = Some(lines(stop));
+            i.state = Some(Ok(StateFile { rounds_written: written, ..StateFile::default() }));
+            let row = summarise(i);
+            assert_eq!(row.status.label(), want, "{written} of 3 rounds");
+            if want == "finished" {
+                assert_eq!(row.status_text, "finished: every planned round written (done)");
+            }
         }
     }
 

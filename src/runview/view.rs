@@ -385,11 +385,14 @@ impl RunView {
     }
 
     /// The per-round counts, plans and thresholds.
+    /// Written rounds only: the round in progress (its plan, picked parents)
+    /// is the view's `in_progress`, never a row of this table.
     pub fn rounds_summary(&self) -> RunRounds {
+        let written = self.rounds_written as u32;
         RunRounds {
             round_counts: self.round_counts.clone(),
-            plans: self.plans.clone(),
-            thresholds: self.thresholds.clone(),
+            plans: self.plans.iter().filter(|p| p.round <= written).cloned().collect(),
+            thresholds: self.thresholds.iter().filter(|t| t.round <= written).cloned().collect(),
         }
     }
 }

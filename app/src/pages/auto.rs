@@ -101,12 +101,10 @@ pub fn AutoPage() -> impl IntoView {
     .into_any()
 }
 
+/// The headline, from the same dry run the tick preview shows (never from
+/// the state as the last tick left it, which a save makes stale).
 fn hold_words(v: &AutoView) -> String {
-    match (&v.state.mode, &v.state.hold) {
-        (Mode::Off, _) => "Off: nothing is launched.".into(),
-        (_, Some(h)) => format!("Holds since {}: {}.", h.since.to_display(), h.words),
-        (_, None) => "Not holding: the next tick decides.".into(),
-    }
+    v.explain.headline()
 }
 
 fn explain_panel(r: &TickReport, tick_s: Option<f64>) -> impl IntoView {

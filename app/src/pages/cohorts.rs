@@ -77,6 +77,7 @@ pub fn CohortsPage() -> impl IntoView {
     };
     let (new_name, new_scope, new_note) =
         (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(String::new()));
+    let replace = RwSignal::new(false);
     Effect::new(move |_| new_scope.set(scope.get().unwrap_or_default()));
     view! {
         <section class="cohorts">
@@ -90,12 +91,22 @@ pub fn CohortsPage() -> impl IntoView {
             })}
             <form class="cohort-save" on:submit=move |ev| {
                 ev.prevent_default();
-                save.dispatch(Preset { name: new_name.get_untracked(), scope: new_scope.get_untracked(), note: new_note.get_untracked() });
+                save.dispatch(Preset {
+                    name: new_name.get_untracked(),
+                    scope: new_scope.get_untracked(),
+                    note: new_note.get_untracked(),
+                    replace: replace.get_untracked(),
+                });
             }>
                 <label>"Name " <input type="text" name="name" prop:value=move || new_name.get() on:input=move |ev| new_name.set(event_target_value(&ev))/></label>
                 <label>"Scope " <input type="text" name="scope" size="40" placeholder="condition=base tag=nightly"
                     prop:value=move || new_scope.get() on:input=move |ev| new_scope.set(event_target_value(&ev))/></label>
                 <label>"Note " <input type="text" name="note" prop:value=move || new_note.get() on:input=move |ev| new_note.set(event_target_value(&ev))/></label>
+                <label title="Without this, a name in use is refused">
+                    <input type="checkbox" name="replace" prop:checked=move || replace.get()
+                        on:change=move |ev| replace.set(event_target_checked(&ev))/>
+                    " Replace a preset of this name"
+                </label>
                 <button type="submit">"Save preset"</button>
             </form>
             <Transition fallback=|| view! { <p class="loading">"Reading the presets…"</p> }>

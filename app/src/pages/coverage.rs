@@ -156,7 +156,11 @@ fn grid_table(g: Grid) -> impl IntoView {
 #[component]
 fn Drafting() -> impl IntoView {
     let form = Resource::new(|| (), |_| get_draft_form());
-    let req = RwSignal::new(DraftRequest { label: "batch".into(), max_cells: 10, ..Default::default() });
+    let req = RwSignal::new(DraftRequest {
+        label: "batch".into(),
+        max_cells: Some(runboard::draft::DEFAULT_DRAFT_CELLS as f64),
+        ..Default::default()
+    });
     let preview = Action::new(|r: &DraftRequest| {
         let r = r.clone();
         async move { preview_draft(r).await }
@@ -210,8 +214,14 @@ fn draft_form(f: DraftForm, req: RwSignal<DraftRequest>) -> impl IntoView {
                     on:input=move |ev| req.update(|r| r.label = event_target_value(&ev))/>
             </label>
             <label>"Max cells "
-                <input name="max_cells" type="number" min="1" prop:value=move || req.with(|r| r.max_cells.to_string())
-                    on:input=move |ev| req.update(|r| r.max_cells = event_target_value(&ev).parse().unwrap_or(0))/>
+                <input name="max_cells" type="number" min="1" max="10000" step="1"
+                    prop:value=move || req.with(|r| r.max_cells.map(|n| n.to_string()).unwrap_or_default())
+                    on:input=move |ev| req.update(|r| {
+                        // Empty: the default; anything else is sent as typed,
+                        // so the server names what is wrong with it.
+                        let t = event_target_value(&ev);
+                        r.max_cells = if t.trim().is_empty() { None } else { Some(t.trim().parse().unwrap_or(f64::NAN)) };
+                    })/>
             </label>
             <label>"Model "
                 <select name="model" on:change=move |ev| req.update(|r| r.model = Some(event_target_value(&ev)).filter(|s| !s.is_empty()))>

@@ -7,7 +7,7 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
-use runboard::launch::{ResumeRequest, StopReport, StopRequest};
+use runboard::launch::{PauseRequest, ResumeRequest, StopReport, StopRequest};
 use runboard::live::{LiveCell, LiveParams, LiveState, LiveView, CELL_STATUSES, DEFAULT_LIVE_CELLS};
 use runboard::timefmt::duration_words;
 
@@ -47,9 +47,15 @@ pub fn LivePage() -> impl IntoView {
         said.set(Some(r));
         refresh.update(|n| *n += 1);
     };
-    let pause = Action::new(move |_: &()| async move { control_pause().await.map(|r| report_words("Paused", &r)) });
-    let stop = Action::new(move |_: &()| async move {
-        control_stop(StopRequest::default()).await.map(|r| report_words("Stopped and aborted", &r))
+    // Each control acts on the batch on screen, named in the request, and
+    // asks first, naming what it will end.
+    let pause = Action::new(move |run_set: &String| {
+        let req = PauseRequest { run_set: Some(run_set.clone()) };
+        async move { control_pause(req).await.map(|r| report_words("Paused", &r)) }
+    });
+    let stop = Action::new(move |run_set: &String| {
+        let req = StopRequest { run_sets: vec![run_set.clone()] };
+        async move { control_stop(req).await.map(|r| report_words("Stopped and aborted", &r)) }
     });
     let resume = Action::new(move |run_set: &String| {
         let req = ResumeRequest { run_set: run_set.clone(), skip_preflight: false };
@@ -82,10 +88,9 @@ pub fn LivePage() -> impl IntoView {
                         let label = v.state.label();
                         let can_pause = matches!(v.state, LiveState::Running { .. } | LiveState::Starting { .. });
                         let can_stop = can_pause || v.resumable;
-                        let resume_target = match &v.state {
-                            LiveState::StoppedResumable { run_set, .. } => Some(run_set.clone()),
-                            _ => None,
-                        };
+                        let shown = v.run_set.clone().unwrap_or_default();
+                        let (pause_rs, stop_rs) = (shown.clone(), shown.clone());
+                        let others_running = v.others.len();
                         view! {
                             <div class=format!("live-state state-{label}") data-state=label>
                                 <span class=format!("badge {label}")>{label.replace('_', " ")}</span>
@@ -107,19 +112,28 @@ pub fn LivePage() -> impl IntoView {
                             })}
                             <div class="controls">
                                 <button class="pause" disabled=move || busy() || !can_pause
-                                    on:click=move |_| { pause.dispatch(()); }>"Pause"</button>
+                                    title=format!("Stop {shown} now; it can be resumed")
+                                    on:click=move |_| {
+                                        let ask = format!("Pause {pause_rs}? Its running cells are stopped now; Resume runs its unfinished cells later.{}",
+                                            others_note(others_running));
+                                        if confirm(&ask) { pause.dispatch(pause_rs.clone()); }
+                                    }>"Pause"</button>
                                 <button class="stop" disabled=move || busy() || !can_stop
                                     title="End the batch and abort it: it will not be resumed, and auto mode is turned off"
-                                    on:click=move |_| { stop.dispatch(()); }>"Stop and abort"</button>
-                                {resume_target.map(|rs| {
+                                    on:click=move |_| {
+                                        let ask = format!("Stop and abort {stop_rs}? Its running cells are ended, it can never be resumed, and auto mode is turned off.{}",
+                                            others_note(others_running));
+                                        if confirm(&ask) { stop.dispatch(stop_rs.clone()); }
+                                    }>"Stop and abort"</button>
+                                {v.resumable_run_sets.iter().map(|rs| {
                                     let rs2 = rs.clone();
                                     view! {
-                                        <button class="resume" disabled=busy
+                                        <button class="resume" data-run-set=rs.clone() disabled=busy
                                             on:click=move |_| { resume.dispatch(rs2.clone()); }>
                                             {format!("Resume {rs}")}
                                         </button>
                                     }
-                                })}
+                                }).collect_view()}
                             </div>
                             {move || said.get().map(|r| match r {
                                 Ok(text) => view! { <p class="said ok">{text}</p> }.into_any(),
@@ -191,6 +205,28 @@ fn report_words(what: &str, r: &StopReport) -> String {
     parts.join(" ")
 }
 
+/// What a confirmation adds when other batches are in flight: they run on.
+fn others_note(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        1 => " The other batch in flight is not touched.".into(),
+        n => format!(" The {n} other batches in flight are not touched."),
+    }
+}
+
+/// Asks the reader to confirm (the browser's dialog); on the server, never.
+fn confirm(question: &str) -> bool {
+    #[cfg(feature = "hydrate")]
+    {
+        web_sys::window().and_then(|w| w.confirm_with_message(question).ok()).unwrap_or(false)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = question;
+        false
+    }
+}
+
 fn failure_panel(v: &LiveView) -> Option<impl IntoView> {
     let LiveState::LaunchFailed { failure, .. } = &v.state else { return None };
     let status = match (failure.exit_status, failure.result.as_str()) {
@@ -231,7 +267,9 @@ fn summary(v: &LiveView) -> impl IntoView {
             <dt>"Time left"</dt><dd class="eta">{v.eta_s.map(duration_words).map(|d| format!("about {d}")).unwrap_or_else(|| "–".into())}</dd>
             <dt>"Tokens"</dt><dd class="tokens">{t.tokens}</dd>
             <dt>"Cost"</dt><dd class="cost">{cost}</dd>
-            {v.outcome.as_ref().map(|o| view! {
+            // A batch still running has no outcome yet: its record says
+            // `running` until the driver writes its end (the state says the rest).
+            {v.outcome.as_ref().filter(|o| o.status != runboard::drive::records::BatchStatus::Running).map(|o| view! {
                 <dt>"Outcome"</dt>
                 <dd class="outcome">{format!("{}: {}", runboard::live::outcome_words(o.status), o.reason)}</dd>
             })}

@@ -24,7 +24,8 @@ use runboard::coverage::{self, CellPage, CellParams, CoverageView};
 use runboard::draft::{self, DraftPreview, DraftRequest, SavedDraft};
 use runboard::drive::records::CellStatus;
 use runboard::launch::{
-    check_spec_path, unit_name, HookResult, LaunchRequest, Launched, ResumeRequest, StopReport, StopRequest,
+    check_spec_path, unit_name, HookResult, LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport,
+    StopRequest,
 };
 use runboard::live::{self, ActiveMarker, LiveObservations, LiveView, MarkerStatus, UnitSeen};
 use runboard::preflight::{self, History, Prediction, Preflight, Sample};
@@ -76,6 +77,10 @@ type CoverageMade = std::sync::Arc<(std::sync::Arc<runboard::matrix::Matrix>, co
 
 /// How long the shared live view serves polls when nothing changed.
 const LIVE_REMAKE: Duration = Duration::from_secs(1);
+
+/// How often a running batch's live version moves on its own (its cells'
+/// durations grow), in milliseconds.
+const LIVE_TICK_MS: i64 = 5_000;
 
 /// The campaign lock, held while it lives.
 pub struct CampaignLock(#[allow(dead_code)] fs::File);
@@ -373,7 +378,12 @@ impl Campaign {
             return Err(ApiError::refused(vec![format!("path {rel:?}: leads outside specs/ (a symlink); not read")]));
         }
         let bytes = self.records.within().read(&path).map_err(|e| ApiError::refused(vec![format!("{rel}: {e}")]))?;
-        let spec = runboard::spec::parse(rel, &bytes).map_err(|e| ApiError::refused(vec![e.to_string()]))?;
+        // Read exactly as the driver reads it (parse, then the same checks
+        // `runboard drive` makes of a spec: a cell planned twice, no cells), so
+        // nothing the driver would refuse is committed or launched.
+        let spec = runboard::spec::parse(rel, &bytes)
+            .and_then(|s| runboard::spec::merge(vec![(rel.to_owned(), s)]))
+            .map_err(|e| ApiError::refused(vec![e.to_string()]))?;
         Ok((path, bytes, spec))
     }
 
@@ -718,7 +728,8 @@ impl Campaign {
             | live::LiveState::Running { run_set, .. }
             | live::LiveState::StoppedResumable { run_set, .. }
             | live::LiveState::Aborted { run_set, .. }
-            | live::LiveState::LaunchFailed { run_set, .. } => Some(run_set.clone()),
+            | live::LiveState::LaunchFailed { run_set, .. }
+            | live::LiveState::Interrupted { run_set, .. } => Some(run_set.clone()),
             live::LiveState::Unknown { .. } => obs.unit.as_ref().map(|u| u.run_set.clone()),
         };
         let rs = run_set.as_deref().and_then(|n| run_sets.iter().find(|r| r.name == n));
@@ -746,7 +757,21 @@ impl Campaign {
         let version = self.live_version_of(obs.unit.as_ref(), &in_flight);
         let seen: Vec<UnitSeen> = in_flight.into_iter().map(|(rec, o)| unit_seen(&rec, o, None)).collect();
         let others = live::other_batches(&seen, run_set.as_deref());
+        let in_flight_sets: Vec<&str> = seen.iter().map(|u| u.run_set.as_str()).collect();
+        let mut resumable_run_sets: Vec<String> = run_sets
+            .iter()
+            .filter(|r| r.outcome_ok().is_some_and(|o| o.status == runboard::drive::records::BatchStatus::Stopped))
+            .filter(|r| !in_flight_sets.contains(&r.name.as_str()) && !self.records.is_live(r))
+            .filter(|r| !self.aborted(&r.name, &r.dir))
+            .map(|r| r.name.clone())
+            .collect();
+        if let live::LiveState::StoppedResumable { run_set, .. } = &state {
+            if !resumable_run_sets.contains(run_set) {
+                resumable_run_sets.insert(0, run_set.clone());
+            }
+        }
         LiveView {
+            resumable_run_sets,
             generated_at: now,
             words: state.words(),
             resumable: state.resumable(),
@@ -795,6 +820,11 @@ impl Campaign {
             }
             let live = self.records.run_set(&u.run_set).is_some_and(|rs| self.records.is_live(&rs));
             h.write(&[u8::from(live)]);
+            // While its driver runs, the running cells' durations grow: a
+            // tick every 5 s moves the version so the page shows them moving.
+            if live {
+                h.write(&(crate::clock::now().millis() / LIVE_TICK_MS).to_le_bytes());
+            }
         }
         // The other batches in flight.
         for (rec, o) in in_flight {
@@ -826,10 +856,13 @@ impl Campaign {
             .collect()
     }
 
-    /// Ends the running units and releases the lease; the marker of `run_set`
-    /// (default: the latest unit's) becomes `status`.
-    fn end_units(&self, cfg: &CampaignConfig, report: &mut StopReport) -> Option<UnitRecord> {
-        let running = self.running_units(cfg);
+    /// Ends the units in flight of `targets` (each run set's), and releases
+    /// the lease when one was ended. Units of other run sets are left alone:
+    /// a control acts on the batches it names, never on another lane's.
+    /// Returns the last unit ended.
+    fn end_units(&self, cfg: &CampaignConfig, targets: &[String], report: &mut StopReport) -> Option<UnitRecord> {
+        let running: Vec<UnitRecord> =
+            self.running_units(cfg).into_iter().filter(|r| targets.contains(&r.run_set)).collect();
         let grace = Duration::from_secs_f64(cfg.grace_s());
         for rec in &running {
             let s = match self.launcher_named(&rec.backend, cfg) {
@@ -837,13 +870,22 @@ impl Campaign {
                 Err(e) => launcher::Stopped { unit: rec.unit.clone(), was_running: true, ended: false, detail: e },
             };
             self.observed.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.unit);
-            report.units.push(format!("{}: {}", s.unit, s.detail));
+            // What really happened, from the end its supervisor recorded.
+            let recorded = self.records.units().iter().find(|r| r.unit == rec.unit).and_then(|r| r.result.clone());
+            let detail = match recorded.as_deref() {
+                Some("killed-after-grace") => format!(
+                    "killed after the launcher's grace ({} s): its driver did not end in time, so its records may still say running",
+                    grace.as_secs_f64()
+                ),
+                _ => s.detail,
+            };
+            report.units.push(format!("{} ({}): {}", s.unit, rec.run_set, detail));
         }
         self.harvest(cfg);
         if !running.is_empty() {
             report.lease = cfg.hooks.release_lease.as_ref().map(|cmd| run_hook(cmd, &self.root));
         }
-        running.into_iter().last().or_else(|| self.records.units().last().cloned())
+        running.into_iter().last()
     }
 
     /// Ends every unit still running, recording nothing else (the demo's
@@ -858,16 +900,48 @@ impl Campaign {
         }
     }
 
-    /// `POST /api/control/pause`: ends the batch, keeps it resumable.
-    pub fn pause(&self) -> Result<StopReport, ApiError> {
+    /// The run set a control acts on when none is named: the one the live
+    /// state speaks for (the batch on the Live page).
+    fn shown_run_set(&self) -> Option<String> {
+        self.live_shared().run_set.clone()
+    }
+
+    /// Checks the run set names a control was given: every bad one is named
+    /// (422), and nothing is done.
+    fn check_targets(names: &[String]) -> Result<Vec<String>, ApiError> {
+        let mut bad = Vec::new();
+        let mut out = Vec::new();
+        for n in names {
+            let t = n.trim();
+            if let Some(why) = runboard::runsets::run_set_name_problem(t) {
+                bad.push(format!("run set {:?}: {why}", runboard::spec::shorten(t)));
+            } else if !out.iter().any(|o: &String| o == t) {
+                out.push(t.to_owned());
+            }
+        }
+        if bad.is_empty() {
+            Ok(out)
+        } else {
+            Err(ApiError::refused(bad))
+        }
+    }
+
+    /// `POST /api/control/pause`: ends a batch, keeps it resumable — the one
+    /// named (`run_set`), else the one the live state speaks for. Other
+    /// batches in flight run on.
+    pub fn pause(&self, req: &PauseRequest) -> Result<StopReport, ApiError> {
+        let named = Self::check_targets(req.run_set.as_slice())?;
         let _lock = self.lock()?;
         let cfg = self.config()?;
-        if self.running_units(&cfg).is_empty() {
-            return Err(ApiError::busy("no batch is running: nothing to pause"));
+        let target = match named.into_iter().next() {
+            Some(t) => t,
+            None => self.shown_run_set().ok_or_else(|| ApiError::busy("no batch is running: nothing to pause"))?,
+        };
+        if !self.running_units(&cfg).iter().any(|r| r.run_set == target) {
+            return Err(ApiError::busy(format!("{target} is not running: nothing to pause")));
         }
         let mut report = StopReport::default();
-        let last = self.end_units(&cfg, &mut report);
-        if let Some(rec) = last {
+        if let Some(rec) = self.end_units(&cfg, std::slice::from_ref(&target), &mut report) {
             let planned =
                 self.records.run_set(&rec.run_set).and_then(|r| r.outcome_ok().map(|o| o.planned)).unwrap_or(0);
             let m = ActiveMarker {
@@ -882,31 +956,47 @@ impl Campaign {
             };
             self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
             report.marker = Some(m.status);
+            report.run_sets.push(rec.run_set);
         }
         Ok(report)
     }
 
-    /// `POST /api/control/stop`: ends the batch, aborts the targeted run sets
-    /// (an abort line in each `execution_log.md`), marks `aborted_by_operator`
-    /// and turns auto mode off — nothing relaunches it, Resume is gone.
+    /// `POST /api/control/stop`: ends the targeted batches (`run_sets`, else
+    /// the one the live state speaks for), aborts each (an abort line in its
+    /// `execution_log.md`), marks `aborted_by_operator` and turns auto mode
+    /// off — nothing relaunches them, Resume is gone. Other batches in flight
+    /// run on. Names that are not run set names are refused (422) and one
+    /// that names no run set is skipped and said; when none is left, nothing
+    /// is done (404) — the marker is touched only for a run set really stopped.
     pub fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError> {
+        let named = Self::check_targets(&req.run_sets)?;
         let _lock = self.lock()?;
         let cfg = self.config()?;
         let mut report = StopReport::default();
-        let last = self.end_units(&cfg, &mut report);
-        let marker = self.records.marker().and_then(Result::ok);
-        let mut targets: Vec<String> =
-            req.run_sets.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
-        if targets.is_empty() {
-            targets.extend(marker.as_ref().map(|m| m.run_set.clone()).or(last.as_ref().map(|r| r.run_set.clone())));
+        let targets = if named.is_empty() {
+            let shown = self
+                .shown_run_set()
+                .ok_or_else(|| ApiError::busy("no batch to stop: nothing was launched and no run set was named"))?;
+            vec![shown]
+        } else {
+            named
+        };
+        let (found, missing): (Vec<String>, Vec<String>) =
+            targets.into_iter().partition(|t| self.records.run_set(t).is_some() || self.unit_of(t).is_some());
+        if found.is_empty() {
+            return Err(ApiError::with_reasons(
+                app::api::ErrorKind::NotFound,
+                missing.iter().map(|t| format!("run set {t:?}: no such run set; nothing was stopped")).collect(),
+            ));
         }
-        if targets.is_empty() {
-            return Err(ApiError::busy("no batch to stop: nothing was launched and no run set was named"));
-        }
+        report.aborted.extend(missing.iter().map(|t| format!("{t}: no such run set; skipped")));
+        let last = self.end_units(&cfg, &found, &mut report);
         let now = crate::clock::now();
-        for t in &targets {
+        for t in &found {
             match self.records.run_set(t) {
-                None => report.aborted.push(format!("{t}: no such run set; skipped")),
+                // Launched, but its driver never made the folder: nothing to
+                // append to; the marker says it is aborted.
+                None => report.aborted.push(format!("{t}: aborted (it wrote no run set folder)")),
                 Some(rs) => {
                     let line = format!("- {} {ABORT_LINE}\n", now.to_rfc3339());
                     let written = fs::OpenOptions::new()
@@ -921,13 +1011,26 @@ impl Campaign {
                 }
             }
         }
-        let about = marker.as_ref().map(|m| m.run_set.clone()).unwrap_or_else(|| targets[0].clone());
+        report.run_sets.clone_from(&found);
+        // The marker names a run set this stop really aborted: the one it
+        // named already if that was stopped, else the last stopped.
+        let marker = self.records.marker().and_then(Result::ok);
+        let about = marker
+            .as_ref()
+            .map(|m| m.run_set.clone())
+            .filter(|m| found.contains(m))
+            .unwrap_or_else(|| found[found.len() - 1].clone());
+        let unit = last.filter(|r| r.run_set == about).or_else(|| self.unit_of(&about));
+        let same = marker.as_ref().filter(|m| m.run_set == about);
         let m = ActiveMarker {
             schema_version: 1,
-            spec: marker.as_ref().map(|m| m.spec.clone()).or(last.as_ref().map(|r| r.spec.clone())).unwrap_or_default(),
-            unit: last.as_ref().map(|r| r.unit.clone()),
-            planned: marker.as_ref().map_or(0, |m| m.planned),
-            run_set: if targets.contains(&about) { about } else { targets[0].clone() },
+            spec: same.map(|m| m.spec.clone()).or(unit.as_ref().map(|r| r.spec.clone())).unwrap_or_default(),
+            unit: unit.as_ref().map(|r| r.unit.clone()),
+            planned: same.map_or_else(
+                || self.records.run_set(&about).and_then(|r| r.outcome_ok().map(|o| o.planned)).unwrap_or(0),
+                |m| m.planned,
+            ),
+            run_set: about,
             status: MarkerStatus::AbortedByOperator,
             updated_at: now,
             reason: Some("stopped and aborted by the operator".into()),
@@ -939,6 +1042,11 @@ impl Campaign {
             .map_err(|e| app::api::ssr::internal("turning auto mode off", e))?;
         report.auto_off = true;
         Ok(report)
+    }
+
+    /// The latest unit launched for `run_set`, if any.
+    fn unit_of(&self, run_set: &str) -> Option<UnitRecord> {
+        self.records.units().iter().rev().find(|r| r.run_set == run_set).cloned()
     }
 }
 

@@ -259,7 +259,13 @@ impl Campaign {
         // polled, and the Auto page names repairs).
         let auto_path = self.records.root().join(crate::auto_state::STATE_FILE);
         let auto = crate::fsread::read_regular(&auto_path).ok().map(|b| runboard::auto::load(Some(&b)));
-        let mut attention = ov::attention(&live.state, &live.words, auto.as_ref().map(|l| &l.state), &run_sets);
+        let mut attention = ov::attention(
+            &live.state,
+            &live.words,
+            &live.resumable_run_sets,
+            auto.as_ref().map(|l| &l.state),
+            &run_sets,
+        );
         if let Some(l) = auto.as_ref().filter(|l| !l.repaired.is_empty()) {
             attention.push(Attention {
                 kind: "auto_repaired".into(),
@@ -272,6 +278,21 @@ impl Campaign {
             attention.push(Attention {
                 kind: "unreadable".into(),
                 words: format!("matrix.csv: {} row(s) not taken: {}", matrix.problems.len(), matrix.problems[0]),
+                href: "/coverage".into(),
+            });
+        }
+        // The next step, when nothing else is under way: draft from the gaps.
+        let gaps = self.coverage().1.totals.gap;
+        let idle = matches!(live.state, runboard::live::LiveState::Idle { .. });
+        if gaps > 0 && idle {
+            attention.push(Attention {
+                kind: "next_step".into(),
+                words: format!(
+                    "{} planned cell{} {} gaps: draft the next batch on the Coverage page.",
+                    runboard::numfmt::thousands(gaps as u64),
+                    if gaps == 1 { "" } else { "s" },
+                    if gaps == 1 { "is a" } else { "are" }
+                ),
                 href: "/coverage".into(),
             });
         }

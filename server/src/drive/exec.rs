@@ -38,6 +38,8 @@ pub(crate) async fn run(
         rec.exit_code = sup.procs[idx].exit_code;
         rec.ended_at = Some(crate::clock::now().to_rfc3339());
         rec.status = if stopped { CellStatus::Stopped } else { CellStatus::Failed };
+        read_result(&ctx.runset.out_dir().join(&rec.cell), &mut rec);
+        ctx.runset.event("cell_end", json!({"cell": rec.cell, "status": rec.status, "exit_code": rec.exit_code}));
         if let Err(e) = ctx.runset.write_cell(&rec) {
             ctx.runset.log(&format!("cell {}: its record could not be written: {e:#}", rec.cell));
         }
@@ -108,9 +110,18 @@ async fn drive_cells(
             let p = &sup.procs[idx];
             rec.exit_code = p.exit_code;
             rec.ended_at = Some(crate::clock::now().to_rfc3339());
-            rec.status = if p.status == ProcessStatus::Done { CellStatus::Done } else { CellStatus::Failed };
+            // A cell that ends badly once a stop was asked for was stopped (a
+            // manager may signal the whole unit — systemd's StopUnit does —
+            // so it can end before our own SIGTERM reaches it).
+            rec.status = match p.status {
+                ProcessStatus::Done => CellStatus::Done,
+                _ if stop.is_cancelled() => CellStatus::Stopped,
+                _ => CellStatus::Failed,
+            };
             read_result(&runset.out_dir().join(&rec.cell), &mut rec);
-            finished += 1;
+            if rec.status != CellStatus::Stopped {
+                finished += 1;
+            }
             runset.event("cell_end", json!({"cell": rec.cell, "status": rec.status, "exit_code": rec.exit_code}));
             if rec.status == CellStatus::Failed {
                 runset.log(&format!("cell {} failed with exit code {}", rec.cell, rec.exit_code.unwrap_or(-1)));

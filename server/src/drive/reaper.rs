@@ -53,8 +53,37 @@ pub fn marked(mark: &str) -> Vec<i32> {
     crate::signals::pids_with_env(MARK_VAR, mark).into_iter().filter(|&p| p != me).map(|p| p as i32).collect()
 }
 
-fn group_alive(pgid: i32) -> bool {
-    killpg(Pid::from_raw(pgid), None).is_ok()
+/// Whether the process group `pgid` has a live member. A zombie is not one:
+/// a cell's child that outlived the cell is re-parented to the driver (the
+/// subreaper) and, once it dies, stays a zombie in the group until reaped — it
+/// must neither hold a teardown for its whole grace nor be left unreaped, so
+/// zombies of the group other than the leader (whose exit status the runtime
+/// waits for) are reaped here.
+pub fn group_alive(pgid: i32) -> bool {
+    if killpg(Pid::from_raw(pgid), None).is_err() {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+    let mut live = false;
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // After the command's closing parenthesis: state, ppid, pgrp, …
+        let Some((_, rest)) = stat.rsplit_once(") ") else { continue };
+        let mut fields = rest.split_whitespace();
+        let (Some(state), Some(_ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next()) else { continue };
+        if pgrp.parse::<i32>().ok() != Some(pgid) {
+            continue;
+        }
+        if state == "Z" {
+            if pid != pgid {
+                reap(pid);
+            }
+        } else {
+            live = true;
+        }
+    }
+    live
 }
 
 /// Whether `pid` is a live process (a zombie is not).

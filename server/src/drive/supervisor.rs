@@ -163,9 +163,10 @@ impl Supervisor {
         exited
     }
 
-    /// Whether the process group of `pid` still has members.
+    /// Whether the process group of `pid` still has a live member (zombies
+    /// do not count; see [`reaper::group_alive`]).
     fn group_alive(pid: u32) -> bool {
-        killpg(Pid::from_raw(pid as i32), None).is_ok()
+        reaper::group_alive(pid as i32)
     }
 
     /// The batch's processes outside every group we created: descendants that
@@ -210,6 +211,10 @@ impl Supervisor {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // What outlived the grace is SIGKILLed below, by its group or by the
+        // sweep of marked processes (which may also reap it): either way it
+        // ends KILLED, whoever reaps it.
+        let overdue: Vec<usize> = targets.iter().copied().filter(|&i| Self::group_alive(self.procs[i].pid)).collect();
         // The rest, and anything of the batch that appeared meanwhile.
         let escaped: Vec<i32> = escaped.into_iter().chain(self.escaped().await).collect();
         if !escaped.is_empty() {
@@ -236,15 +241,33 @@ impl Supervisor {
             }
         }
         // Reap every leader so none is left a zombie.
-        for p in &mut self.procs {
+        for (i, p) in self.procs.iter_mut().enumerate() {
             if p.status.is_running() || p.ended.is_none() {
-                if let Ok(status) = p.child.wait().await {
-                    p.exit_code.get_or_insert(code_of(status));
-                    p.ended.get_or_insert_with(Instant::now);
-                    if p.status.is_running() {
-                        p.status = ProcessStatus::Killed;
+                match p.child.wait().await {
+                    Ok(status) => {
+                        p.exit_code.get_or_insert(code_of(status));
+                        p.ended.get_or_insert_with(Instant::now);
+                        if p.status.is_running() {
+                            p.status = ProcessStatus::Killed;
+                        }
+                    }
+                    // Already reaped (by the sweep of marked processes): it is
+                    // gone, and it was SIGKILLed if it outlived the grace.
+                    Err(_) => {
+                        p.ended.get_or_insert_with(Instant::now);
+                        if overdue.contains(&i) {
+                            p.status = ProcessStatus::Killed;
+                            p.exit_code.get_or_insert(128 + Signal::SIGKILL as i32);
+                        } else if p.status.is_running() {
+                            p.status = ProcessStatus::Stopped;
+                        }
                     }
                 }
+            }
+        }
+        for &i in &overdue {
+            if matches!(self.procs[i].status, ProcessStatus::Stopped) || self.procs[i].status.is_running() {
+                self.procs[i].status = ProcessStatus::Killed;
             }
         }
         started.elapsed()

@@ -134,7 +134,7 @@ url = "http://127.0.0.1:9/v1"
 backend = "vllm"
 models = ["local-m"]
 [launcher]
-grace_s = 5
+grace_s = 8
 "#
         ),
     )

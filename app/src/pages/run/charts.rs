@@ -11,9 +11,9 @@ use crate::api::get_trial_graphs;
 /// The trial-graph tab: one round's graph at a time (`?round=N`, the latest by
 /// default), drawn and listed in pick order.
 #[component]
-pub(super) fn TrialGraphs(name: String, version: String) -> impl IntoView {
+pub(super) fn TrialGraphs(name: String, version: Signal<String>) -> impl IntoView {
     let (round, _) = query_signal::<u32>("round");
-    let graphs = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_trial_graphs(n));
+    let graphs = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_trial_graphs(n));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the trial graphs…"</p> }>
             {move || graphs.get().map(|res| match res {

@@ -13,8 +13,8 @@ use crate::api::{get_accepted, get_lineage, get_reports};
 
 /// The accepted tab: its own read (the list grows with the run).
 #[component]
-pub(super) fn AcceptedTab(name: String, version: String) -> impl IntoView {
-    let accepted = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_accepted(n));
+pub(super) fn AcceptedTab(name: String, version: Signal<String>) -> impl IntoView {
+    let accepted = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_accepted(n));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the accepted factors…"</p> }>
             {move || accepted.get().map(|res| match res {
@@ -72,11 +72,11 @@ pub(super) fn diagnosis(a: &RunAnalysis) -> impl IntoView {
 
 /// `?tab=lineage&trial=NAME`: the trial's ancestors, generation by generation.
 #[component]
-pub(super) fn LineageTab(name: String, version: String) -> impl IntoView {
+pub(super) fn LineageTab(name: String, version: Signal<String>) -> impl IntoView {
     let (trial, _) = query_signal::<String>("trial");
     let run = name.clone();
     let lineage = Resource::new(
-        move || (trial.get(), version.clone()),
+        move || (trial.get(), version.get()),
         move |(t, _)| {
             let run = run.clone();
             async move {
@@ -147,8 +147,8 @@ fn lineage_view(l: &Lineage) -> impl IntoView {
 }
 
 #[component]
-pub(super) fn Reports(name: String, version: String) -> impl IntoView {
-    let reports = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_reports(n));
+pub(super) fn Reports(name: String, version: Signal<String>) -> impl IntoView {
+    let reports = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_reports(n));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the reports…"</p> }>
             {move || reports.get().map(|res| match res {

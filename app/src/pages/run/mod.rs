@@ -42,6 +42,13 @@ pub fn RunPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
     let view = Resource::new(move || (name.get(), refresh.get()), |(n, _)| get_run(n));
     let (tab, _) = query_signal::<String>("tab");
+    // Whether the run could be read (it changes only between read and
+    // refused), apart from what it holds now (which changes at every write).
+    let loaded = Memo::new(move |_| view.get().map(|r| r.map(|_| ())));
+    let current = Memo::new(move |_| view.get().and_then(Result::ok));
+    let version =
+        Signal::derive(move || current.with(|v| v.as_ref().map(|v| v.row.version.clone()).unwrap_or_default()));
+    let written = Signal::derive(move || current.with(|v| v.as_ref().map_or(0, |v| v.rounds_written)));
     // Set when the server says the followed run's folder disappeared.
     let gone = RwSignal::new(false);
 
@@ -78,24 +85,32 @@ pub fn RunPage() -> impl IntoView {
                 </p>
             </Show>
             <Transition fallback=|| view! { <p class="loading">"Reading the run…"</p> }>
-                {move || view.get().map(|res| match res {
+                // Read here so the server waits for the run before it renders
+                // (the memos below are owned outside this Transition); it
+                // draws nothing, so following the run costs nothing here.
+                {move || view.get().map(|_| ())}
+                // Made again only when the tab, the run or whether it could be
+                // read changes — never because the run wrote: each tab follows
+                // `version` itself and re-reads in place, keeping the reader's
+                // scroll and what they typed.
+                {move || loaded.get().map(|res| match res {
                     Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                    Ok(v) => {
+                    Ok(()) => {
                         let t = tab.get().unwrap_or_else(|| "summary".into());
                         let n = name.get();
                         view! {
-                            <div class="tab-body" data-version=v.row.version.clone()>
+                            <div class="tab-body" data-version=move || version.get()>
                                 {match t.as_str() {
-                                    "rounds" => rounds::rounds(n, &v).into_any(),
-                                    "progress" => progress(&v).into_any(),
-                                    "calls" => view! { <record::CallsTab name=n version=v.row.version.clone()/> }.into_any(),
-                                    "accepted" => view! { <evidence::AcceptedTab name=n version=v.row.version.clone()/> }.into_any(),
-                                    "memory" => view! { <record::MemoryTab name=n version=v.row.version.clone()/> }.into_any(),
-                                    "lineage" => view! { <evidence::LineageTab name=n version=v.row.version.clone()/> }.into_any(),
-                                    "graph" => view! { <charts::TrialGraphs name=n version=v.row.version.clone()/> }.into_any(),
-                                    "reports" => view! { <evidence::Reports name=n version=v.row.version.clone()/> }.into_any(),
-                                    "map" | "refusals" | "collisions" | "diagnosis" => view! { <Analysis name=n tab=t version=v.row.version.clone()/> }.into_any(),
-                                    _ => summary(&v).into_any(),
+                                    "rounds" => view! { <rounds::RoundsTab name=n version=version written=written/> }.into_any(),
+                                    "progress" => (move || current.get().map(|v| progress(&v))).into_any(),
+                                    "calls" => view! { <record::CallsTab name=n version=version/> }.into_any(),
+                                    "accepted" => view! { <evidence::AcceptedTab name=n version=version/> }.into_any(),
+                                    "memory" => view! { <record::MemoryTab name=n version=version/> }.into_any(),
+                                    "lineage" => view! { <evidence::LineageTab name=n version=version/> }.into_any(),
+                                    "graph" => view! { <charts::TrialGraphs name=n version=version/> }.into_any(),
+                                    "reports" => view! { <evidence::Reports name=n version=version/> }.into_any(),
+                                    "map" | "refusals" | "collisions" | "diagnosis" => view! { <Analysis name=n tab=t version=version/> }.into_any(),
+                                    _ => (move || current.get().map(|v| summary(&v))).into_any(),
                                 }}
                             </div>
                         }.into_any()
@@ -187,8 +202,8 @@ fn progress(v: &RunView) -> impl IntoView {
 
 /// The tabs read from the trials together (refusal groups, collisions, map).
 #[component]
-fn Analysis(name: String, tab: String, version: String) -> impl IntoView {
-    let analysis = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_analysis(n));
+fn Analysis(name: String, tab: String, version: Signal<String>) -> impl IntoView {
+    let analysis = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_analysis(n));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the trials…"</p> }>
             {

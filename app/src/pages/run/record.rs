@@ -13,10 +13,10 @@ use super::pretty;
 use crate::api::{get_call, get_calls, get_memory};
 
 #[component]
-pub(super) fn CallsTab(name: String, version: String) -> impl IntoView {
+pub(super) fn CallsTab(name: String, version: Signal<String>) -> impl IntoView {
     let (open, _) = query_signal::<u32>("call");
     let run = name.clone();
-    let calls = Resource::new(move || (run.clone(), version.clone()), |(n, _)| get_calls(n));
+    let calls = Resource::new(move || (run.clone(), version.get()), |(n, _)| get_calls(n));
     // A call file is written once, whole: its detail does not follow the version.
     let detail = Resource::new(
         move || (name.clone(), open.get()),
@@ -27,33 +27,44 @@ pub(super) fn CallsTab(name: String, version: String) -> impl IntoView {
             }
         },
     );
+    // The detail opens right under the row that was clicked (never after the
+    // whole table, out of sight), and is brought into view.
+    let shown_detail = move || {
+        view! {
+            <Transition fallback=|| view! { <p class="loading">"Reading the call…"</p> }>
+                {move || detail.get().flatten().map(|res| match res {
+                    Err(e) => view! { <p class="error call-error">{e.to_string()}</p> }.into_any(),
+                    Ok(c) => view! {
+                        <div class="call-detail" id="call-detail" data-call=c.call>
+                            <h3>{format!("Call {}", c.call)}" "<a class="close" href="?tab=calls">"close"</a></h3>
+                            <h4>"Reasoning"</h4>
+                            <pre class="reasoning">{c.record.get("reasoning").and_then(|r| r.as_str()).unwrap_or("(none recorded)").to_owned()}</pre>
+                            <h4>"Reply"</h4>
+                            <pre class="reply">{pretty(c.record.get("reply").unwrap_or(&serde_json::Value::Null))}</pre>
+                            <h4>"Tokens"</h4>
+                            <pre>{pretty(c.record.get("tokens").unwrap_or(&serde_json::Value::Null))}</pre>
+                        </div>
+                    }.into_any(),
+                })}
+            </Transition>
+        }
+    };
+    crate::reveal::reveal_on_change(move || open.get(), "call-row-open");
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the calls…"</p> }>
             {move || calls.get().map(|res| match res {
                 Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                Ok(list) => call_table(&list, open.get()).into_any(),
-            })}
-        </Transition>
-        <Transition fallback=|| ()>
-            {move || detail.get().flatten().map(|res| match res {
-                Err(e) => view! { <p class="error call-error">{e.to_string()}</p> }.into_any(),
-                Ok(c) => view! {
-                    <div class="call-detail" data-call=c.call>
-                        <h3>{format!("Call {}", c.call)}</h3>
-                        <h4>"Reasoning"</h4>
-                        <pre class="reasoning">{c.record.get("reasoning").and_then(|r| r.as_str()).unwrap_or("(none recorded)").to_owned()}</pre>
-                        <h4>"Reply"</h4>
-                        <pre class="reply">{pretty(c.record.get("reply").unwrap_or(&serde_json::Value::Null))}</pre>
-                        <h4>"Tokens"</h4>
-                        <pre>{pretty(c.record.get("tokens").unwrap_or(&serde_json::Value::Null))}</pre>
-                    </div>
-                }.into_any(),
+                Ok(list) => call_table(&list, open.get(), shown_detail).into_any(),
             })}
         </Transition>
     }
 }
 
-fn call_table(calls: &[CallEvent], open: Option<u32>) -> impl IntoView {
+fn call_table<V: IntoView + 'static>(
+    calls: &[CallEvent],
+    open: Option<u32>,
+    detail: impl Fn() -> V + Clone + Send + 'static,
+) -> impl IntoView {
     if calls.is_empty() {
         return view! { <p class="empty">"No calls recorded in the events."</p> }.into_any();
     }
@@ -63,8 +74,10 @@ fn call_table(calls: &[CallEvent], open: Option<u32>) -> impl IntoView {
             <tbody>
                 {calls.iter().map(|c| {
                     let n = c.call;
+                    let is_open = open == Some(n);
+                    let detail = detail.clone();
                     view! {
-                        <tr data-call=n class:open=open == Some(n)>
+                        <tr data-call=n class:open=is_open id=is_open.then_some("call-row-open")>
                             <td>{n}</td>
                             <td>{c.round.map(|r| r.to_string())}</td>
                             <td>{c.slots.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")}</td>
@@ -73,6 +86,7 @@ fn call_table(calls: &[CallEvent], open: Option<u32>) -> impl IntoView {
                             <td>{match c.truncated { Some(true) => "yes", Some(false) => "no", None => "–" }}</td>
                             <td><a class="open-call" href=format!("?tab=calls&call={n}")>"reasoning"</a></td>
                         </tr>
+                        {is_open.then(|| view! { <tr class="call-detail-row"><td colspan="7">{detail()}</td></tr> })}
                     }
                 }).collect_view()}
             </tbody>
@@ -82,9 +96,9 @@ fn call_table(calls: &[CallEvent], open: Option<u32>) -> impl IntoView {
 }
 
 #[component]
-pub(super) fn MemoryTab(name: String, version: String) -> impl IntoView {
+pub(super) fn MemoryTab(name: String, version: Signal<String>) -> impl IntoView {
     let (round, _) = query_signal::<u32>("round");
-    let memory = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_memory(n));
+    let memory = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_memory(n));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the memory…"</p> }>
             {move || memory.get().map(|res| match res {

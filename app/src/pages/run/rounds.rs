@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
 use runboard::runview::admission::ThresholdSource;
 use runboard::runview::trials::{TrialPage, DEFAULT_PAGE};
-use runboard::runview::view::{RunRounds, RunView};
+use runboard::runview::view::RunRounds;
 
 use super::num;
 use crate::api::{get_rounds, get_trials, TrialParams};
@@ -21,38 +21,42 @@ fn source(s: Option<ThresholdSource>) -> &'static str {
     }
 }
 
-pub(super) fn rounds(name: String, v: &RunView) -> impl IntoView {
-    if v.rounds_written == 0 {
-        return view! { <p class="empty">"No round written yet."</p> }.into_any();
-    }
-    let version = v.row.version.clone();
+/// The tab, made once per run: a new version of the run re-reads its tables
+/// in place, so the reader's scroll and what they type in the filters stay.
+#[component]
+pub(super) fn RoundsTab(name: String, version: Signal<String>, written: Signal<usize>) -> impl IntoView {
+    let any = Memo::new(move |_| written.get() > 0);
     view! {
-        <RoundCounts name=name.clone() version=version.clone()/>
-        <Trials name=name version=version/>
+        <Show when=move || any.get() fallback=|| view! { <p class="empty">"No round written yet."</p> }>
+            <RoundCounts name=name.clone() version=version/>
+            <Trials name=name.clone() version=version/>
+        </Show>
     }
-    .into_any()
 }
 
 /// The per-round table, its own read: it grows with the run, and the view a
 /// live page polls does not carry it.
 #[component]
-fn RoundCounts(name: String, version: String) -> impl IntoView {
-    let counts = Resource::new(move || (name.clone(), version.clone()), |(n, _)| get_rounds(n));
+fn RoundCounts(name: String, version: Signal<String>) -> impl IntoView {
+    let counts = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_rounds(n));
+    // With a round chosen the table folds away, so that round's trials come
+    // right under it (a 40-round table would push them out of sight).
+    let (round, _) = query_signal::<String>("round");
     view! {
         <Transition fallback=|| view! { <p class="loading">"Counting the rounds…"</p> }>
             {move || counts.get().map(|res| match res {
                 Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                Ok(r) => round_table(r).into_any(),
+                Ok(r) => round_table(r, round.get().is_none()).into_any(),
             })}
         </Transition>
     }
 }
 
-fn round_table(r: RunRounds) -> impl IntoView {
+fn round_table(r: RunRounds, open: bool) -> impl IntoView {
     let RunRounds { round_counts, plans, thresholds } = r;
     let counts: Vec<_> = round_counts.into_iter().rev().collect();
     view! {
-        <details class="round-counts" open>
+        <details class="round-counts" open=open>
             <summary>{format!("{} written rounds", counts.len())}</summary>
             <table class="rounds">
                 <thead><tr><th>"Round"</th><th>"Attempts"</th><th>"Scored"</th><th>"Accepted"</th><th>"Tokens"</th><th>"t threshold"</th><th>"Plan (picked parents)"</th></tr></thead>
@@ -67,7 +71,7 @@ fn round_table(r: RunRounds) -> impl IntoView {
                         });
                         view! {
                             <tr class="round-count" data-round=c.round>
-                                <td><a href=format!("?tab=rounds&round={}", c.round)>{c.round}</a></td>
+                                <td><a href=format!("?tab=rounds&round={}", c.round) title="Show this round's trials">{c.round}</a></td>
                                 <td>{c.attempts}</td>
                                 <td>{c.scored}</td>
                                 <td>{c.accepted}</td>
@@ -84,7 +88,7 @@ fn round_table(r: RunRounds) -> impl IntoView {
 }
 
 #[component]
-fn Trials(name: String, version: String) -> impl IntoView {
+fn Trials(name: String, version: Signal<String>) -> impl IntoView {
     // The filters travel as the URL gives them; the server's one parser reads
     // them, so a bad value is refused with the same words as over REST.
     let (round, _) = query_signal::<String>("round");
@@ -95,7 +99,7 @@ fn Trials(name: String, version: String) -> impl IntoView {
     let key = move || (round.get(), stage.get(), outcome.get(), text.get(), page.get().unwrap_or(0));
     let run = name.clone();
     let trials = Resource::new(
-        move || (key(), version.clone()),
+        move || (key(), version.get()),
         move |((round, stage, outcome, q, page), _)| {
             let params = TrialParams {
                 round,
@@ -109,7 +113,15 @@ fn Trials(name: String, version: String) -> impl IntoView {
             get_trials(run.clone(), params)
         },
     );
+    // A round (or filter) chosen after the page opened: its trials are
+    // brought into view where the reader is looking.
+    crate::reveal::reveal_on_change(move || round.get(), "trials");
     view! {
+        <section id="trials" class="trials-section">
+        <h3 class="trials-heading">{move || match round.get().filter(|r| !r.is_empty()) {
+            Some(r) => format!("Trials of round {r}"),
+            None => "Trials".to_owned(),
+        }}</h3>
         <form class="trial-filters" method="get">
             <input type="hidden" name="tab" value="rounds"/>
             <label>"Round "<input type="number" name="round" min="0" prop:value=move || round.get().unwrap_or_default()/></label>
@@ -140,6 +152,7 @@ fn Trials(name: String, version: String) -> impl IntoView {
                 }).into_any(),
             })}
         </Transition>
+        </section>
     }
 }
 

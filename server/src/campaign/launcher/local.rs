@@ -221,7 +221,11 @@ pub async fn supervise(record: PathBuf, log: PathBuf, grace: Duration, command: 
                     Ok(s) => s,
                     Err(_) => {
                         let _ = child.start_kill();
-                        child.wait().await
+                        let _ = child.wait().await;
+                        // Said as what it was: the driver did not end within
+                        // the grace and was killed (its records may say running).
+                        end(rec, Some(137), "killed-after-grace");
+                        return 137;
                     }
                 }
             }
