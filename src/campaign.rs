@@ -57,6 +57,14 @@ pub struct CampaignConfig {
     /// How the evidence is published.
     #[serde(default)]
     pub publish: PublishConfig,
+    /// The currency every price (`price_per_1k_tokens`) and cost is in, as
+    /// its code (`USD`, `EUR`, …); default `USD`.
+    #[serde(default = "default_currency")]
+    pub currency: String,
+}
+
+fn default_currency() -> String {
+    "USD".into()
 }
 
 /// `[publish]`: the command a push runs, and its time limit.
@@ -466,7 +474,13 @@ impl CampaignConfig {
             hooks: Hooks::default(),
             results: ResultsConfig::default(),
             publish: PublishConfig::default(),
+            currency: default_currency(),
         }
+    }
+
+    /// `amount` in the campaign's currency, for people: `1,234.50 USD`.
+    pub fn money(&self, amount: f64) -> String {
+        crate::numfmt::money(amount, &self.currency)
     }
 }
 

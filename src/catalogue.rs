@@ -121,6 +121,9 @@ pub struct CatalogueView {
     pub uncatalogued: Vec<String>,
     /// What the figures are.
     pub note: String,
+    /// The currency of every price and cost (the campaign's).
+    #[serde(default)]
+    pub currency: String,
 }
 
 pub const NOTE: &str = "Availability and configuration: operational signals, not results.";
@@ -149,7 +152,7 @@ fn probe_row(probe: &Probe, serves: &[String]) -> ProbeRow {
 /// The view: models and endpoints in catalogue order.
 pub fn catalogue(i: &CatalogueInputs) -> CatalogueView {
     let cfg = i.cfg;
-    let time = |t: Timestamp| format!("{} UTC", t.to_display());
+    let time = |t: Timestamp| t.to_display();
     let mut uncatalogued = Vec::new();
     for r in i.usage {
         let unknown_model = r.model.as_deref().is_some_and(|m| cfg.model(m).is_none());
@@ -270,7 +273,15 @@ pub fn catalogue(i: &CatalogueInputs) -> CatalogueView {
             }
         })
         .collect();
-    CatalogueView { generated_at: i.now, probed_at: i.probed_at, models, endpoints, uncatalogued, note: NOTE.into() }
+    CatalogueView {
+        generated_at: i.now,
+        probed_at: i.probed_at,
+        models,
+        endpoints,
+        uncatalogued,
+        note: NOTE.into(),
+        currency: i.cfg.currency.clone(),
+    }
 }
 
 #[cfg(test)]

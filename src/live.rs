@@ -356,6 +356,9 @@ pub struct LiveView {
     /// aborted — the state's own and any other (a lane paused earlier).
     #[serde(default)]
     pub resumable_run_sets: Vec<String>,
+    /// The currency of `cost` (the campaign's).
+    #[serde(default)]
+    pub currency: String,
     /// Other batches in flight (queued behind this one, or on other lanes).
     #[serde(default)]
     pub others: Vec<OtherBatch>,
@@ -430,6 +433,7 @@ impl LiveView {
             eta_s: self.eta_s,
             resumable: self.resumable,
             resumable_run_sets: self.resumable_run_sets.clone(),
+            currency: self.currency.clone(),
             problems: self.problems.clone(),
             version: self.version.clone(),
         }
@@ -893,6 +897,7 @@ mod tests {
             eta_s: None,
             resumable: false,
             resumable_run_sets: Vec::new(),
+            currency: "USD".into(),
             others: Vec::new(),
             problems: Vec::new(),
             version: String::new(),

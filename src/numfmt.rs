@@ -15,9 +15,27 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// An amount with two decimals, thousands separated, and its currency:
+/// `1234.5, "USD"` → `1,234.50 USD`.
+pub fn money(amount: f64, currency: &str) -> String {
+    if !amount.is_finite() {
+        return format!("– {currency}");
+    }
+    let cents = (amount.abs() * 100.0).round() as u64;
+    let sign = if amount < 0.0 && cents > 0 { "-" } else { "" };
+    format!("{sign}{}.{:02} {currency}", thousands(cents / 100), cents % 100)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn money_has_two_decimals_separators_and_its_currency() {
+        assert_eq!(money(1234.5, "USD"), "1,234.50 USD");
+        assert_eq!(money(0.004, "EUR"), "0.00 EUR");
+        assert_eq!(money(-3.2, "USD"), "-3.20 USD");
+    }
 
     #[test]
     fn thousands_are_separated() {

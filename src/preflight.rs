@@ -44,17 +44,23 @@ pub struct Prediction {
     pub cost: Option<f64>,
     /// Wall-clock hours with the runner's parallelism.
     pub hours: f64,
+    /// The currency of `cost` (the campaign's).
+    #[serde(default)]
+    pub currency: Option<String>,
 }
 
 impl Prediction {
-    /// "about 120,000 tokens, 1.20 in cost, 0.8 h (9 of 10 cells from history)".
+    /// "about 120,000 tokens, 1.20 USD in cost, 48 min (9 of 10 cells from history)".
     pub fn words(&self) -> String {
-        let cost = self.cost.map(|c| format!(", {c:.2} in cost")).unwrap_or_default();
+        let cost = self
+            .cost
+            .map(|c| format!(", {} in cost", crate::numfmt::money(c, self.currency.as_deref().unwrap_or("USD"))))
+            .unwrap_or_default();
         let known = self.from_cell_history + self.from_task_history;
         format!(
-            "about {} tokens{cost}, {:.1} h ({known} of {} cells from history)",
+            "about {} tokens{cost}, {} ({known} of {} cells from history)",
             crate::numfmt::thousands(self.tokens),
-            self.hours,
+            crate::timefmt::duration_words(self.hours * 3600.0),
             self.cells
         )
     }
@@ -65,7 +71,58 @@ impl Prediction {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Preflight {
     pub refusals: Vec<String>,
+    /// What the operator should know before launching, though it does not
+    /// stop the launch: the catalogue says its endpoint or model is not
+    /// available now, it re-runs covered cells, it shares an endpoint with a
+    /// batch running now, it spends money. The page asks to confirm them.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     pub prediction: Prediction,
+}
+
+/// What the preflight is told of the campaign now, beyond the spec: for its
+/// warnings. Gathered by the adapter (coverage, the batches in flight, the
+/// catalogue's probe of the spec's endpoint).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Circumstances {
+    /// The spec's cells already covered (passed) in earlier run sets.
+    pub covered: Vec<String>,
+    /// Batches in flight: (run set, its endpoints).
+    pub in_flight: Vec<(String, Vec<String>)>,
+    /// Why the catalogue says the spec's endpoint or model cannot be used
+    /// now (its `/models` probe), if it says so.
+    pub unavailable: Vec<String>,
+}
+
+/// The warnings of [`Preflight`], each in words.
+pub fn warnings(spec: &BatchSpec, cfg: &CampaignConfig, prediction: &Prediction, now: &Circumstances) -> Vec<String> {
+    let mut out: Vec<String> = now.unavailable.iter().map(|u| format!("the catalogue says: {u}")).collect();
+    if !now.covered.is_empty() {
+        out.push(format!(
+            "re-runs {} cell{} already covered (e.g. {})",
+            crate::numfmt::thousands(now.covered.len() as u64),
+            if now.covered.len() == 1 { "" } else { "s" },
+            now.covered[0]
+        ));
+    }
+    let mine: Vec<&str> = spec.endpoint.iter().chain(spec.endpoints.iter()).map(String::as_str).collect();
+    for (rs, endpoints) in &now.in_flight {
+        if let Some(e) = endpoints.iter().find(|e| mine.contains(&e.as_str())) {
+            out.push(format!(
+                "shares endpoint {e} with {rs}, running now (both run slower, and neither's timings count)"
+            ));
+        }
+    }
+    let model = spec.model.as_deref().and_then(|m| cfg.model(m));
+    let paid = model.is_some_and(|m| m.kind == ModelKind::Paid || m.price_per_1k_tokens > 0.0);
+    if paid {
+        let name = model.map(|m| m.name.as_str()).unwrap_or_default();
+        out.push(match prediction.cost {
+            Some(c) => format!("spends money: about {} predicted on {name}", cfg.money(c)),
+            None => format!("spends money: {name} is paid, and its cost cannot be predicted (no history, or no price)"),
+        });
+    }
+    out
 }
 
 /// Checks `spec` against the doctor's `findings`, the catalogue, today's
@@ -91,13 +148,17 @@ pub fn check(
     }
     if let (Some(cap), Some(cost)) = (b.max_cost, prediction.cost) {
         if cost > cap {
-            refusals.push(format!("budget: a cost of {cost:.2} predicted, {over} of {cap:.2} per batch"));
+            refusals.push(format!(
+                "budget: a cost of {} predicted, {over} of {} per batch",
+                cfg.money(cost),
+                cfg.money(cap)
+            ));
         }
     }
     if let Some(cap) = b.max_hours.filter(|cap| prediction.hours > *cap) {
         refusals.push(format!("budget: {:.1} h predicted, {over} of {cap:.1} h per batch", prediction.hours));
     }
-    Preflight { refusals, prediction }
+    Preflight { refusals, warnings: Vec::new(), prediction }
 }
 
 fn catalogue(spec: &BatchSpec, cfg: &CampaignConfig, launches_today: &BTreeMap<String, u32>) -> Vec<String> {
@@ -139,7 +200,7 @@ fn catalogue(spec: &BatchSpec, cfg: &CampaignConfig, launches_today: &BTreeMap<S
 /// The batch's predicted tokens, cost and hours: each cell from the mean of its
 /// own earlier attempts, else the median of its task's, else unknown.
 pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Prediction {
-    let mut p = Prediction { cells: spec.cells.len(), ..Default::default() };
+    let mut p = Prediction { cells: spec.cells.len(), currency: Some(cfg.currency.clone()), ..Default::default() };
     let mut seconds = 0.0;
     for cell in &spec.cells {
         let own = history.by_cell.get(&cell.id).filter(|s| !s.is_empty());
@@ -170,6 +231,8 @@ pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Pre
         .as_deref()
         .and_then(|m| cfg.model(m))
         .filter(|m| m.price_per_1k_tokens > 0.0)
+        // No cell predicted from history: the cost is unknown, not zero.
+        .filter(|_| p.unknown < p.cells)
         .map(|m| p.tokens as f64 / 1000.0 * m.price_per_1k_tokens);
     p
 }
@@ -247,7 +310,33 @@ mod tests {
         assert_eq!(p.tokens, 2000 + 3000);
         assert_eq!(p.cost, Some(2.5));
         assert!((p.hours - 300.0 / 3600.0).abs() < 1e-9);
-        assert_eq!(p.words(), "about 5,000 tokens, 2.50 in cost, 0.1 h (2 of 3 cells from history)");
+        assert_eq!(p.words(), "about 5,000 tokens, 2.50 USD in cost, 5 min (2 of 3 cells from history)");
+    }
+
+    #[test]
+    fn warnings_name_unavailability_reruns_a_shared_endpoint_and_money() {
+        let (a, b) = (cell("t1", 1), cell("t1", 2));
+        let s = spec("gpt", None, vec![a.clone(), b]);
+        let prediction = Prediction { cost: Some(1234.5), currency: Some("USD".into()), ..Default::default() };
+        let now = Circumstances {
+            covered: vec![a.id.clone()],
+            in_flight: vec![],
+            unavailable: vec!["model \"gpt\" is credit-flagged until midnight".into()],
+        };
+        let w = warnings(&s, &cfg(), &prediction, &now);
+        assert_eq!(
+            w,
+            [
+                "the catalogue says: model \"gpt\" is credit-flagged until midnight".to_string(),
+                format!("re-runs 1 cell already covered (e.g. {})", a.id),
+                "spends money: about 1,234.50 USD predicted on gpt".to_string(),
+            ]
+        );
+        let mut local = spec("qwen", Some("gpu-a"), vec![cell("t2", 1)]);
+        local.endpoint = Some("gpu-a".into());
+        let busy = Circumstances { in_flight: vec![("b-9".into(), vec!["gpu-a".into()])], ..Default::default() };
+        let w = warnings(&local, &cfg(), &Prediction::default(), &busy);
+        assert_eq!(w, ["shares endpoint gpu-a with b-9, running now (both run slower, and neither's timings count)"]);
     }
 
     #[test]
@@ -267,7 +356,7 @@ mod tests {
                 "endpoint \"gpu\" does not serve \"gpt\" (it serves qwen)",
                 "model \"gpt\": its daily cap of 2 batch(es) is reached (2 launched today, UTC)",
                 "budget: 4,000 tokens predicted, over the campaign's budget of 1,000 per batch",
-                "budget: a cost of 2.00 predicted, over the campaign's budget of 0.10 per batch",
+                "budget: a cost of 2.00 USD predicted, over the campaign's budget of 0.10 USD per batch",
             ]
         );
         let ok = check(&spec("qwen", Some("gpu"), vec![cell("t9", 1)]), &cfg(), &[], &BTreeMap::new(), &h);

@@ -50,15 +50,22 @@ impl Timestamp {
         Self(self.utc_day_start().0 + 86_400_000)
     }
 
-    /// `2026-11-30 09:41:07` (UTC), for tables.
+    /// `2026-11-30 09:41:07 UTC`: the one time format of every page and CLI
+    /// line — to the second, its zone always written.
     pub fn to_display(self) -> String {
         let full = self.to_rfc3339();
         if full.len() >= 19 && !full.starts_with('@') {
-            format!("{} {}", &full[..10], &full[11..19])
+            format!("{} {} UTC", &full[..10], &full[11..19])
         } else {
             full
         }
     }
+}
+
+/// An RFC 3339 text (as records hold it) in the one display format; text
+/// that does not parse is shown as it is.
+pub fn display_rfc3339(text: &str) -> String {
+    Timestamp::parse_rfc3339(text).map_or_else(|| text.to_owned(), Timestamp::to_display)
 }
 
 /// "5 s ago", "3 min ago", "2 h ago", "4 d ago": how long before `now` `then` was.
@@ -175,7 +182,9 @@ mod tests {
     fn rfc3339_round_trips_in_utc() {
         let t = Timestamp::parse_rfc3339("2026-11-30T09:41:07.123Z").unwrap();
         assert_eq!(t.to_rfc3339(), "2026-11-30T09:41:07.123Z");
-        assert_eq!(t.to_display(), "2026-11-30 09:41:07");
+        assert_eq!(t.to_display(), "2026-11-30 09:41:07 UTC");
+        assert_eq!(display_rfc3339("2026-11-30T09:41:07.250Z"), "2026-11-30 09:41:07 UTC");
+        assert_eq!(display_rfc3339("yesterday"), "yesterday", "what does not parse is shown as written");
     }
 
     #[test]

@@ -75,7 +75,13 @@ pub fn App() -> impl IntoView {
                 <Nav/>
             </header>
             <main id="main" tabindex="-1">
-                <Routes fallback=|| view! { <p class="empty">"No such page."</p> }>
+                <Routes fallback=|| view! {
+                    <section class="not-found">
+                        <h1>"No such page"</h1>
+                        <p>"runboard has no page at this address. The pages are in the navigation above; "
+                           <a href="/">"the Overview"</a>" says what needs attention."</p>
+                    </section>
+                }>
                     <Route path=path!("/") view=pages::overview::OverviewPage/>
                     <Route path=path!("/live") view=pages::live::LivePage/>
                     <Route path=path!("/coverage") view=pages::coverage::CoveragePage/>

@@ -37,6 +37,11 @@ after(async () => {
 test('coverage, a refused draft fixed, launch, pause, resume, stop and abort', async () => {
   const page = await browser.context.newPage();
   const errors = watchErrors(page);
+  // Every control that ends work, and a launch with warnings, asks first:
+  // the dialogs are answered by `answer` (accept unless told otherwise).
+  const dialogs = [];
+  let answer = true;
+  page.on('dialog', async (d) => { dialogs.push(d.message()); await (answer ? d.accept() : d.dismiss()); });
   await page.goto(`${server.url}/coverage`);
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
   assert.match(await page.textContent('p.totals'), /8 gaps of 8/);
@@ -62,25 +67,69 @@ test('coverage, a refused draft fixed, launch, pause, resume, stop and abort', a
   await page.selectOption('select[name="endpoint"]', 'gpu-a');
   await page.click('button.save');
   await page.waitForSelector('.preflight-ok');
+  // The catalogue says gpu-a does not answer: the preflight warns, and the
+  // launch asks to confirm, naming it.
+  assert.match(await page.textContent('.preflight-warnings'), /the catalogue says: endpoint gpu-a: Not available/);
   await page.click('button.launch');
   await page.waitForURL(/\/live$/);
+  assert.match(dialogs.at(-1), /^Launch specs\/drafts\/.*the catalogue says: endpoint gpu-a/s);
   await page.waitForSelector('.live-state[data-state="starting"], .live-state[data-state="running"]', { timeout: 20_000 });
   await page.waitForSelector('.live-state[data-state="running"]', { timeout: 20_000 });
   assert.equal(await page.locator('tr.cell').count(), 4);
+  const runSet = (await page.textContent('dd.run-set')).trim();
+  // A running batch is never said to have lost its driver, and has no
+  // outcome row yet.
+  assert.doesNotMatch(await page.textContent('section.live'), /driver is gone/);
+  assert.equal(await page.locator('dd.outcome').count(), 0, 'no outcome while it runs');
 
+  // Pause asks first, naming the batch; declined, nothing happens.
+  answer = false;
+  await page.click('button.pause');
+  assert.match(dialogs.at(-1), new RegExp(`^Pause ${runSet}\\?`));
+  await page.waitForTimeout(500);
+  assert.equal(await page.getAttribute('.live-state', 'data-state'), 'running', 'a declined pause ends nothing');
+  answer = true;
   // Pause: stopped before completion, resumable.
   await page.click('button.pause');
   await page.waitForSelector('.live-state[data-state="stopped_resumable"]', { timeout: 20_000 });
   assert.match(await page.textContent('.live-state .words'), /can be resumed/);
-  // Resume: running again.
-  await page.click('button.resume');
+  // Resume (offered for the run set by name): running again.
+  await page.click(`button.resume[data-run-set="${runSet}"]`);
   await page.waitForSelector('.live-state[data-state="running"]', { timeout: 20_000 });
-  // Stop and abort: aborted, and Resume is gone.
+  // Stop and abort asks first, naming the batch and what it ends.
   await page.click('button.stop');
+  assert.match(dialogs.at(-1), new RegExp(`^Stop and abort ${runSet}\\? .*can never be resumed.*auto mode is turned off`));
   await page.waitForSelector('.live-state[data-state="aborted"]', { timeout: 20_000 });
   assert.match(await page.textContent('p.said'), /Auto mode was turned off/);
   assert.equal(await page.locator('button.resume').count(), 0, 'no Resume after an abort');
 
+  // The Overview names the aborted batch under what needs attention.
+  await page.goto(`${server.url}/`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  assert.match(await page.textContent('body'), new RegExp(`Aborted by the operator: ${runSet}`));
+
   assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('at phone width the navigation wraps, nothing scrolls sideways, and a skip link leads to the content', async () => {
+  const page = await browser.context.newPage();
+  await page.setViewportSize({ width: 390, height: 800 });
+  for (const path of ['/', '/live', '/coverage', '/runs', '/evidence', '/auto']) {
+    await page.goto(`${server.url}${path}`);
+    await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+    const fit = await page.evaluate(() => ({
+      page: document.documentElement.scrollWidth,
+      offscreen: [...document.querySelectorAll('header.topbar nav a')]
+        .filter((a) => { const b = a.getBoundingClientRect(); return b.right > window.innerWidth + 1 || b.left < -1; })
+        .map((a) => a.textContent),
+    }));
+    assert.ok(fit.page <= 391, `${path} scrolls sideways: ${fit.page} px wide`);
+    assert.deepEqual(fit.offscreen, [], `${path}: nav links off-screen`);
+  }
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.className), 'skip-link');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => location.hash), '#main');
   await page.close();
 });

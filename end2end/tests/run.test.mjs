@@ -65,12 +65,12 @@ test('a live run\'s page keeps the reader\'s scroll and typed text across pushes
 
   // The lineage box keeps what is typed, too.
   await page.click('a[data-tab="lineage"]');
-  await page.waitForSelector('form.lineage-form input');
-  await page.fill('form.lineage-form input', 'r1-s');
+  await page.waitForSelector('form.lineage-form input[name="trial"]');
+  await page.fill('form.lineage-form input[name="trial"]', 'r1-s');
   const v = await page.getAttribute('.tab-body', 'data-version');
   await page.waitForFunction((old) => document.querySelector('.tab-body')?.dataset.version !== old, v, { timeout: 30_000 });
   await page.waitForTimeout(500);
-  assert.equal(await page.inputValue('form.lineage-form input'), 'r1-s', 'lineage text kept');
+  assert.equal(await page.inputValue('form.lineage-form input[name="trial"]'), 'r1-s', 'lineage text kept');
 
   // A call's reasoning opens right under the row clicked, in view.
   await page.click('a[data-tab="calls"]');

@@ -254,7 +254,10 @@ pub fn view(campaign: &Campaign, tick_s: Option<f64>) -> Result<AutoView, ApiErr
 /// parse is counted, not shown.
 pub fn log_page(campaign: &Campaign, offset: usize, limit: usize) -> Result<LogPage, ApiError> {
     if !(1..=1000).contains(&limit) {
-        return Err(ApiError::refused(vec![format!("limit {limit}: must be between 1 and 1000")]));
+        return Err(ApiError::with_reasons(
+            app::api::ErrorKind::BadQuery,
+            vec![format!("limit={limit}: must be between 1 and 1000")],
+        ));
     }
     let path = campaign.root().join(auto_state::LOG_FILE);
     let bytes = match campaign.records().within().read_opt(&path) {

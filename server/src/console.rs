@@ -290,14 +290,17 @@ impl Console for LocalConsole {
         state: &runboard::results::research::ResearchState,
     ) -> Result<runboard::results::research::ResearchView, ApiError> {
         let state = state.clone();
-        self.campaign.research_edit(move |s| *s = state)
+        self.campaign.research_replace(state)
     }
 
     fn research_settings(
         &self,
         patch: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<runboard::results::research::ResearchView, ApiError> {
-        self.campaign.research_edit(|s| runboard::results::research::merge_settings(&mut s.settings, patch))
+        self.campaign.research_edit(|s| {
+            runboard::results::research::merge_settings(&mut s.settings, patch);
+            Ok(())
+        })
     }
 
     fn research_decide(
@@ -309,7 +312,10 @@ impl Console for LocalConsole {
             text: req.text.clone(),
             question: req.question.clone(),
         };
-        self.campaign.research_edit(move |s| s.decisions.push(decision))
+        self.campaign.research_edit(move |s| {
+            s.decisions.push(decision);
+            Ok(())
+        })
     }
 
     fn publish_status(&self) -> Result<runboard::results::publish::PublishStatus, ApiError> {

@@ -141,6 +141,7 @@ pub fn app(state: AppState) -> Router {
             move || app::shell(leptos.clone()),
         )
         .fallback(static_or_404)
+        .layer(middleware::from_fn(sfn_status))
         // Compressed when the client accepts br or gzip: the JSON API, pages,
         // and static files without a precompressed copy. Never the version
         // streams (text/event-stream is left alone, unbuffered), images, or
@@ -174,6 +175,41 @@ impl<T: serde::de::DeserializeOwned, S: Send + Sync> axum::extract::FromRequestP
                 .into())
             }
         }
+    }
+}
+
+/// The pages' server functions (`/sfn/*`) answer with the status their
+/// refusal's kind says. Errors the server-fn layer makes itself before the
+/// function runs — arguments that do not decode, a body it cannot read — come
+/// out as 500; they are the client's mistakes: 422 `bad_query` in the
+/// documented shape. A real internal error (`kind: internal`) stays 500.
+async fn sfn_status(req: Request, next: Next) -> Response {
+    if !req.uri().path().starts_with("/sfn/") {
+        return next.run(req).await;
+    }
+    let res = next.run(req).await;
+    if res.status() != axum::http::StatusCode::INTERNAL_SERVER_ERROR {
+        return res;
+    }
+    let Ok(bytes) = axum::body::to_bytes(res.into_body(), 1 << 20).await else {
+        return AppError::from(ApiError::internal("answering a server function")).into_response();
+    };
+    match serde_json::from_slice::<ApiError>(&bytes) {
+        Ok(e) if e.kind == app::api::ErrorKind::Internal && !e.error.starts_with("internal error while") => {
+            // The server-fn layer's own failure text, worded as internal by
+            // the conversion: it is about the request.
+            AppError::from(ApiError::with_reasons(
+                app::api::ErrorKind::BadQuery,
+                vec![format!("the request could not be read: {}", e.error)],
+            ))
+            .into_response()
+        }
+        Ok(e) => AppError::from(e).into_response(),
+        Err(_) => AppError::from(ApiError::with_reasons(
+            app::api::ErrorKind::BadQuery,
+            vec![format!("the request could not be read: {}", String::from_utf8_lossy(&bytes).trim())],
+        ))
+        .into_response(),
     }
 }
 
@@ -380,10 +416,28 @@ async fn api_not_found(req: Request) -> AppError {
 }
 
 async fn static_or_404(State(s): State<AppState>, headers: HeaderMap, req: Request) -> Response {
-    match s.assets.respond(req.uri().path(), &headers).await {
-        Some(res) => res,
-        None => AppError::not_found(format!("nothing at {}", req.uri().path())).into_response(),
+    if let Some(res) = s.assets.respond(req.uri().path(), &headers).await {
+        return res;
     }
+    // A page address no route knows, asked for by a browser: the app's own
+    // not-found page (its router's fallback, with the navigation), as 404 —
+    // never a raw JSON body in place of a page.
+    let path = req.uri().path();
+    let browser =
+        headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
+    let machine = ["/api/", "/sfn/", "/pkg/"].iter().any(|p| path.starts_with(p));
+    if browser && !machine && req.method() == axum::http::Method::GET {
+        let console: ConsoleHandle = s.console.clone();
+        let leptos = s.leptos.clone();
+        let render = leptos_axum::render_app_to_stream_with_context(
+            move || leptos::prelude::provide_context(console.clone()),
+            move || app::shell(leptos.clone()),
+        );
+        let mut res = render(req).await;
+        *res.status_mut() = axum::http::StatusCode::NOT_FOUND;
+        return res;
+    }
+    AppError::not_found(format!("nothing at {path}")).into_response()
 }
 
 // ---- the console ------------------------------------------------------------

@@ -311,6 +311,46 @@ fn a_second_batch_in_flight_is_shown_beside_the_first() {
     assert_eq!(live_state(&s.addr).1["others"], json!([]), "nothing in flight after both stops");
 }
 
+/// The preflight agrees with the catalogue and warns, naming each, of what
+/// does not stop a launch but should be known: an endpoint the catalogue says
+/// is not available, covered cells run again, an endpoint shared with a
+/// running batch, money spent (with its currency).
+#[test]
+fn the_preflight_warns_of_what_the_catalogue_says_reruns_a_shared_endpoint_and_money() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 20.0);
+    let s = serve(&root, &tmp.path().join("data"));
+    let local = draft(&s.addr, json!({"label": "loc", "max_cells": 1, "endpoint": "gpu-a"}));
+    let (code, pf) = post(&s.addr, "/api/preflight", json!({"path": local}));
+    assert_eq!(code, 200, "{pf}");
+    let warned = |pf: &Value| {
+        pf["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    let w = warned(&pf);
+    assert!(
+        w.iter().any(|w| w.starts_with(
+            "the catalogue says: endpoint gpu-a: Not available: http://127.0.0.1:9/v1/models does not answer"
+        )),
+        "{w:?}"
+    );
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": local}));
+    assert_eq!(code, 200, "a warning does not stop a launch: {l}");
+    wait_for("running", Duration::from_secs(30), || live_state(&s.addr).0 == "running");
+    // A second batch on the same endpoint, while the first runs.
+    let again = draft(&s.addr, json!({"label": "loc2", "max_cells": 1, "endpoint": "gpu-a"}));
+    let (_, pf) = post(&s.addr, "/api/preflight", json!({"path": again}));
+    let w = warned(&pf);
+    let shared = format!("shares endpoint gpu-a with {}, running now", l["run_set"].as_str().unwrap());
+    assert!(w.iter().any(|w| w.starts_with(&shared)), "{w:?}");
+    // A paid model: the money, in the campaign's currency.
+    let paid = draft(&s.addr, json!({"label": "paid", "max_cells": 1, "model": "paid-m"}));
+    let (_, pf) = post(&s.addr, "/api/preflight", json!({"path": paid}));
+    let w = warned(&pf);
+    assert!(w.iter().any(|w| w.starts_with("spends money: paid-m is paid")), "no history yet: {w:?}");
+    assert_eq!(pf["prediction"]["currency"], "USD", "{pf}");
+    assert_eq!(post(&s.addr, "/api/control/stop", json!({"run_sets": [l["run_set"]]})).0, 200);
+}
+
 /// A campaign on default graces (none set: the runner's 35 s, the launcher's
 /// 45 s) whose cells end at once on SIGTERM: a pause ends within seconds, the
 /// cell recorded stopped (143, its `cell_end`), the batch stopped and resumable.

@@ -233,6 +233,30 @@ async fn bodies_are_objects_with_known_fields_and_every_refusal_is_the_documente
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{uri}: {v}");
         assert!(documented(&v), "{uri}: {v}");
     }
+    // The pages' server functions: missing or bad arguments are the client's
+    // mistake (422 in the same shape), never 500.
+    for req in [
+        get("/sfn/run_rounds"),
+        get("/sfn/run_trials?name=second&params=7"),
+        post_json("/sfn/control_stop", "[1, 2]"),
+        post_json("/sfn/control_resume", "not json"),
+    ] {
+        let uri = req.uri().to_string();
+        let (status, _, body) = send(&st, req).await;
+        let v = body_json(body);
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{uri}: {v}");
+        assert!(documented(&v), "{uri}: {v}");
+    }
+    // An unknown page, asked for by a browser: the app's own not-found page.
+    let page = Request::get("/no-such-page")
+        .header(header::HOST, "127.0.0.1:8850")
+        .header(header::ACCEPT, "text/html,application/xhtml+xml")
+        .body(Body::empty())
+        .unwrap();
+    let (status, _, body) = send(&st, page).await;
+    let html = String::from_utf8_lossy(&body);
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(html.contains("No such page") && html.contains("class=\"topbar\""), "{html}");
     // A foreign origin: 403 in the same shape.
     let foreign = Request::post("/api/control/pause")
         .header(header::HOST, "127.0.0.1:8850")

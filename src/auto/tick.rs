@@ -1036,7 +1036,7 @@ mod tests {
         assert_eq!(flag.until, Timestamp::parse_rfc3339("2026-12-02T00:00:00Z").unwrap());
         assert!(t.events.iter().any(|e| e.event == "credit_flagged"));
         assert_eq!(t.state.hold.as_ref().unwrap().reason, "no_eligible_slot");
-        assert!(t.state.hold.as_ref().unwrap().words.contains("credit-flagged until 2026-12-02 00:00:00"));
+        assert!(t.state.hold.as_ref().unwrap().words.contains("credit-flagged until 2026-12-02 00:00:00 UTC"));
         // Past midnight the flag expires.
         let mut o = observed(&w);
         o.now = Timestamp::parse_rfc3339("2026-12-02T00:00:01Z").unwrap();

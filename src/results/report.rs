@@ -61,6 +61,9 @@ pub struct Report {
     pub price_per_1k_tokens: Option<f64>,
     /// `tokens / 1000 × price`, when priced.
     pub cost: Option<f64>,
+    /// The currency of the price and the cost (the campaign's).
+    #[serde(default)]
+    pub currency: String,
     pub cells: Vec<ReportCell>,
     /// Failure reasons and how many cells each, most first.
     pub failures: Vec<(String, u64)>,
@@ -89,6 +92,7 @@ pub struct ReportInputs<'a> {
     /// The cells in scope.
     pub cells: &'a [CellRecord],
     pub price_per_1k_tokens: Option<f64>,
+    pub currency: String,
     /// Every run directory the run list knows (those under this run set's
     /// `out/` are its own).
     pub runs: &'a [RunRow],
@@ -167,6 +171,7 @@ pub fn report(i: ReportInputs) -> Report {
         cells_with_tokens,
         cost: i.price_per_1k_tokens.map(|p| tokens as f64 / 1000.0 * p),
         price_per_1k_tokens: i.price_per_1k_tokens,
+        currency: i.currency.clone(),
         cells,
         failures,
         runs,
@@ -224,6 +229,7 @@ mod tests {
             spec: None,
             cells: &cells,
             price_per_1k_tokens: Some(0.5),
+            currency: "USD".into(),
             runs: &runs,
             problems: vec![],
             scope: String::new(),

@@ -94,6 +94,36 @@ pub struct ResearchState {
     pub updated_at: Option<Timestamp>,
 }
 
+/// Why a whole new state may not replace `on_disk`, if it may not — nothing
+/// recorded is lost without a word: the new state must keep every recorded
+/// decision (decisions are appended, never edited away), and a state read
+/// before the last save (its `updated_at` older than the file's) is refused
+/// rather than written over the newer one.
+pub fn replace_problems(on_disk: &ResearchState, new: &ResearchState) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Some(read), Some(saved)) = (new.updated_at, on_disk.updated_at) {
+        if read != saved {
+            out.push(format!(
+                "the research state changed since this copy was read (it was saved at {}, this copy is of {}): \
+                 read it again and redo the change",
+                saved.to_rfc3339(),
+                read.to_rfc3339()
+            ));
+        }
+    }
+    let lost: Vec<&Decision> = on_disk.decisions.iter().filter(|d| !new.decisions.contains(d)).collect();
+    if let Some(first) = lost.first() {
+        out.push(format!(
+            "this would drop {} recorded decision{} (e.g. {:?} of {}): decisions are kept; send every recorded one",
+            lost.len(),
+            if lost.len() == 1 { "" } else { "s" },
+            crate::spec::shorten(&first.text),
+            first.at.to_rfc3339()
+        ));
+    }
+    out
+}
+
 pub fn default_state() -> ResearchState {
     ResearchState {
         schema_version: SCHEMA_VERSION,
@@ -368,6 +398,30 @@ pub fn linked_cohorts(s: &ResearchState) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_whole_save_keeps_every_decision_and_never_overwrites_a_newer_save() {
+        let at = |s: &str| Timestamp::parse_rfc3339(s).unwrap();
+        let d = |text: &str| Decision { at: at("2026-12-01T10:00:00Z"), text: text.into(), question: None };
+        let mut disk = default_state();
+        disk.decisions = vec![d("run 3 more seeds"), d("drop task t9")];
+        disk.updated_at = Some(at("2026-12-01T11:00:00Z"));
+        // A copy read before the last decision was recorded: refused, saying so.
+        let mut stale = disk.clone();
+        stale.decisions.pop();
+        stale.updated_at = Some(at("2026-12-01T10:30:00Z"));
+        let why = replace_problems(&disk, &stale);
+        assert_eq!(why.len(), 2, "{why:?}");
+        assert!(why[0].starts_with("the research state changed since this copy was read"), "{why:?}");
+        assert!(why[1].starts_with("this would drop 1 recorded decision (e.g. \"drop task t9\""), "{why:?}");
+        // The current copy, edited and with every decision: accepted.
+        let mut fresh = disk.clone();
+        fresh.settings.insert("alpha".into(), serde_json::json!(0.01));
+        assert!(replace_problems(&disk, &fresh).is_empty());
+        // A client that sends no updated_at is checked for decisions only.
+        fresh.updated_at = None;
+        assert!(replace_problems(&disk, &fresh).is_empty());
+    }
 
     #[test]
     fn whatever_the_file_holds_loads_and_each_repair_is_named() {

@@ -14,7 +14,9 @@
 //! **Timing validity.** A cell's duration counts only when the cell is `done`,
 //! ran in one attempt (never retried, never started more than once), was never
 //! paused, has both its times, and its endpoint was not serving another run
-//! set's cells at any moment it ran. Every other cell is listed with each
+//! set's cells at any moment it ran, and its throughput is plausible (at most
+//! [`MAX_PLAUSIBLE_TOKENS_PER_S`]: a record saying 38,600 tokens in 0.1 s
+//! was not timed, whatever it says). Every other cell is listed with each
 //! reason it does not count.
 
 use std::collections::BTreeMap;
@@ -27,6 +29,11 @@ use crate::drive::records::{CellRecord, CellStatus};
 use crate::matrix::value_text;
 use crate::spec::BatchSpec;
 use crate::timefmt::Timestamp;
+
+/// The most tokens per second one cell's timing may claim and count: well
+/// above what one agent run gets from any model server (a few thousand at
+/// most), well below what a record with made-up or missing times implies.
+pub const MAX_PLAUSIBLE_TOKENS_PER_S: f64 = 20_000.0;
 
 /// The events of a run set that timing reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -169,6 +176,17 @@ pub fn timings(run_sets: &[RunSetTiming], now: Timestamp) -> Vec<CellTiming> {
             }
             if (c.started_at.is_none() || c.ended_at.is_none()) && c.status == CellStatus::Done {
                 why_not.push("its record lacks a start or end time".to_owned());
+            }
+            if let (Some(rate), Some(t), Some(d)) = (tokens_per_s, c.tokens, duration_s) {
+                if rate > MAX_PLAUSIBLE_TOKENS_PER_S {
+                    why_not.push(format!(
+                        "implausible: {} tokens in {} is {} tokens/s (more than {} tokens/s is not a real timing)",
+                        crate::numfmt::thousands(t),
+                        crate::timefmt::span_words(d),
+                        crate::numfmt::thousands(rate.round() as u64),
+                        crate::numfmt::thousands(MAX_PLAUSIBLE_TOKENS_PER_S as u64)
+                    ));
+                }
             }
             out.push(CellTiming {
                 run_set: rs.name.to_owned(),
@@ -674,6 +692,33 @@ mod tests {
             tp,
             vec![("gpu-a · no model".to_string(), vec![(secs("2026-11-30T10:06:00Z").unwrap() + 0.5, 10.0)])]
         );
+    }
+
+    #[test]
+    fn an_implausible_throughput_does_not_count_and_is_not_drawn() {
+        // 38,600 tokens in 0.1 s: 386,000 tokens/s.
+        let fast =
+            [rec("c-1", CellStatus::Done, 1, "2026-11-30T10:00:00Z", Some("2026-11-30T10:00:00.100Z"), Some(38_600))];
+        let fair = [rec("c-2", CellStatus::Done, 1, "2026-11-30T11:00:00Z", Some("2026-11-30T11:01:00Z"), Some(6_000))];
+        let (ga, gb) = (spec("gpu-a"), spec("gpu-b"));
+        let ts = timings(
+            &[
+                RunSetTiming { name: "a", spec: Some(&ga), cells: &fast, events: &[] },
+                RunSetTiming { name: "b", spec: Some(&gb), cells: &fair, events: &[] },
+            ],
+            NOW,
+        );
+        assert!(!ts[0].counts);
+        assert_eq!(
+            ts[0].why_not,
+            vec!["implausible: 38,600 tokens in 0.10 s is 386,000 tokens/s (more than 20,000 tokens/s is not a real timing)"
+                .to_string()]
+        );
+        assert!(ts[1].counts, "{:?}", ts[1].why_not);
+        let v = validity(&ts);
+        assert_eq!(v.reasons, vec![("implausible".to_string(), 1)]);
+        let tp = throughput(&ts, 10);
+        assert!(tp.iter().all(|(_, pts)| pts.iter().all(|p| p.1 <= MAX_PLAUSIBLE_TOKENS_PER_S)), "{tp:?}");
     }
 
     #[test]

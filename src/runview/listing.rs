@@ -154,7 +154,7 @@ mod tests {
         let list = RunList {
             runs: vec![
                 row("b/r3", 30, RunStatus::Running, "qwen"),
-                row("a/r2", 20, RunStatus::Stopped { reason: None }, "llama"),
+                row("a/r2", 20, RunStatus::Finished { reason: None }, "llama"),
                 row("a/r1", 10, RunStatus::Running, "qwen"),
             ],
             skipped: Vec::new(),
@@ -180,6 +180,8 @@ mod tests {
         let running = page(&list, &q(&[("status", "running"), ("limit", "1")]).unwrap(), Timestamp(50));
         assert_eq!((running.total, running.matching, running.runs.len()), (3, 2, 1));
         assert_eq!(running.generated_at, Timestamp(50), "a page is stamped when it is made, not when the list was");
+        let finished = page(&list, &q(&[("status", "finished")]).unwrap(), Timestamp(50));
+        assert_eq!(paths(finished), ["a/r2"], "finished is a filter of its own");
         assert_eq!(
             paths(page(&list, &q(&[("q", "QWEN"), ("sort", "oldest")]).unwrap(), Timestamp(50))),
             ["a/r1", "b/r3"]
@@ -190,7 +192,7 @@ mod tests {
         );
         assert_eq!(
             q(&[("status", "dead")]).unwrap_err().to_string(),
-            "status=\"dead\": not one of starting, running, stopped, interrupted, unreadable"
+            "status=\"dead\": not one of starting, running, finished, stopped, interrupted, unreadable"
         );
         assert_eq!(q(&[("limit", "0")]).unwrap_err().to_string(), "limit=\"0\": must be at least 1");
         assert_eq!(q(&[("sort", "size")]).unwrap_err().to_string(), "sort=\"size\": not one of latest, oldest, path");

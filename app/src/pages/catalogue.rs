@@ -60,7 +60,7 @@ fn used_cells(u: &Use) -> impl IntoView {
     view! {
         <td class="num run-sets">{u.run_sets}</td>
         <td class="num cells">{u.cells}</td>
-        <td class="num tokens">{u.tokens}</td>
+        <td class="num tokens">{runboard::numfmt::thousands(u.tokens)}</td>
         <td class="last-used">{u.last_used.map(|t| t.to_display()).unwrap_or_else(|| "never".into())}</td>
     }
 }
@@ -70,7 +70,8 @@ fn availability(available: bool, words: &str) -> impl IntoView {
     view! { <td class=class>{words.to_owned()}</td> }
 }
 
-fn model_row(m: &ModelRow) -> impl IntoView {
+fn model_row(m: &ModelRow, currency: &str) -> impl IntoView {
+    let currency = currency.to_owned();
     view! {
         <tr class="model" data-name=m.name.clone() data-available=m.available.to_string()>
             <td class="name">{m.name.clone()}</td>
@@ -82,7 +83,7 @@ fn model_row(m: &ModelRow) -> impl IntoView {
             }}</td>
             <td class="endpoints">{if m.endpoints.is_empty() { "–".to_owned() } else { m.endpoints.join(", ") }}</td>
             {used_cells(&m.used)}
-            <td class="num cost">{m.used.cost.map(|c| format!("{c:.2}")).unwrap_or_else(|| "–".into())}</td>
+            <td class="num cost">{m.used.cost.map(|c| runboard::numfmt::money(c, &currency)).unwrap_or_else(|| "–".into())}</td>
             {availability(m.available, &m.words)}
         </tr>
     }
@@ -127,7 +128,7 @@ fn body(c: &CatalogueView) -> impl IntoView {
                     <th>"Endpoints"</th><th>"Run sets"</th><th>"Cells"</th><th>"Tokens"</th><th>"Last used"</th>
                     <th>"Cost"</th><th>"Now"</th>
                 </tr></thead>
-                <tbody>{c.models.iter().map(model_row).collect_view()}</tbody>
+                <tbody>{c.models.iter().map(|m| model_row(m, &c.currency)).collect_view()}</tbody>
             </table>
         })}
         {(!c.endpoints.is_empty()).then(|| view! {

@@ -28,7 +28,12 @@ pub fn CoveragePage() -> impl IntoView {
             <div class="toolbar"><h1>"Coverage"</h1></div>
             <Transition fallback=|| view! { <p class="loading">"Reading the matrix and the run sets…"</p> }>
                 {move || coverage.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    // A bad `?rows=`/`?cols=`: say why, and keep the pickers
+                    // (over the default grid) so another choice is one click.
+                    Err(e) => view! {
+                        <p class="error grid-refused">{e.to_string()}" — the default grid is shown below."</p>
+                        <DefaultGrid set_rows=set_rows set_cols=set_cols/>
+                    }.into_any(),
                     Ok(v) => coverage_view(v, set_rows, set_cols).into_any(),
                 })}
             </Transition>
@@ -36,6 +41,20 @@ pub fn CoveragePage() -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// The grid of the matrix's default factors, with its pickers.
+#[component]
+fn DefaultGrid(set_rows: SignalSetter<Option<String>>, set_cols: SignalSetter<Option<String>>) -> impl IntoView {
+    let default = Resource::new(|| (), |_| get_coverage(CoverageParams { rows: None, cols: None }));
+    view! {
+        <Transition fallback=|| ()>
+            {move || default.get().map(|res| match res {
+                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                Ok(v) => coverage_view(v, set_rows, set_cols).into_any(),
+            })}
+        </Transition>
+    }
 }
 
 fn coverage_view(
@@ -345,12 +364,37 @@ fn Launching(spec_path: RwSignal<String>) -> impl IntoView {
             <button class="launch"
                 disabled=move || spec_path.with(String::is_empty) || launch.pending().get()
                     || matches!(refusals(), Some(Ok(ref p)) if !p.refusals.is_empty())
-                on:click=move |_| { launch.dispatch(spec_path.get_untracked()); }>"Launch"</button>
+                on:click=move |_| {
+                    // Warnings (money, a re-run, a shared or unavailable
+                    // endpoint) are confirmed before anything is launched.
+                    let warned = match refusals() {
+                        Some(Ok(p)) if !p.warnings.is_empty() => Some(p),
+                        _ => None,
+                    };
+                    let go = match warned {
+                        None => true,
+                        Some(p) => crate::pages::live::confirm(&format!(
+                            "Launch {}? Before it starts:\n- {}\n\nPredicted: {}.",
+                            spec_path.get_untracked(),
+                            p.warnings.join("\n- "),
+                            p.prediction.words()
+                        )),
+                    };
+                    if go {
+                        launch.dispatch(spec_path.get_untracked());
+                    }
+                }>"Launch"</button>
             <div class="preflight">
                 {move || refusals().map(|r| match r {
                     Err(e) => refusal(&e).into_any(),
                     Ok(p) if p.refusals.is_empty() => view! {
                         <p class="preflight-ok">{format!("Preflight passed; predicted {}.", p.prediction.words())}</p>
+                        {(!p.warnings.is_empty()).then(|| view! {
+                            <div class="preflight-warnings" role="status">
+                                <strong>"Before you launch (you will be asked to confirm):"</strong>
+                                <ul>{p.warnings.iter().map(|w| view! { <li class="warning">{w.clone()}</li> }).collect_view()}</ul>
+                            </div>
+                        })}
                     }.into_any(),
                     Ok(p) => view! {
                         <div class="refusal preflight-refusals" role="alert">

@@ -132,13 +132,14 @@ fn body(e: &Evidence) -> impl IntoView {
         {rates_table("by-task", "By task".into(), &e.by_task)}
         {rates_table("by-model", "By model".into(), &e.by_model)}
         <h2>"Where the failures fall"</h2>
-        <table class="failure-reasons">
+        {e.failures_by_reason.is_empty().then(|| view! { <p class="empty no-failures">"No failures: every counted cell passed."</p> })}
+        <table class="failure-reasons" class:hidden=e.failures_by_reason.is_empty()>
             <thead><tr><th>"Reason"</th><th>"Cells"</th></tr></thead>
             <tbody>
                 {e.failures_by_reason.iter().map(|(r, n)| view! { <tr><td>{r.clone()}</td><td>{*n}</td></tr> }).collect_view()}
             </tbody>
         </table>
-        <table class="failure-axes">
+        <table class="failure-axes" class:hidden=e.failures_by_reason.is_empty()>
             <thead><tr><th>"Factor"</th><th>"Level"</th><th>"Failed"</th><th>"of"</th></tr></thead>
             <tbody>
                 {e.failures_by_factor.iter().flat_map(|(f, levels)| levels.iter().filter(|l| l.failures > 0).map(|l| view! {

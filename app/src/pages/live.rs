@@ -161,7 +161,7 @@ pub fn LivePage() -> impl IntoView {
                                     </div>
                                 }
                             })}
-                            {cells_table(v.cells.clone())}
+                            {cells_table(v.cells.clone(), v.currency.clone())}
                             {(!v.problems.is_empty()).then(|| view! {
                                 <div class="problems">
                                     <strong>"Records that could not be read"</strong>
@@ -215,7 +215,7 @@ fn others_note(n: usize) -> String {
 }
 
 /// Asks the reader to confirm (the browser's dialog); on the server, never.
-fn confirm(question: &str) -> bool {
+pub(crate) fn confirm(question: &str) -> bool {
     #[cfg(feature = "hydrate")]
     {
         web_sys::window().and_then(|w| w.confirm_with_message(question).ok()).unwrap_or(false)
@@ -253,7 +253,7 @@ fn summary(v: &LiveView) -> impl IntoView {
     let t = v.totals;
     let pct = (v.progress * 100.0).round();
     let unit = v.unit.as_ref().map(|u| format!("{} ({}), spec {}", u.unit, u.backend, u.spec));
-    let cost = t.cost.map(|c| format!("{c:.2}")).unwrap_or_else(|| "–".into());
+    let cost = t.cost.map(|c| runboard::numfmt::money(c, &v.currency)).unwrap_or_else(|| "–".into());
     view! {
         <dl class="facts live-facts">
             <dt>"Run set"</dt><dd class="run-set">{v.run_set.clone().unwrap_or_else(|| "none".into())}</dd>
@@ -265,7 +265,7 @@ fn summary(v: &LiveView) -> impl IntoView {
                     t.done + t.failed, t.planned, t.done, t.failed, t.running, t.pending, t.stopped)}
             </dd>
             <dt>"Time left"</dt><dd class="eta">{v.eta_s.map(duration_words).map(|d| format!("about {d}")).unwrap_or_else(|| "–".into())}</dd>
-            <dt>"Tokens"</dt><dd class="tokens">{t.tokens}</dd>
+            <dt>"Tokens"</dt><dd class="tokens">{runboard::numfmt::thousands(t.tokens)}</dd>
             <dt>"Cost"</dt><dd class="cost">{cost}</dd>
             // A batch still running has no outcome yet: its record says
             // `running` until the driver writes its end (the state says the rest).
@@ -277,7 +277,7 @@ fn summary(v: &LiveView) -> impl IntoView {
     }
 }
 
-fn cells_table(cells: Vec<LiveCell>) -> impl IntoView {
+fn cells_table(cells: Vec<LiveCell>, currency: String) -> impl IntoView {
     if cells.is_empty() {
         return view! { <p class="empty">"No cells to show."</p> }.into_any();
     }
@@ -311,8 +311,8 @@ fn cells_table(cells: Vec<LiveCell>) -> impl IntoView {
                             <td class="factors">{factors}</td>
                             <td><span class=badge_class>{status}</span></td>
                             <td>{c.attempts}</td>
-                            <td>{c.tokens.map(|t| t.to_string()).unwrap_or_default()}</td>
-                            <td>{c.cost.map(|x| format!("{x:.3}")).unwrap_or_default()}</td>
+                            <td class="num">{c.tokens.map(runboard::numfmt::thousands).unwrap_or_default()}</td>
+                            <td class="num">{c.cost.map(|x| runboard::numfmt::money(x, &currency)).unwrap_or_default()}</td>
                             <td>{c.duration_s.map(duration_words).unwrap_or_default()}</td>
                             <td>{c.score.map(|s| format!("{s:.2}")).unwrap_or_default()}</td>
                             <td>{run}</td>

@@ -34,7 +34,7 @@ pub fn ReportsPage() -> impl IntoView {
                                             <td><a href=href>{r.name.clone()}</a></td>
                                             <td>{r.status.map(runboard::live::outcome_words).unwrap_or("no outcome")}</td>
                                             <td>{r.cells}</td><td>{r.done}</td><td>{r.failed}</td>
-                                            <td>{r.started_at.clone().unwrap_or_default()}</td>
+                                            <td>{r.started_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</td>
                                             <td>{r.tags.join(", ")}</td>
                                         </tr>
                                     }
@@ -81,7 +81,11 @@ fn body(r: &Report) -> impl IntoView {
         None => "no outcome written".into(),
     };
     let cost = match (r.cost, r.price_per_1k_tokens) {
-        (Some(c), Some(p)) => format!("{c:.2} (at {p} per 1,000 tokens)"),
+        (Some(c), Some(p)) => format!(
+            "{} (at {} per 1,000 tokens)",
+            runboard::numfmt::money(c, &r.currency),
+            runboard::numfmt::money(p, &r.currency)
+        ),
         _ => "not priced (the catalogue gives this model no price)".into(),
     };
     view! {
@@ -93,12 +97,12 @@ fn body(r: &Report) -> impl IntoView {
             <dt>"Endpoints"</dt><dd>{if r.endpoints.is_empty() { "—".into() } else { r.endpoints.join(", ") }}</dd>
             <dt>"Spec"</dt><dd>{s.spec.clone().unwrap_or_else(|| "—".into())}</dd>
             <dt>"Tags"</dt><dd>{s.tags.join(", ")}</dd>
-            <dt>"Started"</dt><dd>{s.started_at.clone().unwrap_or_default()}</dd>
-            <dt>"Ended"</dt><dd>{s.ended_at.clone().unwrap_or_default()}</dd>
+            <dt>"Started"</dt><dd>{s.started_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</dd>
+            <dt>"Ended"</dt><dd>{s.ended_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</dd>
             <dt>"Wall time"</dt><dd class="wall">{opt_secs(r.wall_s)}</dd>
-            <dt>"Cell-hours"</dt><dd>{format!("{:.2}", r.cell_hours)}</dd>
+            <dt>"Cell time"</dt><dd>{runboard::timefmt::duration_words(r.cell_hours * 3600.0)}</dd>
             <dt>"Cells"</dt><dd class="cell-counts">{format!("{} listed: {} done, {} failed", r.cells.len(), s.done, s.failed)}</dd>
-            <dt>"Tokens"</dt><dd class="tokens">{format!("{} (from {} cells that reported)", r.tokens, r.cells_with_tokens)}</dd>
+            <dt>"Tokens"</dt><dd class="tokens">{format!("{} (from {} cells that reported)", runboard::numfmt::thousands(r.tokens), r.cells_with_tokens)}</dd>
             <dt>"Cost"</dt><dd class="cost">{cost}</dd>
         </dl>
         {(!r.problems.is_empty()).then(|| view! {
@@ -129,7 +133,7 @@ fn body(r: &Report) -> impl IntoView {
                             <td class="status">{format!("{:?}", c.status).to_lowercase()}</td>
                             <td>{c.attempts}</td>
                             <td>{opt_secs(c.duration_s)}</td>
-                            <td>{c.tokens.map(|t| t.to_string()).unwrap_or_default()}</td>
+                            <td class="num">{c.tokens.map(runboard::numfmt::thousands).unwrap_or_default()}</td>
                             <td>{c.score.map(|t| format!("{t:.2}")).unwrap_or_default()}</td>
                             <td class="failure">{c.failure.clone().unwrap_or_default()}</td>
                             <td><code>{c.log.clone().unwrap_or_default()}</code></td>

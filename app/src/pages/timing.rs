@@ -68,7 +68,7 @@ fn summary_row(name: String, s: &TimingSummary) -> impl IntoView {
             <td>{secs(s.median_s)}</td>
             <td>{secs(s.p90_s)}</td>
             <td class="tokens-per-s">{rate(s.tokens_per_s)}</td>
-            <td>{format!("{:.2}", s.cell_hours)}</td>
+            <td>{runboard::timefmt::duration_words(s.cell_hours * 3600.0)}</td>
         </tr>
     }
 }
@@ -122,7 +122,7 @@ fn body(t: &TimingView) -> impl IntoView {
         {cells_table("timeline-cells", &t.cells)}
         <h2>"Durations and throughput (counted cells)"</h2>
         <table class="timing-summary">
-            <thead><tr><th>"Endpoint"</th><th>"Counted"</th><th>"Median"</th><th>"90th percentile"</th><th>"Tokens/s"</th><th>"Cell-hours"</th></tr></thead>
+            <thead><tr><th>"Endpoint"</th><th>"Counted"</th><th>"Median"</th><th>"90th percentile"</th><th>"Tokens/s"</th><th>"Cell time"</th></tr></thead>
             <tbody>
                 {summary_row("all".into(), &t.summary)}
                 {t.by_endpoint.iter().map(|(e, s)| summary_row(e.clone(), s)).collect_view()}
@@ -130,7 +130,8 @@ fn body(t: &TimingView) -> impl IntoView {
         </table>
         <ChartFigure chart=t.throughput.clone() empty="No counted cell reported tokens: no throughput to draw." class="throughput-chart"/>
         <h2>"Why timings do not count"</h2>
-        <table class="validity-reasons">
+        {v.reasons.is_empty().then(|| view! { <p class="empty">"Every timing counts."</p> })}
+        <table class="validity-reasons" class:hidden=v.reasons.is_empty()>
             <thead><tr><th>"Reason"</th><th>"Cells"</th></tr></thead>
             <tbody>{v.reasons.iter().map(|(r, n)| view! { <tr data-reason=r.clone()><td>{r.clone()}</td><td>{*n}</td></tr> }).collect_view()}</tbody>
         </table>

@@ -401,7 +401,46 @@ impl Campaign {
         let today = runsets::launches_today(&index, crate::clock::now());
         let mut pf = preflight::check(spec, cfg, &findings, &today, &self.history());
         pf.refusals.extend(self.pool_refusals(spec, cfg));
+        pf.warnings = preflight::warnings(spec, cfg, &pf.prediction, &self.circumstances(spec, cfg));
         pf
+    }
+
+    /// What the preflight's warnings are made from: the spec's cells already
+    /// covered, the batches in flight and their endpoints, and what the
+    /// catalogue (the same view as `GET /api/catalogue`) says of its model
+    /// and endpoint now.
+    fn circumstances(&self, spec: &BatchSpec, cfg: &CampaignConfig) -> preflight::Circumstances {
+        let made = self.coverage();
+        let covered_ids: std::collections::HashSet<&str> =
+            made.1.cells.iter().filter(|c| c.state == coverage::CellState::Covered).map(|c| c.cell.as_str()).collect();
+        let covered = spec.cells.iter().filter(|c| covered_ids.contains(c.id.as_str())).map(|c| c.id.clone()).collect();
+        let in_flight = self
+            .in_flight(cfg)
+            .into_iter()
+            .map(|(rec, _)| {
+                let endpoints = match self.load_spec(&rec.spec) {
+                    Ok((_, _, s)) if !s.endpoints.is_empty() => s.endpoints,
+                    Ok((_, _, s)) => s.endpoint.into_iter().collect(),
+                    Err(_) => Vec::new(),
+                };
+                (rec.run_set, endpoints)
+            })
+            .collect();
+        let mut unavailable = Vec::new();
+        if let Ok(view) = self.catalogue(false) {
+            let mine: Vec<&str> = spec.endpoint.iter().chain(spec.endpoints.iter()).map(String::as_str).collect();
+            for e in view.endpoints.iter().filter(|e| mine.contains(&e.name.as_str()) && !e.available) {
+                unavailable.push(format!("endpoint {}: {}", e.name, e.words));
+            }
+            // A model served by an endpoint the spec names is as available as
+            // that endpoint (said above); a paid model has its own reasons.
+            if let Some(m) = spec.model.as_deref().and_then(|m| view.models.iter().find(|x| x.name == m)) {
+                if !m.available && mine.is_empty() {
+                    unavailable.push(format!("model {}: {}", m.name, m.words));
+                }
+            }
+        }
+        preflight::Circumstances { covered, in_flight, unavailable }
     }
 
     /// A resource pool's refusals (none for a spec without a pool): its
@@ -772,6 +811,7 @@ impl Campaign {
         }
         LiveView {
             resumable_run_sets,
+            currency: cfg.as_ref().map_or_else(|| "USD".to_owned(), |c| c.currency.clone()),
             generated_at: now,
             words: state.words(),
             resumable: state.resumable(),

@@ -359,6 +359,7 @@ impl Campaign {
             spec,
             cells: &cells,
             price_per_1k_tokens: price,
+            currency: cfg.currency.clone(),
             runs,
             problems: rs.problems.clone(),
             scope: scope.text(),
@@ -493,11 +494,11 @@ impl Campaign {
     /// every reason), stamped, and written whole, atomically.
     pub fn research_edit(
         &self,
-        edit: impl FnOnce(&mut runboard::results::research::ResearchState),
+        edit: impl FnOnce(&mut runboard::results::research::ResearchState) -> Result<(), Vec<String>>,
     ) -> Result<runboard::results::research::ResearchView, ApiError> {
         let _lock = self.lock()?;
         let mut state = self.research_loaded().state;
-        edit(&mut state);
+        edit(&mut state).map_err(|why| ApiError::with_reasons(app::api::ErrorKind::Busy, why))?;
         let names: Vec<String> = self.presets().unwrap_or_default().presets.into_iter().map(|p| p.name).collect();
         let problems = runboard::results::research::problems(&state, &names);
         if !problems.is_empty() {
@@ -507,6 +508,22 @@ impl Campaign {
         crate::atomic::write_json(&self.records.root().join(runboard::results::research::RESEARCH_FILE), &state)
             .map_err(|e| app::api::ssr::internal("writing the research state", e))?;
         Ok(self.research_view(runboard::results::research::Loaded { state, repaired: Vec::new() }))
+    }
+
+    /// `POST /api/research`: replaces the state whole — unless that would
+    /// lose a recorded decision or overwrite a newer save (409 with why).
+    pub fn research_replace(
+        &self,
+        new: runboard::results::research::ResearchState,
+    ) -> Result<runboard::results::research::ResearchView, ApiError> {
+        self.research_edit(move |s| {
+            let why = runboard::results::research::replace_problems(s, &new);
+            if !why.is_empty() {
+                return Err(why);
+            }
+            *s = new;
+            Ok(())
+        })
     }
 }
 

@@ -10,9 +10,13 @@ use crate::api::get_trial_graphs;
 
 /// The trial-graph tab: one round's graph at a time (`?round=N`, the latest by
 /// default), drawn and listed in pick order.
+/// How many of a graph's nodes its table lists (the drawing shows them all).
+const NODES_SHOWN: usize = 50;
+
 #[component]
 pub(super) fn TrialGraphs(name: String, version: Signal<String>) -> impl IntoView {
     let (round, _) = query_signal::<u32>("round");
+    let (nodes_page, _) = query_signal::<usize>("nodes_page");
     let graphs = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_trial_graphs(n));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the trial graphs…"</p> }>
@@ -32,7 +36,7 @@ pub(super) fn TrialGraphs(name: String, version: Signal<String>) -> impl IntoVie
                             GraphEntry::Unreadable { file, reason, .. } => view! {
                                 <p class="problem">"trial_graph/"{file}": "{reason}</p>
                             }.into_any(),
-                            GraphEntry::Graph(g) => trial_graph(&g).into_any(),
+                            GraphEntry::Graph(g) => trial_graph(&g, chosen, nodes_page.get().unwrap_or(0)).into_any(),
                         })}
                     }.into_any()
                 }
@@ -43,7 +47,7 @@ pub(super) fn TrialGraphs(name: String, version: Signal<String>) -> impl IntoVie
 
 /// Nodes in columns by the round that wrote them, edges from parents, the picked
 /// nodes labelled with their rank; then the same nodes as a table in pick order.
-fn trial_graph(g: &TrialGraph) -> impl IntoView {
+fn trial_graph(g: &TrialGraph, round: u32, page: usize) -> impl IntoView {
     const COL: f64 = 150.0;
     const ROW: f64 = 34.0;
     const PAD: f64 = 30.0;
@@ -103,10 +107,17 @@ fn trial_graph(g: &TrialGraph) -> impl IntoView {
             }).collect_view()}
         </svg>
         <p class="legend">{caption}</p>
+        // The nodes a page at a time (a round's graph can hold hundreds):
+        // the picked ones first, as the graph ranks them.
+        <nav class="pager graph-pager">
+            {(page > 0).then(|| view! { <a class="newer" href=format!("?tab=graph&round={round}&nodes_page={}", page - 1)>"← previous"</a> })}
+            <span>{format!(" nodes {}–{} of {} ", (page * NODES_SHOWN + 1).min(g.nodes.len()), ((page + 1) * NODES_SHOWN).min(g.nodes.len()), g.nodes.len())}</span>
+            {((page + 1) * NODES_SHOWN < g.nodes.len()).then(|| view! { <a class="older" href=format!("?tab=graph&round={round}&nodes_page={}", page + 1)>"next →"</a> })}
+        </nav>
         <table class="graph-nodes">
             <thead><tr><th>"Rank"</th><th>"Trial"</th><th>"Round"</th><th>"Score"</th><th>"Parents"</th></tr></thead>
             <tbody>
-                {g.nodes.iter().map(|n| view! {
+                {g.nodes.iter().skip(page * NODES_SHOWN).take(NODES_SHOWN).map(|n| view! {
                     <tr class="graph-node" data-trial=n.trial.clone()>
                         <td class="rank">{n.rank.map(|r| r.to_string()).unwrap_or_else(|| "not picked".into())}</td>
                         <td>{n.trial.clone()}</td>

@@ -187,7 +187,7 @@ fn trial_table(p: TrialPage, page: usize, link: impl Fn(usize) -> String) -> imp
                             <td>{t.attempt.map(|a| a.to_string())}</td>
                             <td>{num(row.directed_t)}</td>
                             <td>{num(t.max_abs_corr)}</td>
-                            <td>{t.tokens.map(|n| n.to_string())}</td>
+                            <td class="num">{t.tokens.map(runboard::numfmt::thousands)}</td>
                             <td>{t.stage.clone()}</td>
                             <td class="outcome">{t.outcome_text()}</td>
                             <td>{row.intraday.then(|| view! { <span class="badge intraday">"intraday"</span> })}
