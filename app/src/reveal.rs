@@ -14,7 +14,9 @@ pub fn reveal(id: &str) {
             let Some(el) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id(&id)) else {
                 return;
             };
-            el.scroll_into_view_with_bool(false);
+            // Its top at the top of the window: the reader sees what they
+            // asked for from its first line.
+            el.scroll_into_view_with_bool(true);
             let _ = el.class_list().add_1("revealed");
         });
     }

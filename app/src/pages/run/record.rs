@@ -49,7 +49,8 @@ pub(super) fn CallsTab(name: String, version: Signal<String>) -> impl IntoView {
             </Transition>
         }
     };
-    crate::reveal::reveal_on_change(move || open.get(), "call-row-open");
+    // Brought into view once it is drawn (it loads after the click).
+    crate::reveal::reveal_on_change(move || detail.get().flatten().and_then(Result::ok).map(|c| c.call), "call-detail");
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the calls…"</p> }>
             {move || calls.get().map(|res| match res {
