@@ -61,6 +61,12 @@ test('auto page: a refused setting in words, explain, on launches and holds, off
   await page.waitForSelector('tr[data-event="batch_launched"]', { timeout: 10_000 });
   await page.waitForFunction(() => /its batch .* is running/.test(document.querySelector('.auto-mode .words')?.textContent ?? ''), null, { timeout: 15_000 });
   assert.match(await page.textContent('.explain .verdict'), /holds, because its batch .* is running/);
+  // The headline and the tick preview come from one evaluation: they agree.
+  const verdict = (await page.textContent('.explain .verdict')).trim();
+  const headline = (await page.textContent('.auto-mode .words')).trim();
+  const unit = verdict.match(/its batch (\S+)/)[1];
+  assert.match(headline, /^Holds since .*: /);
+  assert.ok(headline.includes(unit), `the headline names what the preview names: ${headline} / ${verdict}`);
   assert.match(await page.textContent('tr[data-guard="current batch"]'), /holds/);
 
   await page.click('button.auto-off');
