@@ -1,0 +1,55 @@
+// The Live page follows a running cell as the API does: its duration moves
+// while it runs, pushed, without a reload and without a change of state.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { consoleCampaign, startServer, startBrowser, watchErrors } from './support.mjs';
+
+let server;
+let browser;
+let root;
+
+before(async () => {
+  root = consoleCampaign('runboard-e2e-live-', { name: 'e2e live', command: '["sleep", "60"]' });
+  server = await startServer(['--root', root]);
+  browser = await startBrowser();
+});
+
+after(async () => {
+  // End only the batch this test launched (named), then the server.
+  await fetch(`${server.url}/api/control/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => {});
+  await browser?.close();
+  await server?.stop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+const post = (path, body) => fetch(`${server.url}${path}`, {
+  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+}).then(async (r) => ({ status: r.status, body: await r.json() }));
+
+test('a running cell\'s duration moves on the Live page as it runs', async () => {
+  const saved = await post('/api/drafts', { label: 'slow', max_cells: 1, endpoint: 'gpu-a' });
+  assert.equal(saved.status, 200, JSON.stringify(saved.body));
+  const launched = await post('/api/control/start', { path: saved.body.path });
+  assert.equal(launched.status, 200, JSON.stringify(launched.body));
+
+  const page = await browser.context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${server.url}/live`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await page.evaluate(() => { window.__sameDocument = true; });
+  const running = 'tr.cell[data-status="running"] td:nth-child(7)';
+  await page.waitForSelector(running, { timeout: 30_000 });
+  const first = (await page.textContent(running)).trim();
+  // The state does not change (one long cell): only the pushed version moves it.
+  await page.waitForFunction(([sel, was]) => {
+    const td = document.querySelector(sel);
+    return td && td.textContent.trim() !== was;
+  }, [running, first], { timeout: 20_000 });
+  const later = (await page.textContent(running)).trim();
+  assert.notEqual(later, first, 'the duration moved');
+  assert.equal(await page.getAttribute('.live-state', 'data-state'), 'running');
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
