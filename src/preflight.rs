@@ -105,9 +105,9 @@ pub fn warnings(spec: &BatchSpec, cfg: &CampaignConfig, prediction: &Prediction,
             now.covered[0]
         ));
     }
-    let mine: Vec<&str> = spec.endpoint.iter().chain(spec.endpoints.iter()).map(String::as_str).collect();
+    let mine = spec.endpoints_used();
     for (rs, endpoints) in &now.in_flight {
-        if let Some(e) = endpoints.iter().find(|e| mine.contains(&e.as_str())) {
+        if let Some(e) = endpoints.iter().find(|e| mine.contains(e)) {
             out.push(format!(
                 "shares endpoint {e} with {rs}, running now (both run slower, and neither's timings count)"
             ));

@@ -51,6 +51,18 @@ pub struct BatchSpec {
     pub artefacts: Vec<String>,
 }
 
+impl BatchSpec {
+    /// The endpoints its cells run on: its pool (`endpoints`) when it has
+    /// one, else its one `endpoint` (a spec never has both: `merge` refuses it).
+    pub fn endpoints_used(&self) -> Vec<String> {
+        if self.endpoints.is_empty() {
+            self.endpoint.iter().cloned().collect()
+        } else {
+            self.endpoints.clone()
+        }
+    }
+}
+
 /// A refusal, naming the file and the field at fault.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{file}: {field}: {problem}")]

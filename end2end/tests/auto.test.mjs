@@ -4,8 +4,7 @@
 // (pushed to the page), the hold while it runs, and off — no console errors.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { consoleCampaign, startServer, startBrowser, watchErrors } from './support.mjs';
+import { closeConsole, consoleCampaign, startServer, startBrowser, watchErrors } from './support.mjs';
 
 let server;
 let browser;
@@ -20,13 +19,8 @@ before(async () => {
   browser = await startBrowser();
 });
 
-after(async () => {
-  // The batch auto mode launched is ended (turning auto off leaves it running).
-  await fetch(`${server.url}/api/control/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => {});
-  await browser?.close();
-  await server?.stop();
-  rmSync(root, { recursive: true, force: true });
-});
+// The batch auto mode launched is ended (turning auto off leaves it running).
+after(() => closeConsole({ server, browser, root }));
 
 test('auto page: a refused setting in words, explain, on launches and holds, off', async () => {
   const page = await browser.context.newPage();

@@ -2,8 +2,7 @@
 // while it runs, pushed, without a reload and without a change of state.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { consoleCampaign, startServer, startBrowser, watchErrors } from './support.mjs';
+import { closeConsole, consoleCampaign, postJson, startServer, startBrowser, watchErrors } from './support.mjs';
 
 let server;
 let browser;
@@ -15,17 +14,10 @@ before(async () => {
   browser = await startBrowser();
 });
 
-after(async () => {
-  // End only the batch this test launched (named), then the server.
-  await fetch(`${server.url}/api/control/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => {});
-  await browser?.close();
-  await server?.stop();
-  rmSync(root, { recursive: true, force: true });
-});
+// The batch this test launched is the one on screen: a default stop ends it.
+after(() => closeConsole({ server, browser, root }));
 
-const post = (path, body) => fetch(`${server.url}${path}`, {
-  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-}).then(async (r) => ({ status: r.status, body: await r.json() }));
+const post = (path, body) => postJson(server.url, path, body);
 
 test('a running cell\'s duration moves on the Live page as it runs', async () => {
   const saved = await post('/api/drafts', { label: 'slow', max_cells: 1, endpoint: 'gpu-a' });

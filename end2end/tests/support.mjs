@@ -128,3 +128,22 @@ grace_s = 8
   writeFileSync(join(root, 'matrix.csv'), matrix);
   return root;
 }
+
+/** POSTs `body` as JSON to the server at `url`; resolves to `{status, body}`. */
+export async function postJson(url, path, body) {
+  const r = await fetch(`${url}${path}`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+/**
+ * Shuts down what a console test file started: the batch on its Live page
+ * (a default stop: that batch only), the browser, the server, its campaign.
+ */
+export async function closeConsole({ server, browser, root }) {
+  if (server) await postJson(server.url, '/api/control/stop', {}).catch(() => {});
+  await browser?.close();
+  await server?.stop();
+  if (root) rmSync(root, { recursive: true, force: true });
+}

@@ -12,6 +12,7 @@ use crate::drive::records::{BatchOutcome, CellRecord, CellStatus};
 use crate::results::timing::secs;
 use crate::runsets::RunSetSummary;
 use crate::runview::RunRow;
+use crate::spec::BatchSpec;
 
 /// One cell as its report lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,11 +157,7 @@ pub fn report(i: ReportInputs) -> Report {
             })
         })
         .collect();
-    let endpoints = match i.spec {
-        Some(s) if !s.endpoints.is_empty() => s.endpoints.clone(),
-        Some(s) => s.endpoint.iter().cloned().collect(),
-        None => Vec::new(),
-    };
+    let endpoints = i.spec.map(BatchSpec::endpoints_used).unwrap_or_default();
     Report {
         model: i.spec.and_then(|s| s.model.clone()),
         endpoints,

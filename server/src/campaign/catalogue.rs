@@ -52,8 +52,7 @@ impl Campaign {
                         .and_then(|s| s.model.clone())
                         .or_else(|| launch.map(|e| e.model.clone()).filter(|m| !m.is_empty())),
                     endpoints: match spec {
-                        Some(s) if !s.endpoints.is_empty() => s.endpoints.clone(),
-                        Some(s) => s.endpoint.iter().cloned().collect(),
+                        Some(s) => s.endpoints_used(),
                         None => launch.map(|e| e.endpoint.clone()).filter(|e| !e.is_empty()).into_iter().collect(),
                     },
                     cells: ended.clone().count(),

@@ -414,22 +414,24 @@ impl Campaign {
         let covered_ids: std::collections::HashSet<&str> =
             made.1.cells.iter().filter(|c| c.state == coverage::CellState::Covered).map(|c| c.cell.as_str()).collect();
         let covered = spec.cells.iter().filter(|c| covered_ids.contains(c.id.as_str())).map(|c| c.id.clone()).collect();
+        // Each batch in flight's endpoints, from the spec its run set holds
+        // (read once with the run set), else its committed spec.
         let in_flight = self
             .in_flight(cfg)
             .into_iter()
             .map(|(rec, _)| {
-                let endpoints = match self.load_spec(&rec.spec) {
-                    Ok((_, _, s)) if !s.endpoints.is_empty() => s.endpoints,
-                    Ok((_, _, s)) => s.endpoint.into_iter().collect(),
-                    Err(_) => Vec::new(),
-                };
-                (rec.run_set, endpoints)
+                let held = self
+                    .records
+                    .run_set(&rec.run_set)
+                    .and_then(|rs| rs.spec.as_ref().and_then(|s| s.as_ref().ok()).map(BatchSpec::endpoints_used));
+                let endpoints = held.or_else(|| self.load_spec(&rec.spec).ok().map(|(_, _, s)| s.endpoints_used()));
+                (rec.run_set, endpoints.unwrap_or_default())
             })
             .collect();
         let mut unavailable = Vec::new();
         if let Ok(view) = self.catalogue(false) {
-            let mine: Vec<&str> = spec.endpoint.iter().chain(spec.endpoints.iter()).map(String::as_str).collect();
-            for e in view.endpoints.iter().filter(|e| mine.contains(&e.name.as_str()) && !e.available) {
+            let mine = spec.endpoints_used();
+            for e in view.endpoints.iter().filter(|e| mine.contains(&e.name) && !e.available) {
                 unavailable.push(format!("endpoint {}: {}", e.name, e.words));
             }
             // A model served by an endpoint the spec names is as available as
