@@ -4,10 +4,9 @@
 // resume, and stop and abort (aborted, Resume gone) — with no console errors.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { consoleCampaign, startServer, startBrowser, watchErrors } from './support.mjs';
+import { consoleCampaign, postJson, startServer, startBrowser, watchErrors } from './support.mjs';
 
 let server;
 let browser;
@@ -17,7 +16,10 @@ before(async () => {
   root = consoleCampaign('runboard-e2e-console-', {
     name: 'e2e console',
     command: `["sh", "-c", "sleep 3; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]`,
-    models: '[[models]]\nname = "paid-m"\nkind = "paid"\ndaily_cap = 1\nprice_per_1k_tokens = 2.0\n',
+    models: '[[models]]\nname = "paid-m"\nkind = "paid"\ndaily_cap = 1\nprice_per_1k_tokens = 2.0\n'
+      + '[[models]]\nname = "paid-n"\nkind = "paid"\nprice_per_1k_tokens = 2.0\n',
+    // The graces a new user gets: a pause must still end at once.
+    defaultGraces: true,
   });
   // The paid model was already launched once today: its daily cap is reached.
   mkdirSync(join(root, 'runsets'));
@@ -89,10 +91,20 @@ test('coverage, a refused draft fixed, launch, pause, resume, stop and abort', a
   await page.waitForTimeout(500);
   assert.equal(await page.getAttribute('.live-state', 'data-state'), 'running', 'a declined pause ends nothing');
   answer = true;
-  // Pause: stopped before completion, resumable.
+  // Pause, on the default graces: stopped at once (not after the runner's
+  // 35 s grace), the running cell ended by SIGTERM (143), resumable.
+  const asked = Date.now();
   await page.click('button.pause');
   await page.waitForSelector('.live-state[data-state="stopped_resumable"]', { timeout: 20_000 });
+  const took = Date.now() - asked;
+  assert.ok(took < 5_000, `the pause took ${took} ms`);
   assert.match(await page.textContent('.live-state .words'), /can be resumed/);
+  const cellsDir = join(root, 'runsets', runSet, 'cells');
+  const records = readdirSync(cellsDir).map((f) => JSON.parse(readFileSync(join(cellsDir, f), 'utf8')));
+  const stopped = records.filter((c) => c.status === 'stopped');
+  assert.equal(stopped.length, 1, JSON.stringify(records));
+  assert.equal(stopped[0].exit_code, 143);
+  assert.equal(JSON.parse(readFileSync(join(root, 'runsets', runSet, 'batch_outcome.json'), 'utf8')).status, 'stopped');
   // Resume (offered for the run set by name): running again.
   await page.click(`button.resume[data-run-set="${runSet}"]`);
   await page.waitForSelector('.live-state[data-state="running"]', { timeout: 20_000 });
@@ -131,5 +143,43 @@ test('at phone width the navigation wraps, nothing scrolls sideways, and a skip 
   assert.equal(await page.evaluate(() => document.activeElement?.className), 'skip-link');
   await page.keyboard.press('Enter');
   assert.equal(await page.evaluate(() => location.hash), '#main');
+  await page.close();
+});
+
+test('a paid launch states its predicted cost with the currency and asks first; declined, nothing launches', async () => {
+  // History first: one local cell of the task (100 tokens) to predict from.
+  const draft = await postJson(server.url, '/api/drafts', { label: 'history', max_cells: 1, endpoint: 'gpu-a' });
+  assert.equal(draft.status, 200, JSON.stringify(draft.body));
+  const launched = await postJson(server.url, '/api/control/start', { path: draft.body.path });
+  assert.equal(launched.status, 200, JSON.stringify(launched.body));
+  for (let i = 0; i < 300; i++) {
+    const live = await (await fetch(`${server.url}/api/live`)).json();
+    if (live.state.state === 'idle') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const page = await browser.context.newPage();
+  const errors = watchErrors(page);
+  const dialogs = [];
+  page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });
+  await page.goto(`${server.url}/coverage`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await page.fill('input[name="label"]', 'paid');
+  await page.fill('input[name="max_cells"]', '2');
+  await page.selectOption('select[name="model"]', 'paid-n');
+  await page.click('button.preview');
+  await page.waitForSelector('.draft-preview .draft-count');
+  await page.click('button.save');
+  await page.waitForSelector('.preflight-ok');
+  // 2 cells x 100 tokens x 2.0 per 1,000 tokens.
+  assert.match(await page.textContent('.preflight-warnings'), /spends money: about 0\.40 USD predicted on paid-n/);
+  await page.click('button.launch');
+  assert.equal(dialogs.length, 1, 'the launch asked first');
+  assert.match(dialogs.at(-1), /^Launch specs\/drafts\/.*spends money: about 0\.40 USD predicted on paid-n/s);
+  // Declined: still here, and nothing was launched.
+  await page.waitForTimeout(500);
+  assert.match(page.url(), /\/coverage$/);
+  const live = await (await fetch(`${server.url}/api/live`)).json();
+  assert.equal(live.run_set, launched.body.run_set, 'the last batch is still the local one');
+  assert.deepEqual(errors, [], 'no console errors');
   await page.close();
 });

@@ -243,7 +243,7 @@ test('cohorts: presets saved, compared side by side as the API says, renamed and
   await page.close();
 });
 
-test('research: the summary links cohort rates; a decision is recorded from the page', async () => {
+test('research: the summary links cohort rates; a decision, questions and hypotheses are recorded from the page, refusals in words', async () => {
   await post('/api/research', { schema_version: 1, questions: [{ id: 'q1', text: 'Does the base pass?',
     hypotheses: [{ id: 'h1', text: 'base passes', status: 'supported', cohorts: ['base'] }] }], decisions: [], settings: {} });
   const page = await browser.context.newPage();
@@ -259,8 +259,63 @@ test('research: the summary links cohort rates; a decision is recorded from the 
   assert.match(await page.textContent('ul.decisions li.decision'), /keep the base condition \(q1\)/);
   const api = await get('/api/research');
   assert.equal(api.state.decisions.length, 1);
+
+  // Questions and hypotheses by form, never JSON; refusals in words, beside them.
+  const said = async () => (await page.textContent('.said')).trim();
+  const saidNext = async (act) => {
+    const before = await page.locator('.said').count() ? await said() : '';
+    await act();
+    await page.waitForFunction((b) => { const e = document.querySelector('.said'); return e && e.textContent.trim() !== b; }, before);
+    return said();
+  };
+  await page.fill('form.add-question input[name="id"]', 'q 2');
+  await page.fill('form.add-question input[name="text"]', 'Is the treatment worse?');
+  await page.fill('form.add-question input[name="cohorts"]', 'base, ghost');
+  let words = await saidNext(() => page.click('form.add-question button[type="submit"]'));
+  assert.match(words, /question id "q 2": 1–40 of A-Za-z0-9-_\./);
+  assert.match(words, /no cohort preset named "ghost"/);
+  assert.doesNotMatch(words, /serde|invalid type|expected/);
+  // Fixed: added, and the form starts empty again.
+  await page.fill('form.add-question input[name="id"]', 'q2');
+  await page.fill('form.add-question input[name="cohorts"]', 'base');
+  await page.click('form.add-question button[type="submit"]');
+  await page.waitForSelector('li.question[data-id="q2"]');
+  assert.equal(await page.inputValue('form.add-question input[name="id"]'), '');
+  // A hypothesis under it; its status set from its own select.
+  await page.selectOption('form.add-hypothesis select[name="question"]', 'q2');
+  await page.fill('form.add-hypothesis input[name="id"]', 'h2');
+  await page.fill('form.add-hypothesis input[name="text"]', 'treat fails more often');
+  await page.click('form.add-hypothesis button[type="submit"]');
+  await page.waitForSelector('li.hypothesis[data-id="h2"]');
+  await page.selectOption('li.hypothesis[data-id="h2"] select', 'supported');
+  await page.waitForFunction(() => /\[supported\] treat fails/.test(document.querySelector('li.hypothesis[data-id="h2"]')?.textContent ?? ''));
+  // Answered needs an answer.
+  await page.selectOption('li.question[data-id="q2"] form.set-question select', 'answered');
+  words = await saidNext(() => page.click('li.question[data-id="q2"] form.set-question button'));
+  assert.match(words, /question "q2": it is answered but its answer is empty/);
+  await page.fill('li.question[data-id="q2"] form.set-question input[name="answer"]', 'yes: every treat cell failed');
+  await page.click('li.question[data-id="q2"] form.set-question button');
+  await page.waitForSelector('li.question.answered[data-id="q2"] p.answer');
+  // A save made elsewhere meanwhile: the page's change is refused, not
+  // written over it, and the form keeps what was typed to redo it.
+  await post('/api/research/decisions', { text: 'decided elsewhere' });
+  await page.fill('form.add-question input[name="id"]', 'q3');
+  await page.fill('form.add-question input[name="text"]', 'Does seed matter?');
+  words = await saidNext(() => page.click('form.add-question button[type="submit"]'));
+  assert.match(words, /changed since this copy was read/);
+  assert.equal(await page.inputValue('form.add-question input[name="id"]'), 'q3');
+  await page.waitForSelector('ul.decisions li.decision:has-text("decided elsewhere")');
+  await page.click('form.add-question button[type="submit"]');
+  await page.waitForSelector('li.question[data-id="q3"]');
+  const after = await get('/api/research');
+  assert.deepEqual(after.state.questions.map((q) => [q.id, q.status]), [['q1', 'open'], ['q2', 'answered'], ['q3', 'open']]);
+  assert.deepEqual(after.state.questions[1].hypotheses, [{ id: 'h2', text: 'treat fails more often', status: 'supported', cohorts: [] }]);
+  assert.equal(after.state.decisions.length, 2, 'no decision lost');
   await shot(page, 'research');
-  assert.deepEqual(errors, [], 'no console errors');
+  // The browser logs each refused save (two 422s, one 409); nothing else.
+  const refused = (status) => `Failed to load resource: the server responded with a status of ${status}`;
+  assert.deepEqual(errors, [`${refused(422)} (Unprocessable Entity)`, `${refused(422)} (Unprocessable Entity)`,
+    `${refused(409)} (Conflict)`], 'no other console errors');
   await page.close();
 });
 

@@ -23,6 +23,17 @@ test('the runs page hydrates, lists the demo, and follows the disk', async () =>
   const crashed = await page.textContent('tr[data-run="crashed-qwen"] .status');
   assert.match(crashed, /interrupted: process \d+ is gone and no stop was recorded/);
   assert.equal(await page.getAttribute('tr[data-run="explore-qwen"]', 'data-status'), 'running');
+  // A run that wrote every planned round is finished — its own word and
+  // colour, not stopped's, and the same badge on its own page.
+  assert.equal(await page.getAttribute('tr[data-run="momentum-qwen"]', 'data-status'), 'finished');
+  assert.equal((await page.textContent('tr[data-run="momentum-qwen"] .badge')).trim(), 'finished');
+  const colour = (sel) => page.$eval(sel, (e) => getComputedStyle(e).backgroundColor);
+  const finished = await colour('tr[data-run="momentum-qwen"] .badge');
+  const colours = new Set([finished, await colour('tr[data-run="explore-qwen"] .badge'),
+    await colour('tr[data-run="crashed-qwen"] .badge'), await colour('tr[data-run="broken-snapshot"] .badge')]);
+  assert.equal(colours.size, 4, 'finished, running, interrupted and unreadable differ in colour');
+  const options = await page.$$eval('select.status-filter option', (os) => os.map((o) => o.value));
+  for (const s of ['finished', 'stopped', 'interrupted']) assert.ok(options.includes(s), `the filter offers ${s}`);
 
   // A run appears on disk: the page shows it without a reload.
   await page.evaluate(() => { window.__sameDocument = true; });
@@ -44,6 +55,14 @@ test('the runs page hydrates, lists the demo, and follows the disk', async () =>
   await page.waitForSelector('body[data-hydrated="true"]');
   const shown = await page.$$eval('tr.run', (rows) => rows.map((r) => r.dataset.run));
   assert.deepEqual(shown, ['reversal-llama']);
+  await page.goto(`${session.server.url}/runs?status=finished`);
+  await page.waitForSelector('body[data-hydrated="true"]');
+  const done = await page.$$eval('tr.run', (rows) => rows.map((r) => r.dataset.status));
+  assert.ok(done.length >= 4 && done.every((s) => s === 'finished'), `finished only: ${done}`);
+  await page.goto(`${session.server.url}/runs/momentum-qwen`);
+  await page.waitForSelector('body[data-hydrated="true"]');
+  assert.equal((await page.textContent('dd.status .badge')).trim(), 'finished');
+  assert.equal(await colour('dd.status .badge'), finished, 'the same colour on the run\'s page');
 
   if (process.env.RUNBOARD_SCREENSHOT) {
     await page.goto(`${session.server.url}/runs`);

@@ -100,15 +100,15 @@ export function demoSession() {
  * `local-m` on endpoint `gpu-a`, and cells that run `command` (a TOML array).
  * `models` adds `[[models]]` tables. Returns the folder.
  */
-export function consoleCampaign(prefix, { name, command, parallel = 1, models = '' }) {
+export function consoleCampaign(prefix, { name, command, parallel = 1, models = '', defaultGraces = false }) {
   const root = mkdtempSync(join(tmpdir(), prefix));
+  // Short graces keep a stuck test short; `defaultGraces` tests the defaults.
   writeFileSync(join(root, 'campaign.toml'), `schema_version = 1
 name = "${name}"
 [runner]
 command = ${command}
 parallel = ${parallel}
-grace_s = 5
-[[tasks]]
+${defaultGraces ? '' : 'grace_s = 5\n'}[[tasks]]
 name = "t1"
 phases = ["warmup", "main"]
 [[models]]
@@ -120,9 +120,7 @@ url = "http://127.0.0.1:9/v1"
 backend = "vllm"
 models = ["local-m"]
 request_preset = "default"
-[launcher]
-grace_s = 8
-`);
+${defaultGraces ? '' : '[launcher]\ngrace_s = 8\n'}`);
   let matrix = 'condition,task,phase,seed,repetition\n';
   for (const c of ['base', 'treat']) for (const p of ['warmup', 'main']) for (const s of [1, 2]) matrix += `${c},t1,${p},${s},0\n`;
   writeFileSync(join(root, 'matrix.csv'), matrix);

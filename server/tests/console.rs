@@ -639,8 +639,8 @@ fn a_resource_pool_is_refused_with_every_reason_or_spreads_its_cells_over_its_en
 #[test]
 fn evidence_counts_the_ended_cells_with_intervals_and_says_where_failures_fall() {
     let tmp = tempfile::tempdir().unwrap();
-    let root = campaign(tmp.path(), 0.0);
-    // Treat's cells fail (exit 1); base's pass.
+    let root = campaign(tmp.path(), 0.1); // 100 tokens in 0.1 s: a plausible timing
+                                          // Treat's cells fail (exit 1); base's pass.
     let cfg = std::fs::read_to_string(root.join("campaign.toml"))
         .unwrap()
         .replace("\"sh\", \"-c\", \"sleep", "\"sh\", \"-c\", \"test {condition} = base || exit 1; sleep")
@@ -928,8 +928,8 @@ fn publish_runs_the_campaigns_command_one_at_a_time_within_its_limit_and_says_wh
 #[test]
 fn cohort_presets_are_saved_renamed_deleted_and_compared_and_the_research_state_links_them() {
     let tmp = tempfile::tempdir().unwrap();
-    let root = campaign(tmp.path(), 0.0);
-    // Treat's cells fail (exit 1); base's pass.
+    let root = campaign(tmp.path(), 0.1); // 100 tokens in 0.1 s: a plausible timing
+                                          // Treat's cells fail (exit 1); base's pass.
     let cfg = std::fs::read_to_string(root.join("campaign.toml"))
         .unwrap()
         .replace("\"sh\", \"-c\", \"sleep", "\"sh\", \"-c\", \"test {condition} = base || exit 1; sleep");

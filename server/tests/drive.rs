@@ -502,6 +502,68 @@ fn a_stopped_cell_records_128_plus_the_signal_and_attempted_counts_started_cells
     assert!(marked(&c.marker).is_empty());
 }
 
+/// Each cell record of the run set, by its task.
+fn cells_by_task(set: &Path) -> std::collections::BTreeMap<String, Value> {
+    std::fs::read_dir(set.join("cells"))
+        .unwrap()
+        .flatten()
+        .map(|e| serde_json::from_slice::<Value>(&std::fs::read(e.path()).unwrap()).unwrap())
+        .map(|r| (r["factors"]["task"].as_str().unwrap().to_owned(), r))
+        .collect()
+}
+
+/// A cell record's status and exit code.
+fn status_and_exit(rec: &Value) -> (Option<&str>, Option<i64>) {
+    (rec["status"].as_str(), rec["exit_code"].as_i64())
+}
+
+#[test]
+fn a_cell_a_manager_signalled_just_before_the_driver_was_stopped_not_failed() {
+    // systemd's StopUnit and Slurm's scancel signal every process of the
+    // batch: a cell can die of that SIGTERM before the driver's own arrives.
+    let c = campaign("[runner]\ncommand = [\"sleep\", \"600\"]\nparallel = 1\ngrace_s = 5\n", &["a", "b"]);
+    let started = Instant::now();
+    let child = drive(&c, &[], &[]);
+    let driver = child.id();
+    let until = Instant::now() + Duration::from_secs(20);
+    let cell = loop {
+        if let Some(p) = marked(&c.marker).into_iter().find(|p| *p != driver) {
+            break p;
+        }
+        assert!(Instant::now() < until, "no cell started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let term = |pid: u32| {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM).unwrap()
+    };
+    term(cell);
+    std::thread::sleep(Duration::from_millis(300));
+    term(driver);
+    let e = finish(child, started);
+    assert_eq!(e.code, Some(143), "{}", e.stderr);
+    let set = runset(&c);
+    assert_eq!(outcome(&set)["status"], "stopped");
+    let recs = cells_by_task(&set);
+    assert_eq!(status_and_exit(&recs["a"]), (Some("stopped"), Some(143)), "{recs:?}");
+    assert_eq!(recs["b"]["status"], "pending", "{recs:?}");
+}
+
+#[test]
+fn a_cell_that_dies_of_sigterm_with_no_stop_following_is_failed() {
+    let c = campaign(
+        "[runner]\ncommand = [\"sh\", \"-c\", \"test {task} = b || kill -TERM $$\"]\nparallel = 1\ngrace_s = 5\n",
+        &["a", "b"],
+    );
+    let e = run(&c, &[], &[]);
+    let set = runset(&c);
+    let recs = cells_by_task(&set);
+    assert_eq!(status_and_exit(&recs["a"]), (Some("failed"), Some(143)), "{recs:?}");
+    assert_eq!(recs["b"]["status"], "done", "{recs:?}");
+    assert_ne!(outcome(&set)["status"], "stopped", "{}", e.stderr);
+    // Its verdict waited for a stop that never came, and no longer.
+    assert!(e.took < Duration::from_secs(10), "took {:?}", e.took);
+}
+
 #[test]
 fn a_record_that_cannot_be_written_still_tears_down_the_running_cells() {
     // Cell a, when it runs, turns every other cell's record into a folder, so

@@ -254,6 +254,9 @@ pub fn problems(s: &ResearchState, cohorts: &[String]) -> Vec<String> {
         if q.text.trim().is_empty() {
             out.push(format!("question {:?}: its text is empty", q.id));
         }
+        if q.status == QuestionStatus::Answered && q.answer.trim().is_empty() {
+            out.push(format!("question {:?}: it is answered but its answer is empty", q.id));
+        }
         check_cohorts(&q.cohorts, &format!("question {:?}", q.id), &mut out);
         for h in &q.hypotheses {
             check_id(&h.id, "hypothesis", &mut out);
@@ -274,6 +277,92 @@ pub fn problems(s: &ResearchState, cohorts: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// One change the Research page's forms make: the page applies it to the
+/// state it read and saves the whole state, so the usual checks
+/// ([`problems`], [`replace_problems`]) answer for it — a form never needs
+/// JSON, and an edit made on a stale copy is refused, not lost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "edit", rename_all = "snake_case")]
+pub enum ResearchEdit {
+    AddQuestion {
+        id: String,
+        text: String,
+        cohorts: Vec<String>,
+    },
+    AddHypothesis {
+        question: String,
+        id: String,
+        text: String,
+        cohorts: Vec<String>,
+    },
+    /// A question's status and answer ([`problems`]: an answered question needs one).
+    SetQuestion {
+        id: String,
+        status: QuestionStatus,
+        answer: String,
+    },
+    SetHypothesis {
+        id: String,
+        status: HypothesisStatus,
+    },
+}
+
+/// Cohort names as typed in a form: comma- or space-separated, blanks dropped.
+pub fn cohort_list(typed: &str) -> Vec<String> {
+    typed.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+}
+
+impl ResearchEdit {
+    /// Applies the edit, or says in words why it cannot be (nothing changed
+    /// then). Ids and cohorts are checked by [`problems`] when saved.
+    pub fn apply(&self, s: &mut ResearchState) -> Result<(), Vec<String>> {
+        let known = |id: &str| s.questions.iter().any(|q| q.id == id || q.hypotheses.iter().any(|h| h.id == id));
+        match self {
+            Self::AddQuestion { id, text, cohorts } => {
+                let id = id.trim();
+                if known(id) {
+                    return Err(vec![format!("the id {id:?} is already taken: pick another")]);
+                }
+                s.questions.push(Question {
+                    id: id.to_owned(),
+                    text: text.trim().to_owned(),
+                    cohorts: cohorts.clone(),
+                    ..Question::default()
+                });
+            }
+            Self::AddHypothesis { question, id, text, cohorts } => {
+                let id = id.trim();
+                if known(id) {
+                    return Err(vec![format!("the id {id:?} is already taken: pick another")]);
+                }
+                let Some(q) = s.questions.iter_mut().find(|q| &q.id == question) else {
+                    return Err(vec![format!("no question {question:?}: add the question first")]);
+                };
+                q.hypotheses.push(Hypothesis {
+                    id: id.to_owned(),
+                    text: text.trim().to_owned(),
+                    status: HypothesisStatus::Proposed,
+                    cohorts: cohorts.clone(),
+                });
+            }
+            Self::SetQuestion { id, status, answer } => {
+                let Some(q) = s.questions.iter_mut().find(|q| &q.id == id) else {
+                    return Err(vec![format!("no question {id:?}")]);
+                };
+                q.status = *status;
+                q.answer = answer.trim().to_owned();
+            }
+            Self::SetHypothesis { id, status } => {
+                let Some(h) = s.questions.iter_mut().flat_map(|q| q.hypotheses.iter_mut()).find(|h| &h.id == id) else {
+                    return Err(vec![format!("no hypothesis {id:?}")]);
+                };
+                h.status = *status;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Merges `patch` into the settings: objects merge key by key, `null`
@@ -458,6 +547,51 @@ mod tests {
         assert!(p.iter().any(|x| x.contains("no cohort preset named \"ghost\"")));
         assert!(p.iter().any(|x| x.contains("used twice")));
         assert!(p.iter().any(|x| x.contains("no question \"q9\"")));
+    }
+
+    #[test]
+    fn the_forms_edits_add_and_set_in_words_and_an_answer_is_needed() {
+        let mut s = default_state();
+        let add_q = ResearchEdit::AddQuestion {
+            id: " q1 ".into(),
+            text: "Does memory help?".into(),
+            cohorts: cohort_list("mem, base"),
+        };
+        add_q.apply(&mut s).unwrap();
+        assert_eq!(s.questions[0].id, "q1");
+        assert_eq!(s.questions[0].cohorts, ["mem", "base"]);
+        // The same id again, for a question or a hypothesis: refused, nothing changed.
+        assert_eq!(add_q.apply(&mut s).unwrap_err(), ["the id \"q1\" is already taken: pick another"]);
+        let add_h = |question: &str, id: &str| ResearchEdit::AddHypothesis {
+            question: question.into(),
+            id: id.into(),
+            text: "memory helps on reversal".into(),
+            cohorts: Vec::new(),
+        };
+        assert_eq!(add_h("q9", "h1").apply(&mut s).unwrap_err(), ["no question \"q9\": add the question first"]);
+        assert!(add_h("q1", "q1").apply(&mut s).is_err());
+        add_h("q1", "h1").apply(&mut s).unwrap();
+        assert_eq!(s.questions[0].hypotheses[0].status, HypothesisStatus::Proposed);
+        ResearchEdit::SetHypothesis { id: "h1".into(), status: HypothesisStatus::Supported }.apply(&mut s).unwrap();
+        assert_eq!(s.questions[0].hypotheses[0].status, HypothesisStatus::Supported);
+        assert_eq!(
+            ResearchEdit::SetHypothesis { id: "h9".into(), status: HypothesisStatus::Refuted }
+                .apply(&mut s)
+                .unwrap_err(),
+            ["no hypothesis \"h9\""]
+        );
+        // Answered with no answer: the save's check says so.
+        let answered = |answer: &str| ResearchEdit::SetQuestion {
+            id: "q1".into(),
+            status: QuestionStatus::Answered,
+            answer: answer.into(),
+        };
+        answered("  ").apply(&mut s).unwrap();
+        let cohorts = ["mem".to_owned(), "base".to_owned()];
+        assert_eq!(problems(&s, &cohorts), ["question \"q1\": it is answered but its answer is empty"]);
+        answered("yes, by 12 pp").apply(&mut s).unwrap();
+        assert!(problems(&s, &cohorts).is_empty());
+        assert_eq!(s.questions[0].answer, "yes, by 12 pp");
     }
 
     #[test]

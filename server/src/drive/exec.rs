@@ -17,8 +17,19 @@ use super::monitor::Monitor;
 use super::supervisor::Supervisor;
 use super::{BatchCtx, DriveError, RunnerEnd};
 
-/// The cells running now, by their index in the supervisor.
+/// The cells running now, by their index in the supervisor (and those whose
+/// verdict is held, see [`TERM_VERDICT_WINDOW`]).
 type Running = HashMap<usize, CellRecord>;
+
+/// How long a cell that died of SIGTERM, with no stop asked of us yet, waits
+/// for its verdict. A manager that stops the whole unit — systemd's StopUnit
+/// signals every process of the cgroup, Slurm's scancel every process of the
+/// job — can reach a cell before our own SIGTERM arrives; a cell killed that
+/// way was stopped, not failed. If our stop follows within this window the
+/// cell is recorded `stopped` (and stays resumable); otherwise `failed`.
+const TERM_VERDICT_WINDOW: Duration = Duration::from_secs(2);
+/// SIGTERM's exit code: 128 + 15.
+const TERM_EXIT: i32 = 143;
 
 pub(crate) async fn run(
     cfg: &RunnerConfig,
@@ -36,7 +47,8 @@ pub(crate) async fn run(
     for (idx, mut rec) in running.drain() {
         // Killed by our teardown: 128 + the signal, as its exit code.
         rec.exit_code = sup.procs[idx].exit_code;
-        rec.ended_at = Some(crate::clock::now().to_rfc3339());
+        // A cell held for its verdict keeps the time it really ended.
+        rec.ended_at.get_or_insert_with(|| crate::clock::now().to_rfc3339());
         rec.status = if stopped { CellStatus::Stopped } else { CellStatus::Failed };
         read_result(&ctx.runset.out_dir().join(&rec.cell), &mut rec);
         ctx.runset.event("cell_end", json!({"cell": rec.cell, "status": rec.status, "exit_code": rec.exit_code}));
@@ -63,6 +75,8 @@ async fn drive_cells(
     let mut queue = cells.iter();
     let parallel = cfg.parallel.max(1) as usize;
     let mut finished = 0usize;
+    // Cells that died of SIGTERM before any stop reached us: when they ended.
+    let mut held: HashMap<usize, std::time::Instant> = HashMap::new();
     loop {
         while running.len() < parallel && !stop.is_cancelled() {
             let Some(cell) = queue.next() else { break };
@@ -105,14 +119,34 @@ async fn drive_cells(
                 }
             }
         }
-        for idx in sup.poll() {
+        let now = std::time::Instant::now();
+        let mut ended: Vec<usize> = sup.poll();
+        for &idx in &ended {
+            let p = &sup.procs[idx];
+            if let Some(rec) = running.get_mut(&idx) {
+                rec.exit_code = p.exit_code;
+                rec.ended_at = Some(crate::clock::now().to_rfc3339());
+                if p.status != ProcessStatus::Done && p.exit_code == Some(TERM_EXIT) && !stop.is_cancelled() {
+                    held.insert(idx, now);
+                }
+            }
+        }
+        // A held cell whose window passed with no stop: failed after all.
+        // (A stop ends the loop below; the teardown records held cells stopped.)
+        ended.retain(|idx| !held.contains_key(idx));
+        held.retain(|idx, at| {
+            let expired = now.duration_since(*at) >= TERM_VERDICT_WINDOW && !stop.is_cancelled();
+            if expired {
+                ended.push(*idx);
+            }
+            !expired
+        });
+        for idx in ended {
             let Some(mut rec) = running.remove(&idx) else { continue };
             let p = &sup.procs[idx];
-            rec.exit_code = p.exit_code;
-            rec.ended_at = Some(crate::clock::now().to_rfc3339());
             // A cell that ends badly once a stop was asked for was stopped (a
-            // manager may signal the whole unit — systemd's StopUnit does —
-            // so it can end before our own SIGTERM reaches it).
+            // manager may signal the whole unit, so it can end before our own
+            // SIGTERM reaches it).
             rec.status = match p.status {
                 ProcessStatus::Done => CellStatus::Done,
                 _ if stop.is_cancelled() => CellStatus::Stopped,

@@ -211,10 +211,13 @@ impl Supervisor {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        // What outlived the grace is SIGKILLed below, by its group or by the
-        // sweep of marked processes (which may also reap it): either way it
-        // ends KILLED, whoever reaps it.
-        let overdue: Vec<usize> = targets.iter().copied().filter(|&i| Self::group_alive(self.procs[i].pid)).collect();
+        // A leader that outlived the grace is SIGKILLed below, by its group or
+        // by the sweep of marked processes (which may also reap it): either
+        // way it ends KILLED, whoever reaps it. A leader that ended on our
+        // SIGTERM in time stays STOPPED even if stragglers of its group need
+        // the SIGKILL (a slow machine must not turn a clean stop into a kill).
+        self.mark_stopped(&targets);
+        let overdue: Vec<usize> = targets.iter().copied().filter(|&i| self.procs[i].status.is_running()).collect();
         // The rest, and anything of the batch that appeared meanwhile.
         let escaped: Vec<i32> = escaped.into_iter().chain(self.escaped().await).collect();
         if !escaped.is_empty() {
@@ -235,9 +238,6 @@ impl Supervisor {
             let p = &mut self.procs[i];
             if Self::group_alive(p.pid) {
                 let _ = killpg(Pid::from_raw(p.pid as i32), Signal::SIGKILL);
-                if p.status.is_running() || matches!(p.status, ProcessStatus::Stopped) {
-                    p.status = ProcessStatus::Killed;
-                }
             }
         }
         // Reap every leader so none is left a zombie.
@@ -247,8 +247,17 @@ impl Supervisor {
                     Ok(status) => {
                         p.exit_code.get_or_insert(code_of(status));
                         p.ended.get_or_insert_with(Instant::now);
+                        // Its exit says which signal ended it: a leader that
+                        // died of our SIGTERM just after the grace (a slow
+                        // machine) was stopped, not killed.
                         if p.status.is_running() {
-                            p.status = ProcessStatus::Killed;
+                            p.status = if std::os::unix::process::ExitStatusExt::signal(&status)
+                                == Some(Signal::SIGKILL as i32)
+                            {
+                                ProcessStatus::Killed
+                            } else {
+                                ProcessStatus::Stopped
+                            };
                         }
                     }
                     // Already reaped (by the sweep of marked processes): it is
@@ -266,7 +275,7 @@ impl Supervisor {
             }
         }
         for &i in &overdue {
-            if matches!(self.procs[i].status, ProcessStatus::Stopped) || self.procs[i].status.is_running() {
+            if self.procs[i].status.is_running() {
                 self.procs[i].status = ProcessStatus::Killed;
             }
         }
