@@ -5,7 +5,9 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 scripts/setup.sh
-step() { printf '\n\033[1;34m== %s\033[0m\n' "$*"; }
+# Each step says how long the run has taken so far (the CI time is watched).
+START=$SECONDS
+step() { printf '\n\033[1;34m== %s\033[0m (at %d s)\n' "$*" "$((SECONDS - START))"; }
 # The servers tests start keep their own data (the demo, the list cache) in a
 # folder of this run, not in the user's.
 RUNBOARD_DATA_DIR="$(mktemp -d)"
@@ -15,15 +17,25 @@ trap 'rm -rf "$RUNBOARD_DATA_DIR"' EXIT
 step "format"
 cargo fmt --all --check
 step "lints (native crates; app with ssr)"
-cargo clippy -p runboard -p server --all-targets -- -D warnings
+cargo clippy -p runboard -p server --all-targets --features server/daemon-tests -- -D warnings
 step "the core and the front end build for wasm32"
-cargo check -p runboard --target wasm32-unknown-unknown
+# The front end depends on the core: this also proves the core builds for wasm32.
 cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 step "unit and integration tests"
 # Never build `app` with both ssr and hydrate: test the native crates only.
-cargo test -p runboard -p app -p server
+# daemon-tests: the backends' suite against real systemd and Slurm, always here.
+cargo test -p runboard -p app -p server --features server/daemon-tests
 step "release build of the site"
+# cargo-leptos builds the front end, then the server, one after the other, and
+# the front's tail (LTO in one codegen unit, wasm-bindgen, wasm-opt) keeps one
+# core busy. So the server's release build — the very command cargo-leptos
+# runs for it, in the other target folder — starts beside it; cargo-leptos
+# then finds the server built.
+cargo build --package=server --bin=runboard --no-default-features --features=ssr --release &
+SERVER_BUILD=$!
+trap 'kill "$SERVER_BUILD" 2>/dev/null || true; rm -rf "$RUNBOARD_DATA_DIR"' EXIT
 cargo leptos build --release -P   # -P: precompressed .br/.gz copies of the bundle
+wait "$SERVER_BUILD"
 step "records match docs/schemas"
 python3 scripts/check-schemas.py target/release/runboard
 step "end-to-end (Chromium)"

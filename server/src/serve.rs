@@ -71,7 +71,22 @@ pub fn parse_host(host: &str) -> anyhow::Result<IpAddr> {
 }
 
 pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
+    // Every option is checked before anything is opened, prepared or said.
     let ip = parse_host(&opts.host)?;
+    let mut limits = crate::listen::Limits::standard();
+    if let Some(s) = opts.header_timeout_s {
+        anyhow::ensure!(s > 0.0 && s <= 3600.0, "--header-timeout {s} must be more than 0 and at most 3600 seconds");
+        limits.header_read = Duration::from_secs_f64(s);
+    }
+    if let Some(n) = opts.max_connections {
+        anyhow::ensure!(n >= 1, "--max-connections must be at least 1");
+        limits.max_connections = n;
+    }
+    anyhow::ensure!(
+        opts.auto_tick_s == 0.0 || (0.2..=3600.0).contains(&opts.auto_tick_s),
+        "--auto-tick {} must be 0 (no autopilot loop) or between 0.2 and 3600 seconds",
+        opts.auto_tick_s
+    );
     if let Some(t) = &opts.token {
         if let Some(problem) = crate::auth::token_problem(t) {
             anyhow::bail!("--token / RUNBOARD_TOKEN cannot be used: {problem}; give a non-empty token without surrounding whitespace");
@@ -111,11 +126,6 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         console = console.with_list_cache(data.join("list-cache").join(format!("{key:016x}.json")));
     }
 
-    anyhow::ensure!(
-        opts.auto_tick_s == 0.0 || (0.2..=3600.0).contains(&opts.auto_tick_s),
-        "--auto-tick {} must be 0 (no autopilot loop) or between 0.2 and 3600 seconds",
-        opts.auto_tick_s
-    );
     let auto_tick = (opts.auto_tick_s > 0.0).then(|| Duration::from_secs_f64(opts.auto_tick_s));
     if let Some(every) = auto_tick {
         console = console.with_auto_tick(every);
@@ -203,15 +213,6 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     println!("runboard: serving {} ({}) at {url}", if demo { "the demo campaign" } else { "campaign" }, root.display());
     if token.is_some() {
         println!("runboard: token required; open {url}?token=<token> once in your browser");
-    }
-    let mut limits = crate::listen::Limits::standard();
-    if let Some(s) = opts.header_timeout_s {
-        anyhow::ensure!(s > 0.0 && s <= 3600.0, "--header-timeout {s} must be more than 0 and at most 3600 seconds");
-        limits.header_read = Duration::from_secs_f64(s);
-    }
-    if let Some(n) = opts.max_connections {
-        anyhow::ensure!(n >= 1, "--max-connections must be at least 1");
-        limits.max_connections = n;
     }
     crate::listen::serve(listener, app(state), limits, shutdown.clone()).await;
     auto_stop.store(true, Ordering::Relaxed);

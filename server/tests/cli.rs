@@ -143,6 +143,25 @@ fn a_non_loopback_address_without_a_token_is_refused() {
 }
 
 #[test]
+fn bad_limits_are_refused_before_anything_is_served_or_said() {
+    for (flag, value, says) in [
+        ("--header-timeout", "0", "--header-timeout 0 must be more than 0"),
+        ("--max-connections", "0", "--max-connections must be at least 1"),
+        ("--auto-tick", "0.1", "--auto-tick 0.1 must be 0"),
+    ] {
+        let out = Command::new(BIN)
+            .args(["serve", "--root", ".", "--port", "0", flag, value])
+            .env_remove("RUNBOARD_TOKEN")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!stdout.contains("serving"), "said it serves before refusing: {stdout}");
+    }
+}
+
+#[test]
 fn a_missing_root_and_a_port_in_use_say_so() {
     let err = run_fails(&["serve", "--root", "/definitely/not/here"]);
     assert!(err.contains("campaign root /definitely/not/here does not exist"), "{err}");

@@ -77,7 +77,7 @@ pub struct Records {
 /// milliseconds apart may leave the same time. A folder changed within the
 /// last second is read again.
 fn settled(stamp: &Option<FileStamp>) -> bool {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+    let now = crate::clock::now_ns();
     stamp.is_none_or(|s| now - s.mtime_ns > 1_000_000_000)
 }
 

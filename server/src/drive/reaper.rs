@@ -43,8 +43,7 @@ pub fn become_subreaper() -> Result<(), String> {
 
 /// A mark unique to this run of the driver.
 pub fn new_mark() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    format!("{}-{nanos}", std::process::id())
+    format!("{}-{}", std::process::id(), crate::clock::now_ns())
 }
 
 /// Live (non-zombie) processes carrying `mark`, other than this one.

@@ -1,0 +1,85 @@
+//! ARCHITECTURE.md's code map names every source file: a newcomer can find
+//! each capability from the tree, and a file added without a line on the map
+//! fails here, naming it.
+//!
+//! A file is on the map when the map names it in backticks — its path or a
+//! tail of it with a folder (`campaign/pool.rs`) — or when the row of a
+//! folder it is in names its module (`supervisor` in the `server/src/drive/`
+//! row), or it is a folder's `mod.rs`/`lib.rs`/`main.rs` and the folder (or
+//! its crate) has a row.
+
+use std::path::{Path, PathBuf};
+
+/// The folders whose Rust files the map must cover.
+const COVERED: &[&str] = &["src", "app/src", "frontend/src", "server/src", "server/tests", "server/benches", "tests"];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code map's rows: (first cell without backticks, the rest of the row).
+fn rows(map: &str) -> Vec<(String, String)> {
+    map.lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once("` |"))
+        .map(|(path, rest)| (path.to_owned(), rest.to_owned()))
+        .collect()
+}
+
+fn on_map(rel: &str, map: &str, rows: &[(String, String)]) -> bool {
+    let parts: Vec<&str> = rel.split('/').collect();
+    // Its path, or a tail of it with at least one folder, in backticks.
+    if (0..parts.len().saturating_sub(1)).any(|i| map.contains(&format!("`{}`", parts[i..].join("/")))) {
+        return true;
+    }
+    let stem = parts[parts.len() - 1].trim_end_matches(".rs");
+    // A folder it is in has a row naming its module (or the sub-folder it is in).
+    (1..parts.len()).any(|depth| {
+        let folder = format!("{}/", parts[..depth].join("/"));
+        let Some((_, text)) = rows.iter().find(|(p, _)| *p == folder) else { return false };
+        let first = parts[depth].trim_end_matches(".rs");
+        let direct = depth == parts.len() - 1;
+        (direct && matches!(stem, "mod" | "lib" | "main"))
+            || [first, stem].iter().any(|name| {
+                [format!("`{name}`"), format!("`{name}/`"), format!("`{name}.rs`"), format!("`{name}` (")]
+                    .iter()
+                    .any(|n| text.contains(n.as_str()))
+            })
+    })
+}
+
+#[test]
+fn every_source_file_is_on_the_code_map() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let rows = rows(&map);
+    let mut files = Vec::new();
+    for dir in COVERED {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 100, "only {} files found under {COVERED:?}", files.len());
+    let mut missing: Vec<String> = files
+        .iter()
+        .map(|f| f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"))
+        .filter(|rel| !on_map(rel, &map, &rows))
+        .collect();
+    missing.sort();
+    assert!(missing.is_empty(), "files on no line of ARCHITECTURE.md's code map:\n  {}", missing.join("\n  "));
+}
+
+#[test]
+fn the_rule_finds_a_file_the_map_does_not_name() {
+    let map = "| `server/src/drive/` | `supervisor` (spawn) |\n| `src/` | core |\n";
+    let rows = rows(map);
+    assert!(on_map("server/src/drive/supervisor.rs", map, &rows));
+    assert!(on_map("server/src/drive/mod.rs", map, &rows));
+    assert!(!on_map("server/src/drive/stray.rs", map, &rows));
+    assert!(!on_map("src/stray.rs", map, &rows));
+}
