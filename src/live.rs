@@ -223,18 +223,54 @@ pub enum LiveState {
     },
 }
 
-impl LiveState {
-    pub fn label(&self) -> &'static str {
+/// Which [`LiveState`] it is, without its evidence: what a decision (the
+/// autopilot's tick) compares, closed, never a string.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LiveKind {
+    #[default]
+    Idle,
+    Starting,
+    Running,
+    StoppedResumable,
+    Aborted,
+    LaunchFailed,
+    Interrupted,
+    Unknown,
+}
+
+impl LiveKind {
+    /// Its word (the `state` field of `GET /api/live`).
+    pub const fn word(self) -> &'static str {
         match self {
-            Self::Idle { .. } => "idle",
-            Self::Starting { .. } => "starting",
-            Self::Running { .. } => "running",
-            Self::StoppedResumable { .. } => "stopped_resumable",
-            Self::Aborted { .. } => "aborted",
-            Self::LaunchFailed { .. } => "launch_failed",
-            Self::Interrupted { .. } => "interrupted",
-            Self::Unknown { .. } => "unknown",
+            Self::Idle => "idle",
+            Self::Starting => "starting",
+            Self::Running => "running",
+            Self::StoppedResumable => "stopped_resumable",
+            Self::Aborted => "aborted",
+            Self::LaunchFailed => "launch_failed",
+            Self::Interrupted => "interrupted",
+            Self::Unknown => "unknown",
         }
+    }
+}
+
+impl LiveState {
+    pub fn kind(&self) -> LiveKind {
+        match self {
+            Self::Idle { .. } => LiveKind::Idle,
+            Self::Starting { .. } => LiveKind::Starting,
+            Self::Running { .. } => LiveKind::Running,
+            Self::StoppedResumable { .. } => LiveKind::StoppedResumable,
+            Self::Aborted { .. } => LiveKind::Aborted,
+            Self::LaunchFailed { .. } => LiveKind::LaunchFailed,
+            Self::Interrupted { .. } => LiveKind::Interrupted,
+            Self::Unknown { .. } => LiveKind::Unknown,
+        }
+    }
+
+    pub fn label(&self) -> &'static str {
+        self.kind().word()
     }
 
     /// The state in words, for the page and the CLI.

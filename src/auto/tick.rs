@@ -25,7 +25,8 @@ use super::{AutoState, Backfill, CreditFlag, Current, EndpointFailure, Hold, Ite
 use crate::campaign::{CampaignConfig, ModelKind};
 use crate::coverage::{CellState, Coverage};
 use crate::draft::{Draft, DraftRequest};
-use crate::live::Observation;
+use crate::drive::records::BatchStatus;
+use crate::live::{LiveKind, Observation};
 use crate::matrix::{value_text, Matrix};
 use crate::Timestamp;
 
@@ -44,8 +45,7 @@ pub struct UnitNow {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutcomeNow {
-    /// `completed`, `failed`, `stopped`, …
-    pub status: String,
+    pub status: BatchStatus,
     pub reason: String,
     pub attempted: usize,
     /// Cells done (passed).
@@ -55,8 +55,7 @@ pub struct OutcomeNow {
 /// The campaign's live state, for batches that are not the autopilot's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LiveNow {
-    /// `idle`, `starting`, `running`, `stopped_resumable`, `unknown`, …
-    pub state: String,
+    pub state: LiveKind,
     pub unit: Option<String>,
     pub run_set: Option<String>,
     pub words: String,
@@ -259,12 +258,13 @@ pub fn tick(state: &AutoState, obs: &Observed) -> TickOut {
         })
     };
     let live = &obs.live;
-    if matches!(live.state.as_str(), "running" | "starting" | "unknown") && !ours(&live.unit, &run.state) {
+    if matches!(live.state, LiveKind::Running | LiveKind::Starting | LiveKind::Unknown) && !ours(&live.unit, &run.state)
+    {
         run.guard("other batch", false, live.words.clone());
         run.hold("batch_running", format!("a batch it did not launch is running or cannot be read: {}", live.words));
         return run.finish(Vec::new(), format!("holds, because another batch is running ({})", live.words));
     }
-    if live.state == "stopped_resumable" {
+    if live.state == LiveKind::StoppedResumable {
         run.guard("paused batch", false, live.words.clone());
         run.hold("batch_paused", format!("a paused batch waits to be resumed or stopped: {}", live.words));
         return run.finish(Vec::new(), "holds, because a paused batch must be resumed or stopped first".into());
@@ -389,7 +389,7 @@ fn close_lane(run: &mut Run, lane: &str, cur: &Current) {
     let outcome = unit.and_then(|u| u.outcome.clone());
     let failure = unit.and_then(|u| u.failure.clone());
     let (status, attempted, passes) = match &outcome {
-        Some(o) => (o.status.clone(), Some(o.attempted), Some(o.passes)),
+        Some(o) => (o.status.word().to_owned(), Some(o.attempted), Some(o.passes)),
         None => ("unit_failed".to_owned(), None, None),
     };
     if let Some(it) = run.state.session.iterations.iter_mut().rev().find(|i| i.unit == cur.unit) {
@@ -407,7 +407,7 @@ fn close_lane(run: &mut Run, lane: &str, cur: &Current) {
     let paid = cur.model.as_deref().and_then(|m| run.obs.cfg.model(m)).is_some_and(|m| m.kind == ModelKind::Paid);
     let text =
         format!("{} {}", outcome.as_ref().map(|o| o.reason.as_str()).unwrap_or(""), failure.as_deref().unwrap_or(""));
-    let bad = outcome.as_ref().is_none_or(|o| o.status != "completed");
+    let bad = outcome.as_ref().is_none_or(|o| o.status != BatchStatus::Completed);
     if let (true, true, true, Some(model)) = (paid, bad, credit_like(&text), cur.model.as_ref()) {
         let until = now.next_utc_midnight();
         run.state.credit_flags.insert(model.clone(), CreditFlag { reason: text.trim().to_owned(), until });
@@ -418,7 +418,7 @@ fn close_lane(run: &mut Run, lane: &str, cur: &Current) {
     // (cooldown; failures in a row, or a failed probe, open its circuit for
     // longer); one that succeeded forgets its failures. In both modes: the
     // serial autopilot must not relaunch on a broken endpoint every tick.
-    let failed = outcome.is_none() || status == "failed";
+    let failed = outcome.as_ref().is_none_or(|o| o.status == BatchStatus::Failed);
     if let Some(endpoint) = cur.endpoint.as_ref() {
         if failed {
             let reason = if outcome.is_none() { "its batch made no run set" } else { "its batch failed" };
@@ -869,7 +869,7 @@ pub(crate) mod tests_support {
             matrix: &w.matrix,
             coverage: &w.coverage,
             units: BTreeMap::new(),
-            live: LiveNow { state: "idle".into(), ..Default::default() },
+            live: LiveNow { state: LiveKind::Idle, ..Default::default() },
             closeout_failures: Vec::new(),
             launches_today: BTreeMap::new(),
         }
@@ -896,14 +896,14 @@ pub(crate) mod tests_support {
         }
     }
 
-    pub fn unit(obs: Observation, outcome: Option<(&str, &str)>) -> UnitNow {
+    pub fn unit(obs: Observation, outcome: Option<(BatchStatus, &str)>) -> UnitNow {
         UnitNow {
             observation: obs,
             outcome: outcome.map(|(status, reason)| OutcomeNow {
-                status: status.into(),
+                status,
                 reason: reason.into(),
                 attempted: 2,
-                passes: usize::from(status == "completed") * 2,
+                passes: usize::from(status == BatchStatus::Completed) * 2,
             }),
             failure: None,
         }
@@ -957,7 +957,7 @@ mod tests {
 
         // It finished: the iteration closes, current clears, the wait begins.
         st.session.iterations.push(Iteration { unit: "rb-a".into(), ..Default::default() });
-        o.units.insert("rb-a".into(), unit(finished(0), Some(("completed", "ran 2 cells"))));
+        o.units.insert("rb-a".into(), unit(finished(0), Some((BatchStatus::Completed, "ran 2 cells"))));
         let t = tick(&st, &o);
         assert!(t.state.current.is_none());
         assert_eq!(t.state.session.iterations[0].passes, Some(2));
@@ -974,13 +974,13 @@ mod tests {
         // Someone else's batch runs, or one is paused: hold.
         let mut o = observed(&w);
         o.live = LiveNow {
-            state: "running".into(),
+            state: LiveKind::Running,
             unit: Some("rb-manual".into()),
             words: "Running: m.".into(),
             ..Default::default()
         };
         assert_eq!(hold(&tick(&on(qwen()), &o)).as_deref(), Some("batch_running"));
-        o.live.state = "stopped_resumable".into();
+        o.live.state = LiveKind::StoppedResumable;
         assert_eq!(hold(&tick(&on(qwen()), &o)).as_deref(), Some("batch_paused"));
 
         // Finishing with nothing running: off.
@@ -1030,7 +1030,10 @@ mod tests {
         let mut st = on(paid.clone());
         st.current = Some(current("rb-p", "gpt", None));
         let mut o = observed(&w);
-        o.units.insert("rb-p".into(), unit(finished(1), Some(("failed", "402 Payment Required: insufficient_quota"))));
+        o.units.insert(
+            "rb-p".into(),
+            unit(finished(1), Some((BatchStatus::Failed, "402 Payment Required: insufficient_quota"))),
+        );
         let t = tick(&st, &o);
         let flag = &t.state.credit_flags["gpt"];
         assert_eq!(flag.until, Timestamp::parse_rfc3339("2026-12-02T00:00:00Z").unwrap());
@@ -1111,7 +1114,7 @@ mod tests {
         let mut o = observed(&w);
         o.units.insert("rb-a".into(), unit(finished(2), None));
         o.units.insert("rb-b".into(), unit(Observation::Active { since: None }, None));
-        o.live = LiveNow { state: "running".into(), unit: Some("rb-b".into()), ..Default::default() };
+        o.live = LiveNow { state: LiveKind::Running, unit: Some("rb-b".into()), ..Default::default() };
         let t = tick(&st, &o);
         assert!(t.state.endpoint_failures.contains_key("gpu-a"));
         assert!(!t.state.endpoint_failures.contains_key("gpu-b"));
@@ -1150,7 +1153,7 @@ mod tests {
         st.currents.insert("gpu-a".into(), current("rb-a", "qwen", Some("gpu-a")));
         let mut o = observed(&w);
         o.now = at;
-        o.units.insert("rb-a".into(), unit(finished(0), Some(("completed", "ok"))));
+        o.units.insert("rb-a".into(), unit(finished(0), Some((BatchStatus::Completed, "ok"))));
         let t = tick(&st, &o);
         assert!(t.state.endpoint_failures.is_empty());
         assert!(t.events.iter().any(|e| e.event == "endpoint_recovered"));
@@ -1163,7 +1166,7 @@ mod tests {
         let mut st = on(s);
         st.current = Some(current("rb-a", "qwen", Some("gpu-a")));
         let mut o = observed(&w);
-        o.units.insert("rb-a".into(), unit(finished(1), Some(("failed", "every cell failed"))));
+        o.units.insert("rb-a".into(), unit(finished(1), Some((BatchStatus::Failed, "every cell failed"))));
         let t = tick(&st, &o);
         let f = &t.state.endpoint_failures["gpu-a"];
         assert_eq!((f.failures, (f.retry_at.0 - now().0) / 60_000), (1, 10), "{f:?}");
@@ -1175,7 +1178,7 @@ mod tests {
         st.current = Some(current("rb-b", "qwen", Some("gpu-a")));
         let mut o = observed(&w);
         o.now = Timestamp(now().0 + 11 * 60_000);
-        o.units.insert("rb-b".into(), unit(finished(0), Some(("completed", "ok"))));
+        o.units.insert("rb-b".into(), unit(finished(0), Some((BatchStatus::Completed, "ok"))));
         let t = tick(&st, &o);
         assert!(t.state.endpoint_failures.is_empty(), "{:?}", t.state.endpoint_failures);
         assert!(t.events.iter().any(|e| e.event == "endpoint_recovered"));
@@ -1205,7 +1208,7 @@ mod tests {
                 st.current = Some(cur);
             }
             let mut o = observed(&w);
-            o.units.insert("rb-p".into(), unit(finished(1), Some(("failed", "every cell failed"))));
+            o.units.insert("rb-p".into(), unit(finished(1), Some((BatchStatus::Failed, "every cell failed"))));
             let f = tick(&st, &o).state.endpoint_failures["gpu-a"].clone();
             assert_eq!((f.failures, (f.retry_at.0 - now().0) / 60_000), (2, 80), "parallel={parallel}: {f:?}");
         }
@@ -1292,17 +1295,17 @@ mod properties {
                 for c in &ours {
                     let u = match s.unit {
                         0 => unit(Observation::Active { since: None }, None),
-                        1 => unit(finished(0), Some(("completed", "ran"))),
-                        2 => unit(finished(1), Some(("failed", "insufficient_quota: credit exhausted"))),
+                        1 => unit(finished(0), Some((BatchStatus::Completed, "ran"))),
+                        2 => unit(finished(1), Some((BatchStatus::Failed, "insufficient_quota: credit exhausted"))),
                         3 => unit(Observation::Unknown { reason: "bus down".into() }, None),
                         _ => unit(finished(2), None),
                     };
                     o.units.insert(c.unit.clone(), u);
                 }
                 o.live = match s.live {
-                    1 => LiveNow { state: "running".into(), unit: Some("rb-operator".into()), words: "Running: op.".into(), ..Default::default() },
-                    2 => LiveNow { state: "stopped_resumable".into(), unit: Some("rb-operator".into()), words: "Stopped.".into(), ..Default::default() },
-                    _ => LiveNow { state: "idle".into(), ..Default::default() },
+                    1 => LiveNow { state: LiveKind::Running, unit: Some("rb-operator".into()), words: "Running: op.".into(), ..Default::default() },
+                    2 => LiveNow { state: LiveKind::StoppedResumable, unit: Some("rb-operator".into()), words: "Stopped.".into(), ..Default::default() },
+                    _ => LiveNow { state: LiveKind::Idle, ..Default::default() },
                 };
                 let before = state.clone();
                 let out = tick(&state, &o);

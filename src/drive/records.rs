@@ -140,6 +140,18 @@ pub struct DriverProcess {
 }
 
 impl BatchStatus {
+    /// Its word, as `batch_outcome.json` writes it.
+    pub const fn word(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::CompletedWithFailures => "completed_with_failures",
+            Self::Failed => "failed",
+            Self::Stopped => "stopped",
+            Self::NothingToDo => "nothing_to_do",
+        }
+    }
+
     /// The driver's exit code for this outcome.
     pub const fn exit_code(self) -> u8 {
         match self {

@@ -44,10 +44,7 @@ impl Campaign {
             let observation = self.observe(rec, cfg);
             let outcome = self.records.run_set(&rec.run_set).and_then(|rs| {
                 rs.outcome_ok().map(|o| OutcomeNow {
-                    status: serde_json::to_value(o.status)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
+                    status: o.status,
                     reason: o.reason.clone(),
                     attempted: o.attempted,
                     passes: o.completed,
@@ -78,7 +75,7 @@ impl Campaign {
     pub fn auto_live(&self) -> LiveNow {
         let view = self.live_shared();
         LiveNow {
-            state: view.state.label().to_owned(),
+            state: view.state.kind(),
             unit: view.unit.as_ref().map(|u| u.unit.clone()),
             run_set: view.run_set.clone(),
             words: view.words.clone(),
