@@ -274,11 +274,6 @@ impl Supervisor {
                 }
             }
         }
-        for &i in &overdue {
-            if self.procs[i].status.is_running() {
-                self.procs[i].status = ProcessStatus::Killed;
-            }
-        }
         started.elapsed()
     }
 
