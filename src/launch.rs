@@ -1,6 +1,6 @@
 //! The one launch path's pure parts: which spec paths may be launched, what a
 //! launch, a resume and a stop ask for and answer. The path itself
-//! (`start_spec`: contain → parse → preflight → number → name → launch → tag)
+//! (`Campaign::start`: contain → parse → preflight → number → name → launch → tag)
 //! runs in the server; the page, the CLI and the autopilot all call it.
 
 use serde::{Deserialize, Serialize};

@@ -7,6 +7,9 @@
 //!
 //! Modules are nouns from the product's vocabulary:
 //!
+//! - [`api`] — the console's service boundary: the operation table (each
+//!   operation declared once; the `Console` trait, REST routes, server
+//!   functions and CLI calls are made from it), its inputs and `ApiError`.
 //! - [`auto`] — the autopilot's records: the state file (loaded whatever it
 //!   holds, repaired and said) and its event log's lines.
 //! - [`campaign`] — the campaign folder's configuration (`campaign.toml`): the
@@ -37,6 +40,7 @@
 //!   (`NaN`, `Infinity` become `null`), and lists of names.
 //! - [`timefmt`] — timestamps as they appear in records and on pages.
 
+pub mod api;
 pub mod auto;
 pub mod campaign;
 pub mod catalogue;

@@ -7,6 +7,8 @@
 //! folder it is in names its module (`supervisor` in the `server/src/drive/`
 //! row), or it is a folder's `mod.rs`/`lib.rs`/`main.rs` and the folder (or
 //! its crate) has a row.
+//!
+//! Likewise docs/formats.md lists and describes every operation of the table.
 
 use std::path::{Path, PathBuf};
 
@@ -82,4 +84,23 @@ fn the_rule_finds_a_file_the_map_does_not_name() {
     assert!(on_map("server/src/drive/mod.rs", map, &rows));
     assert!(!on_map("server/src/drive/stray.rs", map, &rows));
     assert!(!on_map("src/stray.rs", map, &rows));
+}
+
+/// docs/formats.md, which outside clients are written from, names every
+/// operation of the table with its method and path (`GET /api/runs`) and its
+/// row in the operations table: an operation added without its doc fails
+/// here, naming it.
+#[test]
+fn every_operation_is_in_the_formats_doc() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/formats.md")).unwrap();
+    let missing: Vec<String> = runboard::api::OPERATIONS
+        .iter()
+        .filter(|o| {
+            let route = format!("{} {}", o.method.word(), o.path);
+            !doc.contains(&format!("| `{}` | `{route}` |", o.name)) || doc.matches(&format!("`{route}")).count() < 2
+        })
+        .map(|o| format!("{} ({} {})", o.name, o.method.word(), o.path))
+        .collect();
+    assert!(missing.is_empty(), "docs/formats.md does not describe: {}", missing.join(", "));
 }

@@ -56,7 +56,7 @@ pub fn App() -> impl IntoView {
             let _ = body.set_attribute("data-hydrated", "true");
         }
     });
-    let campaign = Resource::new(|| (), |_| api::get_campaign());
+    let campaign = Resource::new(|| (), |_| api::campaign(api::Nothing {}));
     view! {
         <Stylesheet id="leptos" href="/pkg/runboard.css"/>
         <Title text="runboard"/>

@@ -1,6 +1,6 @@
 //! The autopilot's thin server side: the tick run under the campaign lock
 //! (observe → `runboard::auto::tick::tick` → launch each planned batch
-//! through `start_spec_locked`, the Launch button's path → record → save),
+//! through `start_while_locked`, the Launch button's path → record → save),
 //! the loop that runs it every 30 s off the async runtime, the dry run
 //! (`explain`), the mode and settings controls, and the notification hook.
 //!
@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::api::ApiError;
+use runboard::api::ApiError;
 use runboard::auto::tick::{record_launch, tick, LaunchResult, Observed};
 use runboard::auto::view::{AutoView, LogPage, PlannedView, TickReport};
 use runboard::auto::{AutoState, LogEvent, Mode};
@@ -85,7 +85,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
             Err(e) => LaunchResult::Refused(reasons_of(&e)),
             Ok(path) => {
                 let req = LaunchRequest { path, tag: Some("auto".into()), skip_preflight: false };
-                match campaign.start_spec_locked(&req, &lock) {
+                match campaign.start_while_locked(&req, &lock) {
                     Ok(l) => LaunchResult::Launched {
                         unit: l.unit,
                         run_set: l.run_set,
@@ -255,7 +255,7 @@ pub fn view(campaign: &Campaign, tick_s: Option<f64>) -> Result<AutoView, ApiErr
 pub fn log_page(campaign: &Campaign, offset: usize, limit: usize) -> Result<LogPage, ApiError> {
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::with_reasons(
-            app::api::ErrorKind::BadQuery,
+            runboard::api::ErrorKind::BadQuery,
             vec![format!("limit={limit}: must be between 1 and 1000")],
         ));
     }

@@ -7,10 +7,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use app::api::ssr::Console;
-use app::api::{ApiError, CoverageParams, ErrorKind};
+use runboard::api::operations::op;
+use runboard::api::{
+    ApiError, AutoLogQuery, AutoModeRequest, CatalogueQuery, CoverageParams, ErrorKind, EvidenceQuery, Nothing,
+    Operation, TimingQuery,
+};
 use runboard::draft::DraftRequest;
 use runboard::launch::{LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport, StopRequest};
+use runboard::live::LiveParams;
 
 use crate::console::LocalConsole;
 
@@ -397,14 +401,13 @@ fn run_auto(cmd: AutoCommand) -> ExitCode {
         Err(code) => return code,
     };
     let json = at.json;
-    let view =
-        |r: Result<runboard::auto::view::AutoView, ApiError>| r.map(|v| if json { pretty(&v) } else { auto_text(&v) });
+    let mode = |m: Mode| ask::<op::auto_mode>(&console, AutoModeRequest::new(m), json, auto_text);
     let answered = match cmd {
-        AutoCommand::Status { .. } => view(console.auto()),
-        AutoCommand::On { .. } => view(console.auto_mode(Mode::On)),
-        AutoCommand::Off { .. } => view(console.auto_mode(Mode::Off)),
-        AutoCommand::Finishing { .. } => view(console.auto_mode(Mode::Finishing)),
-        AutoCommand::Explain { .. } => console.auto_explain().map(|r| if json { pretty(&r) } else { report_text(&r) }),
+        AutoCommand::Status { .. } => ask::<op::auto>(&console, Nothing {}, json, auto_text),
+        AutoCommand::On { .. } => mode(Mode::On),
+        AutoCommand::Off { .. } => mode(Mode::Off),
+        AutoCommand::Finishing { .. } => mode(Mode::Finishing),
+        AutoCommand::Explain { .. } => ask::<op::auto_explain>(&console, Nothing {}, json, report_text),
         AutoCommand::Tick { .. } => {
             crate::autopilot::run_tick(console.campaign(), false)
                 .map(|r| if json { pretty(&r) } else { report_text(&r) })
@@ -420,15 +423,12 @@ fn run_auto(cmd: AutoCommand) -> ExitCode {
                 Err(e) => Err(ApiError::refused(vec![format!("{}: {e}", file.display())])),
                 Ok(t) => match serde_json::from_str::<serde_json::Value>(&t) {
                     Err(e) => Err(ApiError::refused(vec![format!("{}: not JSON: {e}", file.display())])),
-                    Ok(v) => view(console.auto_settings(v)),
+                    Ok(v) => ask::<op::auto_settings>(&console, v, json, auto_text),
                 },
             }
         }
         AutoCommand::Log { limit, .. } => {
-            console.auto_log(&app::api::AutoLogQuery { offset: None, limit: Some(limit) }).map(|p| {
-                if json {
-                    return pretty(&p);
-                }
+            ask::<op::auto_log>(&console, AutoLogQuery { offset: None, limit: Some(limit) }, json, |p| {
                 let mut out = String::new();
                 for e in &p.events {
                     out += &format!("{} {} {}\n", e.at.to_display(), e.event, e.detail);
@@ -474,12 +474,14 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
     let json = at.json;
     let answered = match cmd {
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
-        ConsoleCommand::Evidence { by, scope, .. } => console
-            .evidence(&app::api::EvidenceQuery { by, scope })
-            .map(|e| if json { pretty(&e) } else { evidence_text(&e) }),
-        ConsoleCommand::Publish { status: true, .. } => {
-            crate::publish::status(console.campaign()).map(|s| if json { pretty(&s) } else { format!("{}\n", s.words) })
+        ConsoleCommand::Evidence { by, scope, .. } => {
+            ask::<op::evidence>(&console, EvidenceQuery { by, scope }, json, evidence_text)
         }
+        ConsoleCommand::Publish { status: true, .. } => {
+            ask::<op::publish_status>(&console, Nothing {}, json, |s| format!("{}\n", s.words))
+        }
+        // Not `publish_push`: that answers once the push has started; the
+        // command waits for its end and exits non-zero when it failed.
         ConsoleCommand::Publish { status: false, .. } => match crate::publish::push(console.campaign()) {
             Err(e) => Err(e),
             Ok(started) => {
@@ -495,16 +497,13 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
                 Ok(text)
             }
         },
-        ConsoleCommand::Timing { scope, run_set, .. } => console
-            .timing(&app::api::TimingQuery { scope, run_set })
-            .map(|t| if json { pretty(&t) } else { timing_text(&t) }),
-        ConsoleCommand::Catalogue { fresh, .. } => console
-            .catalogue(&app::api::CatalogueQuery { fresh: Some(fresh.to_string()) })
-            .map(|c| if json { pretty(&c) } else { catalogue_text(&c) }),
-        ConsoleCommand::Status { .. } => console.live(&runboard::live::LiveParams::default()).map(|v| {
-            if json {
-                return pretty(&v);
-            }
+        ConsoleCommand::Timing { scope, run_set, .. } => {
+            ask::<op::timing>(&console, TimingQuery { scope, run_set }, json, timing_text)
+        }
+        ConsoleCommand::Catalogue { fresh, .. } => {
+            ask::<op::catalogue>(&console, CatalogueQuery { fresh: Some(fresh.to_string()) }, json, catalogue_text)
+        }
+        ConsoleCommand::Status { .. } => ask::<op::live>(&console, LiveParams::default(), json, |v| {
             let mut out = format!("{}\n", v.words);
             if v.totals.planned > 0 {
                 let t = &v.totals;
@@ -538,23 +537,22 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
             }
             out
         }),
-        ConsoleCommand::Coverage { rows, cols, .. } => console.coverage(&CoverageParams { rows, cols }).map(|v| {
-            if json {
-                return pretty(&v);
-            }
-            let mut out = format!("{} ({} run sets)\n", v.words, v.run_sets);
-            for factor in &v.factors {
-                let Some(levels) = v.by_factor.get(factor) else { continue };
-                out += &format!("{factor}:\n");
-                for l in levels {
-                    out += &format!("  {:20} {}\n", l.level, l.counts.words());
+        ConsoleCommand::Coverage { rows, cols, .. } => {
+            ask::<op::coverage>(&console, CoverageParams { rows, cols }, json, |v| {
+                let mut out = format!("{} ({} run sets)\n", v.words, v.run_sets);
+                for factor in &v.factors {
+                    let Some(levels) = v.by_factor.get(factor) else { continue };
+                    out += &format!("{factor}:\n");
+                    for l in levels {
+                        out += &format!("  {:20} {}\n", l.level, l.counts.words());
+                    }
                 }
-            }
-            for p in &v.problems {
-                out += &format!("problem: {p}\n");
-            }
-            out
-        }),
+                for p in &v.problems {
+                    out += &format!("problem: {p}\n");
+                }
+                out
+            })
+        }
         ConsoleCommand::Draft {
             label,
             max_cells,
@@ -591,18 +589,11 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
             if !bad.is_empty() {
                 Err(ApiError::refused(bad))
             } else if save {
-                console.save_draft(&req).map(|s| {
-                    if json {
-                        pretty(&s)
-                    } else {
-                        format!("saved {} ({} cells)\nlaunch it: {}\n", s.path, s.cells, s.launch_hint)
-                    }
+                ask::<op::draft_save>(&console, req, json, |s| {
+                    format!("saved {} ({} cells)\nlaunch it: {}\n", s.path, s.cells, s.launch_hint)
                 })
             } else {
-                console.draft_preview(&req).map(|p| {
-                    if json {
-                        return pretty(&p);
-                    }
+                ask::<op::draft_preview>(&console, req, json, |p| {
                     let mut out = format!(
                         "{} cells drafted of {} eligible; predicted {}\n",
                         p.draft.spec.cells.len(),
@@ -623,12 +614,12 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
             }
         }
         ConsoleCommand::Launch { spec, skip_preflight, tag, .. } => {
-            console.start(&LaunchRequest { path: spec, skip_preflight, tag }).map(|l| launched(&l, json))
+            ask::<op::start>(&console, LaunchRequest { path: spec, skip_preflight, tag }, json, launched)
         }
-        ConsoleCommand::Pause { run_set, .. } => console.pause(&PauseRequest { run_set }).map(|r| stopped(&r, json)),
-        ConsoleCommand::Stop { run_sets, .. } => console.stop(&StopRequest { run_sets }).map(|r| stopped(&r, json)),
+        ConsoleCommand::Pause { run_set, .. } => ask::<op::pause>(&console, PauseRequest { run_set }, json, stopped),
+        ConsoleCommand::Stop { run_sets, .. } => ask::<op::stop>(&console, StopRequest { run_sets }, json, stopped),
         ConsoleCommand::Resume { run_set, skip_preflight, .. } => {
-            console.resume(&ResumeRequest { run_set, skip_preflight }).map(|l| launched(&l, json))
+            ask::<op::resume>(&console, ResumeRequest { run_set, skip_preflight }, json, launched)
         }
     };
     finish(answered, json)
@@ -660,14 +651,23 @@ fn finish(answered: Result<String, ApiError>, json: bool) -> ExitCode {
     }
 }
 
+/// Asks operation `O` of the campaign — the same method, and so the same
+/// answer or refusal, as its REST route and server function — and words the
+/// answer: pretty JSON with `--json`, else `text`.
+fn ask<O: Operation>(
+    console: &LocalConsole,
+    input: O::Input,
+    json: bool,
+    text: impl FnOnce(&O::Output) -> String,
+) -> Result<String, ApiError> {
+    O::call(console, input).map(|out| if json { pretty(&out) } else { text(&out) })
+}
+
 fn pretty<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
 }
 
-fn launched(l: &Launched, json: bool) -> String {
-    if json {
-        return pretty(l);
-    }
+fn launched(l: &Launched) -> String {
     let p = l.prediction.as_ref().map(|p| format!("\npredicted: {}", p.words())).unwrap_or_default();
     format!(
         "launched {} as unit {} (spec {}, tag {}){p}\nfollow it: runboard status\n",
@@ -675,10 +675,7 @@ fn launched(l: &Launched, json: bool) -> String {
     )
 }
 
-fn stopped(r: &StopReport, json: bool) -> String {
-    if json {
-        return pretty(r);
-    }
+fn stopped(r: &StopReport) -> String {
     let mut out = String::new();
     for u in &r.units {
         out += &format!("unit {u}\n");

@@ -3,22 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use app::api::ssr::Console;
-use app::api::{ApiError, CampaignInfo, CoverageParams, DraftForm};
-use runboard::auto::view::{AutoView, LogPage, TickReport};
+use runboard::api::operations::types::*;
+use runboard::api::{parse_call_number, ApiError, Console};
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
-use runboard::coverage::{CellPage, CellParams, CoverageView};
-use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
-use runboard::launch::{LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport, StopRequest};
-use runboard::live::{LiveParams, LiveView};
-use runboard::preflight::Preflight;
-use runboard::runsets::RunSetSummary;
-use runboard::runview::acceptance::ReportEntry;
-use runboard::runview::lineage::{lineage, Lineage};
-use runboard::runview::listing::{ListQuery, RunPage};
-use runboard::runview::trialgraph::GraphEntry;
-use runboard::runview::trials::{trial_page, TrialPage, TrialQuery};
-use runboard::runview::view::{AcceptedFactor, CallEvent, CallView, MemoryVersion, RunRounds, RunView};
+use runboard::runview::lineage::lineage;
+use runboard::runview::trials::trial_page;
 
 use crate::runview::RunIndex;
 
@@ -88,76 +77,102 @@ impl LocalConsole {
 impl LocalConsole {
     /// The run `name` and its (cached) view, or why not.
     fn view_of(&self, name: &str) -> Result<(PathBuf, Arc<RunView>), ApiError> {
+        named(name)?;
         self.runs.view(name).ok_or_else(|| ApiError::no_such_run(name))
     }
 
     fn dir_of(&self, name: &str) -> Result<PathBuf, ApiError> {
+        named(name)?;
         self.runs.find(name).ok_or_else(|| ApiError::no_such_run(name))
     }
 }
 
+/// A run must be named (a server function asked without its `name` gets
+/// the reason, not "no run named ''").
+fn named(name: &str) -> Result<(), ApiError> {
+    if name.is_empty() {
+        return Err(runboard::runview::trials::BadQuery {
+            field: "name".into(),
+            value: String::new(),
+            problem: "give a run's folder name or its path under the root".into(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Each operation of the table (`runboard::api::operations`) over this
+/// campaign: most are one call into [`crate::campaign::Campaign`] or the run
+/// index; a refusal is an [`ApiError`] in words.
 impl Console for LocalConsole {
-    fn campaign(&self) -> CampaignInfo {
-        self.info.clone()
+    fn campaign(&self, _: Nothing) -> Result<CampaignInfo, ApiError> {
+        Ok(self.info.clone())
     }
 
-    fn list_runs(&self, query: &ListQuery) -> Result<RunPage, ApiError> {
-        Ok(runboard::runview::listing::page(&self.runs.list_shared(), query, crate::clock::now()))
+    fn runs(&self, params: ListParams) -> Result<RunPage, ApiError> {
+        let query = params.parse()?;
+        Ok(runboard::runview::listing::page(&self.runs.list_shared(), &query, crate::clock::now()))
     }
 
-    fn run_view(&self, name: &str) -> Result<RunView, ApiError> {
+    fn runs_version(&self, _: Nothing) -> Result<Version, ApiError> {
+        Ok(Version { version: self.runs.list_version() })
+    }
+
+    fn run(&self, RunName { name }: RunName) -> Result<RunView, ApiError> {
         // What is serialized of it: the trials, calls, memory and per-round
         // counts travel apart, and are not even copied.
-        self.view_of(name).map(|(_, v)| v.header())
+        self.view_of(&name).map(|(_, v)| v.header())
     }
 
-    fn run_rounds(&self, name: &str) -> Result<RunRounds, ApiError> {
-        self.view_of(name).map(|(_, v)| v.rounds_summary())
+    fn run_version(&self, RunName { name }: RunName) -> Result<Version, ApiError> {
+        self.dir_of(&name).map(|dir| Version { version: self.runs.run_version(&dir) })
     }
 
-    fn run_accepted(&self, name: &str) -> Result<Vec<AcceptedFactor>, ApiError> {
-        self.view_of(name).map(|(_, v)| v.accepted.clone())
+    fn run_rounds(&self, RunName { name }: RunName) -> Result<RunRounds, ApiError> {
+        self.view_of(&name).map(|(_, v)| v.rounds_summary())
     }
 
-    fn run_analysis(&self, name: &str) -> Result<runboard::runview::analysis::RunAnalysis, ApiError> {
-        self.view_of(name).map(|(_, v)| runboard::runview::analysis::analyse(&v))
+    fn run_accepted(&self, RunName { name }: RunName) -> Result<Vec<AcceptedFactor>, ApiError> {
+        self.view_of(&name).map(|(_, v)| v.accepted.clone())
     }
 
-    fn run_version(&self, name: &str) -> Result<String, ApiError> {
-        self.dir_of(name).map(|dir| self.runs.run_version(&dir))
+    fn run_analysis(&self, RunName { name }: RunName) -> Result<RunAnalysis, ApiError> {
+        self.view_of(&name).map(|(_, v)| runboard::runview::analysis::analyse(&v))
     }
 
-    fn run_call(&self, name: &str, call: u32) -> Result<CallView, ApiError> {
-        let (dir, view) = self.view_of(name)?;
+    fn run_call(&self, RunCall { name, call }: RunCall) -> Result<CallView, ApiError> {
+        let call = parse_call_number(&call)?;
+        let (dir, view) = self.view_of(&name)?;
         crate::runview::read_call(self.runs.within(), &dir, call, &view).map_err(ApiError::unreadable)
     }
 
-    fn run_trials(&self, name: &str, query: &TrialQuery) -> Result<TrialPage, ApiError> {
-        self.view_of(name).map(|(_, v)| trial_page(&v, &query.filter, query.offset, query.limit))
+    fn run_trials(&self, RunTrials { name, params }: RunTrials) -> Result<TrialPage, ApiError> {
+        let query = params.parse()?;
+        self.view_of(&name).map(|(_, v)| trial_page(&v, &query.filter, query.offset, query.limit))
     }
 
-    fn run_lineage(&self, name: &str, trial: &str) -> Result<Lineage, ApiError> {
-        let (_, v) = self.view_of(name)?;
-        lineage(&v.rounds, trial, v.admission_limits).ok_or_else(|| ApiError::no_such_trial(name, trial))
+    fn run_lineage(&self, RunTrial { name, trial }: RunTrial) -> Result<Lineage, ApiError> {
+        let (_, v) = self.view_of(&name)?;
+        lineage(&v.rounds, &trial, v.admission_limits).ok_or_else(|| ApiError::no_such_trial(&name, &trial))
     }
 
-    fn run_calls(&self, name: &str) -> Result<Vec<CallEvent>, ApiError> {
-        self.view_of(name).map(|(_, v)| v.calls.clone())
+    fn run_calls(&self, RunName { name }: RunName) -> Result<Vec<CallEvent>, ApiError> {
+        self.view_of(&name).map(|(_, v)| v.calls.clone())
     }
 
-    fn run_memory(&self, name: &str) -> Result<Vec<MemoryVersion>, ApiError> {
-        self.view_of(name).map(|(_, v)| (*v.memory).clone())
+    fn run_memory(&self, RunName { name }: RunName) -> Result<Vec<MemoryVersion>, ApiError> {
+        self.view_of(&name).map(|(_, v)| (*v.memory).clone())
     }
 
-    fn run_trial_graphs(&self, name: &str) -> Result<Vec<GraphEntry>, ApiError> {
-        self.dir_of(name).map(|dir| crate::runview::read_trial_graphs(self.runs.within(), &dir))
+    fn run_trial_graphs(&self, RunName { name }: RunName) -> Result<Vec<GraphEntry>, ApiError> {
+        self.dir_of(&name).map(|dir| crate::runview::read_trial_graphs(self.runs.within(), &dir))
     }
 
-    fn run_reports(&self, name: &str) -> Result<Vec<ReportEntry>, ApiError> {
-        self.dir_of(name).map(|dir| crate::runview::read_reports(self.runs.within(), &dir))
+    fn run_reports(&self, RunName { name }: RunName) -> Result<Vec<ReportEntry>, ApiError> {
+        self.dir_of(&name).map(|dir| crate::runview::read_reports(self.runs.within(), &dir))
     }
 
-    fn live(&self, params: &LiveParams) -> Result<LiveView, ApiError> {
+    fn live(&self, params: LiveParams) -> Result<LiveView, ApiError> {
         let mut view = self.campaign.live_shared().page(&params.parse()?);
         if let Some(rs) = view.run_set.clone() {
             // Cells that own a run directory show its rounds.
@@ -174,23 +189,23 @@ impl Console for LocalConsole {
         Ok(view)
     }
 
-    fn live_version(&self) -> String {
-        self.live_version_with(&self.campaign.live_version())
+    fn live_version(&self, _: Nothing) -> Result<Version, ApiError> {
+        Ok(Version { version: self.live_version_with(&self.campaign.live_version()) })
     }
 
-    fn coverage(&self, params: &CoverageParams) -> Result<CoverageView, ApiError> {
+    fn coverage(&self, params: CoverageParams) -> Result<CoverageView, ApiError> {
         self.campaign.coverage_view(params.rows.as_deref(), params.cols.as_deref())
     }
 
-    fn cells(&self, params: &CellParams) -> Result<CellPage, ApiError> {
-        self.campaign.cells(params)
+    fn cells(&self, params: CellParams) -> Result<CellPage, ApiError> {
+        self.campaign.cells(&params)
     }
 
-    fn run_sets(&self) -> Result<Vec<RunSetSummary>, ApiError> {
+    fn run_sets(&self, _: Nothing) -> Result<Vec<RunSetSummary>, ApiError> {
         Ok(self.campaign.run_sets())
     }
 
-    fn draft_form(&self) -> Result<DraftForm, ApiError> {
+    fn draft_form(&self, _: Nothing) -> Result<DraftForm, ApiError> {
         let matrix = self.campaign.records().matrix();
         let mut form = DraftForm {
             factors: matrix
@@ -215,163 +230,145 @@ impl Console for LocalConsole {
         Ok(form)
     }
 
-    fn draft_preview(&self, req: &DraftRequest) -> Result<DraftPreview, ApiError> {
-        self.campaign.draft_preview(req)
+    fn draft_preview(&self, req: DraftRequest) -> Result<DraftPreview, ApiError> {
+        self.campaign.draft_preview(&req)
     }
 
-    fn save_draft(&self, req: &DraftRequest) -> Result<SavedDraft, ApiError> {
-        self.campaign.save_draft(req)
+    fn draft_save(&self, req: DraftRequest) -> Result<SavedDraft, ApiError> {
+        self.campaign.draft_save(&req)
     }
 
-    fn preflight(&self, path: &str) -> Result<Preflight, ApiError> {
-        self.campaign.preflight(path)
+    fn preflight(&self, SpecPath { path }: SpecPath) -> Result<Preflight, ApiError> {
+        self.campaign.preflight(&path)
     }
 
-    fn start(&self, req: &LaunchRequest) -> Result<Launched, ApiError> {
-        self.campaign.start_spec(req)
+    fn start(&self, req: LaunchRequest) -> Result<Launched, ApiError> {
+        self.campaign.start(&req)
     }
 
-    fn pause(&self, req: &PauseRequest) -> Result<StopReport, ApiError> {
-        self.campaign.pause(req)
+    fn pause(&self, req: PauseRequest) -> Result<StopReport, ApiError> {
+        self.campaign.pause(&req)
     }
 
-    fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError> {
-        self.campaign.stop(req)
+    fn stop(&self, req: StopRequest) -> Result<StopReport, ApiError> {
+        self.campaign.stop(&req)
     }
 
-    fn evidence(&self, q: &app::api::EvidenceQuery) -> Result<runboard::results::Evidence, ApiError> {
+    fn resume(&self, req: ResumeRequest) -> Result<Launched, ApiError> {
+        self.campaign.resume(&req)
+    }
+
+    fn evidence(&self, q: EvidenceQuery) -> Result<Evidence, ApiError> {
         self.campaign.evidence(q.by.as_deref(), q.scope.as_deref())
     }
 
-    fn reports(&self, q: &app::api::ScopeQuery) -> Result<Vec<RunSetSummary>, ApiError> {
+    fn evidence_export(&self, q: ExportQuery) -> Result<Exported, ApiError> {
+        let csv = q.csv()?;
+        Ok(Exported { csv, export: self.campaign.evidence_export(q.scope.as_deref())? })
+    }
+
+    fn reports(&self, q: ScopeQuery) -> Result<Vec<RunSetSummary>, ApiError> {
         self.campaign.reports(q.scope.as_deref())
     }
 
-    fn report(&self, run_set: &str, q: &app::api::ScopeQuery) -> Result<runboard::results::report::Report, ApiError> {
-        self.campaign.report(run_set, q.scope.as_deref(), &self.runs.list_shared().runs)
+    fn report(&self, q: ReportQuery) -> Result<Report, ApiError> {
+        self.campaign.report(&q.run_set, q.scope.as_deref(), &self.runs.list_shared().runs)
     }
 
-    fn cohorts(&self) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+    fn cohorts(&self, _: Nothing) -> Result<CohortsView, ApiError> {
         Ok(self.campaign.cohorts())
     }
 
-    fn cohort_save(
-        &self,
-        req: &runboard::results::cohorts::Preset,
-    ) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
-        let req = req.clone();
+    fn cohort_save(&self, req: Preset) -> Result<CohortsView, ApiError> {
         self.campaign.cohort_edit(move |p, factors| p.save(req, factors))
     }
 
-    fn cohort_rename(
-        &self,
-        req: &runboard::results::cohorts::RenameRequest,
-    ) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+    fn cohort_rename(&self, req: RenameRequest) -> Result<CohortsView, ApiError> {
         self.campaign.cohort_edit(|p, _| p.rename(&req.from, &req.to))
     }
 
-    fn cohort_delete(
-        &self,
-        req: &runboard::results::cohorts::DeleteRequest,
-    ) -> Result<runboard::results::cohorts::CohortsView, ApiError> {
+    fn cohort_delete(&self, req: DeleteRequest) -> Result<CohortsView, ApiError> {
         self.campaign.cohort_edit(|p, _| p.delete(&req.name))
     }
 
-    fn cohort_compare(&self, q: &app::api::CompareQuery) -> Result<runboard::results::cohorts::Comparison, ApiError> {
+    fn cohort_compare(&self, q: CompareQuery) -> Result<Comparison, ApiError> {
         self.campaign.cohort_compare(q.names.as_deref(), q.by.as_deref())
     }
 
-    fn research(&self) -> Result<runboard::results::research::ResearchView, ApiError> {
+    fn research(&self, _: Nothing) -> Result<ResearchView, ApiError> {
         Ok(self.campaign.research())
     }
 
-    fn research_save(
-        &self,
-        state: &runboard::results::research::ResearchState,
-    ) -> Result<runboard::results::research::ResearchView, ApiError> {
-        let state = state.clone();
+    fn research_save(&self, state: ResearchState) -> Result<ResearchView, ApiError> {
         self.campaign.research_replace(state)
     }
 
-    fn research_settings(
-        &self,
-        patch: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<runboard::results::research::ResearchView, ApiError> {
+    fn research_settings(&self, patch: SettingsPatch) -> Result<ResearchView, ApiError> {
         self.campaign.research_edit(|s| {
-            runboard::results::research::merge_settings(&mut s.settings, patch);
+            runboard::results::research::merge_settings(&mut s.settings, &patch);
             Ok(())
         })
     }
 
-    fn research_decide(
-        &self,
-        req: &runboard::results::research::DecisionRequest,
-    ) -> Result<runboard::results::research::ResearchView, ApiError> {
-        let decision = runboard::results::research::Decision {
-            at: crate::clock::now(),
-            text: req.text.clone(),
-            question: req.question.clone(),
-        };
+    fn research_decide(&self, req: DecisionRequest) -> Result<ResearchView, ApiError> {
+        let decision =
+            runboard::results::research::Decision { at: crate::clock::now(), text: req.text, question: req.question };
         self.campaign.research_edit(move |s| {
             s.decisions.push(decision);
             Ok(())
         })
     }
 
-    fn publish_status(&self) -> Result<runboard::results::publish::PublishStatus, ApiError> {
+    fn publish_status(&self, _: Nothing) -> Result<PublishStatus, ApiError> {
         crate::publish::status(&self.campaign)
     }
 
-    fn publish_push(&self) -> Result<runboard::results::publish::Running, ApiError> {
+    fn publish_push(&self, _: Nothing) -> Result<Running, ApiError> {
         // The push goes on in its own thread; its record is what it leaves.
         crate::publish::push(&self.campaign).map(|s| s.running)
     }
 
-    fn overview(&self) -> Result<runboard::results::overview::OverviewView, ApiError> {
+    fn overview(&self, _: Nothing) -> Result<OverviewView, ApiError> {
         self.campaign.overview()
     }
 
-    fn timing(&self, q: &app::api::TimingQuery) -> Result<runboard::results::timing::TimingView, ApiError> {
+    fn timing(&self, q: TimingQuery) -> Result<TimingView, ApiError> {
         self.campaign.timing(q.scope.as_deref(), q.run_set.as_deref())
     }
 
-    fn catalogue(&self, q: &app::api::CatalogueQuery) -> Result<runboard::catalogue::CatalogueView, ApiError> {
-        self.campaign.catalogue(q.fresh().map_err(|e| ApiError::bad_query(&e))?)
+    fn catalogue(&self, q: CatalogueQuery) -> Result<CatalogueView, ApiError> {
+        self.campaign.catalogue(q.fresh()?)
     }
 
-    fn auto_version(&self) -> String {
+    fn auto_version(&self, _: Nothing) -> Result<Version, ApiError> {
         let mut h = runboard::hash::Fnv1a::new();
         for f in [crate::auto_state::STATE_FILE, crate::auto_state::LOG_FILE, CONFIG_FILE] {
             h.write(format!("{:?}", crate::fsread::stamp_of(&self.root().join(f))).as_bytes());
         }
         h.write(self.campaign.live_version().as_bytes());
-        format!("{:016x}", h.finish())
+        Ok(Version { version: format!("{:016x}", h.finish()) })
     }
 
-    fn auto(&self) -> Result<AutoView, ApiError> {
+    fn auto(&self, _: Nothing) -> Result<AutoView, ApiError> {
         crate::autopilot::view(&self.campaign, self.auto_tick.map(|d| d.as_secs_f64()))
     }
 
-    fn auto_explain(&self) -> Result<TickReport, ApiError> {
+    fn auto_explain(&self, _: Nothing) -> Result<TickReport, ApiError> {
         crate::autopilot::run_tick(&self.campaign, true)
     }
 
-    fn auto_log(&self, q: &app::api::AutoLogQuery) -> Result<LogPage, ApiError> {
+    fn auto_log(&self, q: AutoLogQuery) -> Result<LogPage, ApiError> {
         crate::autopilot::log_page(&self.campaign, q.offset.unwrap_or(0), q.limit.unwrap_or(100))
     }
 
-    fn auto_mode(&self, mode: runboard::auto::Mode) -> Result<AutoView, ApiError> {
-        crate::autopilot::set_mode(&self.campaign, mode)?;
-        self.auto()
+    fn auto_mode(&self, req: AutoModeRequest) -> Result<AutoView, ApiError> {
+        crate::autopilot::set_mode(&self.campaign, req.mode()?)?;
+        self.auto(Nothing {})
     }
 
-    fn auto_settings(&self, settings: serde_json::Value) -> Result<AutoView, ApiError> {
+    fn auto_settings(&self, settings: Settings) -> Result<AutoView, ApiError> {
         crate::autopilot::save_settings(&self.campaign, settings)?;
-        self.auto()
-    }
-
-    fn resume(&self, req: &ResumeRequest) -> Result<Launched, ApiError> {
-        self.campaign.resume(req)
+        self.auto(Nothing {})
     }
 }
 

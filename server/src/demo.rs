@@ -280,13 +280,9 @@ pub fn launch_batch(console: &crate::console::LocalConsole) -> anyhow::Result<St
         ..Default::default()
     };
     let campaign = console.campaign();
-    let saved = campaign.save_draft(&req).map_err(|e| anyhow::anyhow!("drafting the demo batch: {}", e.error))?;
+    let saved = campaign.draft_save(&req).map_err(|e| anyhow::anyhow!("drafting the demo batch: {}", e.error))?;
     let launched = campaign
-        .start_spec(&runboard::launch::LaunchRequest {
-            path: saved.path,
-            skip_preflight: false,
-            tag: Some("demo".into()),
-        })
+        .start(&runboard::launch::LaunchRequest { path: saved.path, skip_preflight: false, tag: Some("demo".into()) })
         .map_err(|e| anyhow::anyhow!("launching the demo batch: {}", e.reasons.join("; ")))?;
     Ok(launched.run_set)
 }

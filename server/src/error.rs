@@ -2,10 +2,10 @@
 //! JSON `{"kind": …, "error": "…"}` with the status its kind fixes — the same
 //! body and status a page's server function gets for the same request.
 
-use app::api::ApiError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use runboard::api::ApiError;
 
 /// A refusal or failure of a REST handler.
 #[derive(Debug, thiserror::Error)]

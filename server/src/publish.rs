@@ -8,7 +8,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use app::api::ApiError;
+use runboard::api::ApiError;
 use runboard::results::publish::{
     self, kept_output, PublishStatus, PushRecord, Running, LAST_FILE, LOCK_FILE, PUBLISHED_FILE, PUBLISH_DIR,
     RUNNING_FILE,

@@ -50,6 +50,14 @@ fn body_json(b: Vec<u8>) -> Value {
     serde_json::from_slice(&b).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&b)))
 }
 
+fn post_json(uri: &str, body: &str) -> Request<Body> {
+    Request::post(uri)
+        .header(header::HOST, "127.0.0.1:8850")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_owned()))
+        .unwrap()
+}
+
 fn get(uri: &str) -> Request<Body> {
     Request::get(uri).header(header::HOST, "127.0.0.1:8850").body(Body::empty()).unwrap()
 }
@@ -185,13 +193,6 @@ async fn state_changing_requests_from_another_origin_are_refused() {
 async fn bodies_are_objects_with_known_fields_and_every_refusal_is_the_documented_json() {
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), None);
-    let post_json = |uri: &str, body: &str| {
-        Request::post(uri)
-            .header(header::HOST, "127.0.0.1:8850")
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body.to_owned()))
-            .unwrap()
-    };
     let documented = |v: &Value| {
         v["kind"].is_string() && v["error"].is_string() && v["reasons"].as_array().is_some_and(|r| !r.is_empty())
     };
@@ -237,9 +238,9 @@ async fn bodies_are_objects_with_known_fields_and_every_refusal_is_the_documente
     // mistake (422 in the same shape), never 500.
     for req in [
         get("/sfn/run_rounds"),
-        get("/sfn/run_trials?name=second&params=7"),
-        post_json("/sfn/control_stop", "[1, 2]"),
-        post_json("/sfn/control_resume", "not json"),
+        get("/sfn/run_trials?input=7"),
+        post_json("/sfn/stop", "[1, 2]"),
+        post_json("/sfn/resume", "not json"),
     ] {
         let uri = req.uri().to_string();
         let (status, _, body) = send(&st, req).await;
@@ -656,120 +657,233 @@ async fn files_symlinked_from_outside_the_root_are_never_served() {
     assert!(broken["status"]["reason"].as_str().unwrap().contains(outside_reason), "{broken}");
 }
 
-/// Every read, asked on both surfaces — REST (`/api/…`) and the pages' server
-/// functions (`/sfn/…`) — for a missing run, a bad query and a good request:
-/// the same status and the same body on either.
+/// An operation's input as both surfaces carry it: the REST request (path
+/// parameters filled from the input's fields, the rest in the query string
+/// for a GET or the JSON body for a POST) and the server function's
+/// (`?input[field]=…` for a GET, `{"input": …}` for a POST).
+fn both_requests(o: &runboard::api::OperationInfo, input: &Value) -> (Request<Body>, Request<Body>) {
+    let enc = |v: &Value| {
+        let text = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+        form_urlencoded_component(&text)
+    };
+    let mut rest_fields = input.as_object().cloned().unwrap_or_default();
+    let mut path = o.path.to_owned();
+    for (k, v) in input.as_object().into_iter().flatten() {
+        let param = format!("{{{k}}}");
+        if path.contains(&param) {
+            path = path.replace(&param, &enc(v));
+            rest_fields.remove(k);
+        }
+    }
+    assert!(!path.contains('{'), "{}: the example gives no value for a path parameter: {path}", o.name);
+    let sfn_uri = format!("/sfn/{}", o.name);
+    match o.method {
+        runboard::api::Method::Get => {
+            let query: Vec<String> = rest_fields.iter().map(|(k, v)| format!("{k}={}", enc(v))).collect();
+            let sfn: Vec<String> =
+                input.as_object().into_iter().flatten().map(|(k, v)| format!("input%5B{k}%5D={}", enc(v))).collect();
+            (get(&format!("{path}?{}", query.join("&"))), get(&format!("{sfn_uri}?{}", sfn.join("&"))))
+        }
+        runboard::api::Method::Post => (
+            post_json(&path, &Value::Object(rest_fields).to_string()),
+            post_json(&sfn_uri, &serde_json::json!({ "input": input }).to_string()),
+        ),
+    }
+}
+
+fn form_urlencoded_component(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Every operation of the table, asked on both surfaces — REST (`/api/…`)
+/// and the pages' server functions (`/sfn/…`) — with a good input and, where
+/// one exists, a bad one: the same status and the same body on either, and
+/// the status each example expects. An operation with no example fails the
+/// test, so a new row is covered by construction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_read_answers_alike_over_rest_and_server_functions() {
+async fn every_operation_answers_alike_over_rest_and_server_functions() {
+    use serde_json::json;
     let (tmp, root) = common::campaign().await;
     let st = state(&root, &common::site(tmp.path()), None);
     let trial = {
         let page: Value = serde_json::from_slice(&send(&st, get("/api/runs/second/trials?limit=1")).await.2).unwrap();
         page["trials"][0]["trial"].as_str().unwrap().to_owned()
     };
-    // (REST, server function) for a run named `{}`.
-    let reads: Vec<(String, String)> = vec![
-        ("/api/runs/{}".into(), "/sfn/run?name={}".into()),
-        ("/api/runs/{}/analysis".into(), "/sfn/run_analysis?name={}".into()),
-        ("/api/runs/{}/calls".into(), "/sfn/run_calls?name={}".into()),
-        ("/api/runs/{}/calls/2".into(), "/sfn/run_call?name={}&call=2".into()),
-        ("/api/runs/{}/memory".into(), "/sfn/run_memory?name={}".into()),
-        ("/api/runs/{}/rounds".into(), "/sfn/run_rounds?name={}".into()),
-        ("/api/runs/{}/accepted".into(), "/sfn/run_accepted?name={}".into()),
+    let nope = json!({"kind": "no_such_run", "error": "no run named nope", "reasons": ["no run named nope"]});
+    // (operation, input, status, the body when it is worth saying).
+    let mut examples: Vec<(&str, Value, u16, Option<Value>)> = vec![
+        ("campaign", json!({}), 200, None),
+        ("runs", json!({"sort": "path", "limit": "1", "offset": "1"}), 200, None),
+        ("runs", json!({"limit": "abc"}), 422, None),
+        ("runs_version", json!({}), 200, None),
+        ("live", json!({"cells_limit": "5"}), 200, None),
+        ("live", json!({"cells_status": "lost"}), 422, None),
+        ("live_version", json!({}), 200, None),
+        ("coverage", json!({}), 200, None),
+        ("coverage", json!({"rows": "colour"}), 422, None),
+        ("cells", json!({"state": "gap"}), 200, None),
+        ("cells", json!({"limit": "0"}), 422, None),
+        ("run_sets", json!({}), 200, None),
+        ("draft_form", json!({}), 200, None),
+        ("draft_preview", json!({"label": "both", "max_cells": 2}), 422, None),
+        ("draft_save", json!({"filters": {"colour": ["mauve"]}}), 422, None),
+        ("preflight", json!({"path": "../outside.json"}), 422, None),
+        ("start", json!({"path": "../outside.json"}), 422, None),
+        ("pause", json!({"run_set": "nope"}), 409, None),
+        ("stop", json!({"run_sets": ["nope"]}), 404, None),
+        ("resume", json!({"run_set": "nope"}), 422, None),
+        ("evidence", json!({}), 200, None),
+        ("evidence", json!({"by": "colour"}), 422, None),
+        ("evidence_export", json!({}), 200, None),
+        ("evidence_export", json!({"format": "xml"}), 422, None),
+        ("timing", json!({}), 200, None),
+        ("catalogue", json!({}), 200, None),
+        ("catalogue", json!({"fresh": "maybe"}), 422, None),
+        ("overview", json!({}), 200, None),
+        ("cohorts", json!({}), 200, None),
+        ("cohort_save", json!({"name": "both", "scope": "", "replace": true}), 200, None),
+        ("cohort_rename", json!({"from": "nope", "to": "other"}), 404, None),
+        ("cohort_delete", json!({"name": "nope"}), 404, None),
+        ("cohort_compare", json!({"names": "both,nope"}), 422, None),
+        ("research", json!({}), 200, None),
+        ("research_save", json!({"schema_version": 1, "questions": [{"id": "bad id", "text": "?"}]}), 422, None),
+        ("research_settings", json!({"both": true}), 200, None),
+        ("research_decide", json!({"text": ""}), 422, None),
+        ("publish_status", json!({}), 200, None),
+        ("publish_push", json!({}), 422, None),
+        ("reports", json!({}), 200, None),
+        ("report", json!({"run_set": "nope"}), 404, None),
+        ("auto", json!({}), 200, None),
+        ("auto_version", json!({}), 200, None),
+        ("auto_explain", json!({}), 200, None),
+        ("auto_log", json!({"limit": "5"}), 200, None),
+        ("auto_settings", json!({"daily_cap": "many"}), 422, None),
+        ("auto_mode", json!({"mode": "off"}), 200, None),
+        ("auto_mode", json!({"mode": "sideways"}), 404, None),
+        // Bad queries: the same parser, the same words.
         (
-            "/api/runs/{}/trials?round=2&limit=3".into(),
-            "/sfn/run_trials?name={}&params[round]=2&params[limit]=3".into(),
+            "run_trials",
+            json!({"name": "second", "round": "x"}),
+            422,
+            Some(bad_query("round=\"x\": not a whole number ≥ 0")),
         ),
-        (format!("/api/runs/{{}}/lineage/{trial}"), format!("/sfn/run_lineage?name={{}}&trial={trial}")),
-        ("/api/runs/{}/trial-graphs".into(), "/sfn/run_trial_graphs?name={}".into()),
-        ("/api/runs/{}/reports".into(), "/sfn/run_reports?name={}".into()),
+        (
+            "run_trials",
+            json!({"name": "second", "outcome": "maybe"}),
+            422,
+            Some(bad_query("outcome=\"maybe\": not one of accepted, refused, unscored")),
+        ),
+        ("run_call", json!({"name": "second", "call": "abc"}), 422, Some(bad_query("call=\"abc\": not a call number"))),
+        (
+            "run_call",
+            json!({"name": "second", "call": "999"}),
+            422,
+            Some(refusal("unreadable", "calls/0999.json: No such file or directory (os error 2)")),
+        ),
+        ("run_call", json!({"name": "second", "call": "2"}), 200, None),
+        ("run_trials", json!({"name": "second", "round": "2", "limit": "3"}), 200, None),
+        ("run_lineage", json!({"name": "second", "trial": trial}), 200, None),
+        (
+            "run_lineage",
+            json!({"name": "second", "trial": "r99s9"}),
+            404,
+            Some(refusal("no_such_trial", "no written round of second holds a trial named r99s9")),
+        ),
     ];
-    let ask = |uri: String| {
+    // Every read of one run: the run, and a run that is not there.
+    for name in runboard::api::OPERATIONS
+        .iter()
+        .map(|o| o.name)
+        .filter(|n| n.starts_with("run") && *n != "runs_version" && *n != "runs" && *n != "run_sets")
+    {
+        examples.push((name, json!({"name": "second", "call": "2", "trial": trial}), 200, None));
+        examples.push((name, json!({"name": "nope", "call": "2", "trial": trial}), 404, Some(nope.clone())));
+    }
+    for o in runboard::api::OPERATIONS {
+        assert!(examples.iter().any(|e| e.0 == o.name), "operation {} has no example here", o.name);
+    }
+    let ask = |req: Request<Body>| {
         let st = st.clone();
         async move {
-            let (status, _, body) = send(&st, get(&uri)).await;
-            let v: Value = serde_json::from_slice(&body)
+            let uri = req.uri().to_string();
+            let (status, _, body) = send(&st, req).await;
+            let mut v: Value = serde_json::from_slice(&body)
                 .unwrap_or_else(|e| panic!("{uri}: {e}: {}", String::from_utf8_lossy(&body)));
-            (status, v)
+            // The clock an answer was made at is not part of it.
+            drop_times(&mut v);
+            (status.as_u16(), v)
         }
     };
-    for (rest, sfn) in &reads {
-        for run in ["second", "nope"] {
-            let (r, s) = (rest.replace("{}", run), sfn.replace("{}", run));
-            let (a, b) = (ask(r.clone()).await, ask(s.clone()).await);
-            assert_eq!(a.0, b.0, "{r} vs {s}: {} / {}", a.1, b.1);
-            assert_eq!(a.1, b.1, "{r} vs {s}");
-            if run == "nope" {
-                assert_eq!(a.0, StatusCode::NOT_FOUND, "{r}");
-                assert_eq!(
-                    a.1,
-                    serde_json::json!({"kind": "no_such_run", "error": "no run named nope", "reasons": ["no run named nope"]})
-                );
-            } else {
-                assert_eq!(a.0, StatusCode::OK, "{r}: {}", a.1);
-            }
+    for (name, input, status, body) in examples {
+        let o = runboard::api::OPERATIONS.iter().find(|o| o.name == name).unwrap();
+        // Inputs with fields the operation does not take (the run reads'
+        // shared example) give each surface only the ones it names.
+        let input = trim_to_path(o, input);
+        let (rest, sfn) = both_requests(o, &input);
+        let (ru, su) = (rest.uri().to_string(), sfn.uri().to_string());
+        let (a, b) = (ask(rest).await, ask(sfn).await);
+        assert_eq!(a, b, "{name}: {ru} vs {su}");
+        assert_eq!(a.0, status, "{name} {input}: {}", a.1);
+        if let Some(want) = body {
+            assert_eq!(a.1, want, "{name} {input}");
         }
     }
-    // Bad queries: the same parser, the same words.
-    for (rest, sfn, kind, why) in [
-        (
-            "/api/runs/second/trials?round=x",
-            "/sfn/run_trials?name=second&params[round]=x",
-            "bad_query",
-            "round=\"x\": not a whole number ≥ 0",
-        ),
-        (
-            "/api/runs/second/trials?outcome=maybe",
-            "/sfn/run_trials?name=second&params[outcome]=maybe",
-            "bad_query",
-            "outcome=\"maybe\": not one of accepted, refused, unscored",
-        ),
-        (
-            "/api/runs/second/calls/abc",
-            "/sfn/run_call?name=second&call=abc",
-            "bad_query",
-            "call=\"abc\": not a call number",
-        ),
-        (
-            "/api/runs/second/lineage/r99s9",
-            "/sfn/run_lineage?name=second&trial=r99s9",
-            "no_such_trial",
-            "no written round of second holds a trial named r99s9",
-        ),
-        (
-            "/api/runs/second/calls/999",
-            "/sfn/run_call?name=second&call=999",
-            "unreadable",
-            "calls/0999.json: No such file or directory (os error 2)",
-        ),
-    ] {
-        let (a, b) = (ask(rest.into()).await, ask(sfn.into()).await);
-        assert_eq!((a.0, &a.1), (b.0, &b.1), "{rest} vs {sfn}");
-        assert_eq!(a.1, serde_json::json!({"kind": kind, "error": why, "reasons": [why]}), "{rest}");
-        let want = if kind == "no_such_trial" { StatusCode::NOT_FOUND } else { StatusCode::UNPROCESSABLE_ENTITY };
-        assert_eq!(a.0, want, "{rest}");
-    }
-    // The console's reads: the same answer (or refusal) on both surfaces.
-    // (The live view is compared without its clock.)
-    for (rest, sfn, status) in [
-        ("/api/live?cells_limit=5", "/sfn/live?params[cells_limit]=5", StatusCode::OK),
-        ("/api/live?cells_status=lost", "/sfn/live?params[cells_status]=lost", StatusCode::UNPROCESSABLE_ENTITY),
-        ("/api/coverage", "/sfn/coverage", StatusCode::OK),
-        ("/api/coverage?rows=colour", "/sfn/coverage?params[rows]=colour", StatusCode::UNPROCESSABLE_ENTITY),
-        ("/api/cells?state=gap", "/sfn/cells?params[state]=gap", StatusCode::OK),
-        ("/api/cells?limit=0", "/sfn/cells?params[limit]=0", StatusCode::UNPROCESSABLE_ENTITY),
-        ("/api/runsets", "/sfn/runsets", StatusCode::OK),
-        ("/api/draft-form", "/sfn/draft_form", StatusCode::OK),
-    ] {
-        let (mut a, mut b) = (ask(rest.into()).await, ask(sfn.into()).await);
-        for v in [&mut a.1, &mut b.1] {
-            if let Some(o) = v.as_object_mut() {
-                o.remove("generated_at");
-            }
+}
+
+/// The example's fields a run read takes: its path's parameters (and all of
+/// them for an operation whose input has more than its path).
+fn trim_to_path(o: &runboard::api::OperationInfo, input: Value) -> Value {
+    let takes_more = !matches!(
+        o.name,
+        "run"
+            | "run_version"
+            | "run_analysis"
+            | "run_calls"
+            | "run_call"
+            | "run_memory"
+            | "run_rounds"
+            | "run_accepted"
+            | "run_lineage"
+            | "run_trial_graphs"
+            | "run_reports"
+    );
+    match input {
+        Value::Object(fields) if !takes_more => {
+            Value::Object(fields.into_iter().filter(|(k, _)| o.path.contains(&format!("{{{k}}}"))).collect())
         }
-        assert_eq!((a.0, &a.1), (b.0, &b.1), "{rest} vs {sfn}");
-        assert_eq!(a.0, status, "{rest}: {}", a.1);
+        other => other,
     }
+}
+
+/// Every timestamp in `v` (an RFC 3339 string, at any depth) made `null`,
+/// and every `generated_at` and `history` left out.
+fn drop_times(v: &mut Value) {
+    match v {
+        Value::String(s) if runboard::timefmt::Timestamp::parse_rfc3339(s).is_some() => *v = Value::Null,
+        Value::Array(items) => items.iter_mut().for_each(drop_times),
+        Value::Object(fields) => {
+            // The run list says when it was made in milliseconds; the
+            // autopilot's history records each switch, so a second one adds
+            // a line.
+            fields.remove("generated_at");
+            fields.remove("history");
+            fields.values_mut().for_each(drop_times)
+        }
+        _ => {}
+    }
+}
+
+fn refusal(kind: &str, why: &str) -> Value {
+    serde_json::json!({"kind": kind, "error": why, "reasons": [why]})
+}
+
+fn bad_query(why: &str) -> Value {
+    refusal("bad_query", why)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -811,7 +925,7 @@ async fn the_run_list_is_filtered_sorted_and_paged_on_the_server() {
     let unreadable = json(send(&st, get("/api/runs?status=unreadable")).await.2);
     assert_eq!(unreadable["matching"], 1);
     // The page's server function answers the same query alike.
-    let sfn = json(send(&st, get("/sfn/runs?params[sort]=path&params[limit]=1&params[offset]=1")).await.2);
+    let sfn = json(send(&st, get("/sfn/runs?input[sort]=path&input[limit]=1&input[offset]=1")).await.2);
     assert_eq!(sfn["runs"], page["runs"]);
     for (uri, why) in [
         (

@@ -42,6 +42,11 @@ impl Mode {
             Self::Finishing => "finishing",
         }
     }
+
+    /// The mode a word names, as [`Mode::word`] says it.
+    pub fn from_word(word: &str) -> Option<Self> {
+        [Self::Off, Self::On, Self::Finishing].into_iter().find(|m| m.word() == word)
+    }
 }
 
 /// Why auto mode is on but not launching, since when.

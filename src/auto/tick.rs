@@ -2,7 +2,7 @@
 //! observed and `now` to the new state, at most one launch per lane, and the
 //! events to log — plus every guard it evaluated, so the same function is the
 //! dry run (`explain`). It never does I/O: the server loop executes the
-//! launches through `start_spec` (the Launch button's path) and records each
+//! launches through `Campaign::start` (the Launch button's path) and records each
 //! result with [`record_launch`].
 //!
 //! The order (the seed's): expire endpoint quarantines and credit flags →
@@ -756,7 +756,7 @@ fn decide(
     Ok(out)
 }
 
-/// What `start_spec` answered for a planned launch.
+/// What `Campaign::start` answered for a planned launch.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LaunchResult {
     Launched { unit: String, run_set: String, spec: String, backend: String },

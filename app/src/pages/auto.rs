@@ -11,14 +11,15 @@ use runboard::auto::view::{AutoView, TickReport};
 use runboard::auto::Mode;
 use serde_json::{json, Value};
 
-use crate::api::{get_auto, get_draft_form, save_auto_settings, set_auto_mode, ApiError, DraftForm};
+use crate::api;
+use crate::api::{ApiError, DraftForm};
 use crate::pages::live::refusal;
 
 #[component]
 pub fn AutoPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let auto = Resource::new(move || refresh.get(), |_| get_auto());
-    let form_data = Resource::new(|| (), |_| get_draft_form());
+    let auto = Resource::new(move || refresh.get(), |_| api::auto(api::Nothing {}));
+    let form_data = Resource::new(|| (), |_| api::draft_form(api::Nothing {}));
 
     #[cfg(feature = "hydrate")]
     crate::live::follow(
@@ -45,7 +46,9 @@ pub fn AutoPage() -> impl IntoView {
     let said = RwSignal::new(None::<Result<String, ApiError>>);
     let mode = Action::new(move |m: &Mode| {
         let m = *m;
-        async move { set_auto_mode(m).await.map(|v| format!("Auto mode is {}.", v.state.mode.word())) }
+        async move {
+            api::auto_mode(api::AutoModeRequest::new(m)).await.map(|v| format!("Auto mode is {}.", v.state.mode.word()))
+        }
     });
     Effect::new(move |_| {
         if let Some(r) = mode.value().get() {
@@ -249,7 +252,7 @@ fn settings_form(
     let form = RwSignal::new(start);
     let save = Action::new(move |s: &Value| {
         let s = s.clone();
-        async move { save_auto_settings(s).await.map(|_| ()) }
+        async move { api::auto_settings(s).await.map(|_| ()) }
     });
     Effect::new(move |_| {
         if let Some(r) = save.value().get() {

@@ -8,7 +8,8 @@
 use leptos::prelude::*;
 use runboard::catalogue::{CatalogueView, EndpointRow, ModelRow, Use};
 
-use crate::api::{get_catalogue, CatalogueQuery};
+use crate::api;
+use crate::api::CatalogueQuery;
 
 #[component]
 pub fn CataloguePage() -> impl IntoView {
@@ -16,7 +17,7 @@ pub fn CataloguePage() -> impl IntoView {
     let ask = RwSignal::new((0u64, false));
     let view_now = Resource::new(
         move || ask.get(),
-        |(_, fresh)| get_catalogue(CatalogueQuery { fresh: fresh.then(|| "true".to_owned()) }),
+        |(_, fresh)| api::catalogue(CatalogueQuery { fresh: fresh.then(|| "true".to_owned()) }),
     );
     #[cfg(feature = "hydrate")]
     {

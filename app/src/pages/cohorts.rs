@@ -9,7 +9,8 @@ use leptos_router::hooks::query_signal;
 use runboard::results::cohorts::{Comparison, DeleteRequest, Preset, RenameRequest};
 use runboard::timefmt::span_words;
 
-use crate::api::{cohort_delete, cohort_rename, cohort_save, get_cohort_compare, get_cohorts, ApiError, CompareQuery};
+use crate::api;
+use crate::api::{ApiError, CompareQuery};
 use crate::chart::ChartFigure;
 use crate::scope::use_scope;
 
@@ -23,14 +24,14 @@ pub fn CohortsPage() -> impl IntoView {
     let (by, set_by) = query_signal::<String>("by");
     let (scope, _) = use_scope();
     let refresh = RwSignal::new(0u64);
-    let presets = Resource::new(move || refresh.get(), |_| get_cohorts());
+    let presets = Resource::new(move || refresh.get(), |_| api::cohorts(api::Nothing {}));
     let comparison = Resource::new(
         move || (compare.get(), by.get(), refresh.get()),
         |(names, by, _)| async move {
             if names_of(&names).is_empty() {
                 None
             } else {
-                Some(get_cohort_compare(CompareQuery { names, by }).await)
+                Some(api::cohort_compare(CompareQuery { names, by }).await)
             }
         },
     );
@@ -41,15 +42,15 @@ pub fn CohortsPage() -> impl IntoView {
     };
     let save = Action::new(move |p: &Preset| {
         let p = p.clone();
-        async move { cohort_save(p.clone()).await.map(|_| format!("Saved {:?}.", p.name)) }
+        async move { api::cohort_save(p.clone()).await.map(|_| format!("Saved {:?}.", p.name)) }
     });
     let rename = Action::new(move |r: &RenameRequest| {
         let r = r.clone();
-        async move { cohort_rename(r.clone()).await.map(|_| format!("Renamed {:?} to {:?}.", r.from, r.to)) }
+        async move { api::cohort_rename(r.clone()).await.map(|_| format!("Renamed {:?} to {:?}.", r.from, r.to)) }
     });
     let delete = Action::new(move |d: &DeleteRequest| {
         let d = d.clone();
-        async move { cohort_delete(d.clone()).await.map(|_| format!("Deleted {:?}.", d.name)) }
+        async move { api::cohort_delete(d.clone()).await.map(|_| format!("Deleted {:?}.", d.name)) }
     });
     Effect::new(move |_| {
         if let Some(r) = save.value().get() {

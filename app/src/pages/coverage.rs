@@ -12,17 +12,15 @@ use runboard::launch::LaunchRequest;
 use runboard::preflight::Preflight;
 
 use super::live::refusal;
-use crate::api::{
-    check_preflight, control_start, get_coverage, get_draft_form, preview_draft, save_draft, ApiError, CoverageParams,
-    DraftForm,
-};
+use crate::api;
+use crate::api::{ApiError, CoverageParams, DraftForm};
 
 #[component]
 pub fn CoveragePage() -> impl IntoView {
     let (rows, set_rows) = query_signal::<String>("rows");
     let (cols, set_cols) = query_signal::<String>("cols");
     let coverage =
-        Resource::new(move || (rows.get(), cols.get()), |(rows, cols)| get_coverage(CoverageParams { rows, cols }));
+        Resource::new(move || (rows.get(), cols.get()), |(rows, cols)| api::coverage(CoverageParams { rows, cols }));
     view! {
         <section class="coverage">
             <div class="toolbar"><h1>"Coverage"</h1></div>
@@ -46,7 +44,7 @@ pub fn CoveragePage() -> impl IntoView {
 /// The grid of the matrix's default factors, with its pickers.
 #[component]
 fn DefaultGrid(set_rows: SignalSetter<Option<String>>, set_cols: SignalSetter<Option<String>>) -> impl IntoView {
-    let default = Resource::new(|| (), |_| get_coverage(CoverageParams { rows: None, cols: None }));
+    let default = Resource::new(|| (), |_| api::coverage(CoverageParams { rows: None, cols: None }));
     view! {
         <Transition fallback=|| ()>
             {move || default.get().map(|res| match res {
@@ -174,7 +172,7 @@ fn grid_table(g: Grid) -> impl IntoView {
 /// saved draft (its preflight refusals shown beside the button).
 #[component]
 fn Drafting() -> impl IntoView {
-    let form = Resource::new(|| (), |_| get_draft_form());
+    let form = Resource::new(|| (), |_| api::draft_form(api::Nothing {}));
     let req = RwSignal::new(DraftRequest {
         label: "batch".into(),
         max_cells: Some(runboard::draft::DEFAULT_DRAFT_CELLS as f64),
@@ -182,11 +180,11 @@ fn Drafting() -> impl IntoView {
     });
     let preview = Action::new(|r: &DraftRequest| {
         let r = r.clone();
-        async move { preview_draft(r).await }
+        async move { api::draft_preview(r).await }
     });
     let save = Action::new(|r: &DraftRequest| {
         let r = r.clone();
-        async move { save_draft(r).await }
+        async move { api::draft_save(r).await }
     });
     let spec_path = RwSignal::new(String::new());
     Effect::new(move |_| {
@@ -334,11 +332,11 @@ fn saved_view(s: SavedDraft) -> impl IntoView {
 fn Launching(spec_path: RwSignal<String>) -> impl IntoView {
     let check = Action::new(|p: &String| {
         let p = p.clone();
-        async move { check_preflight(p).await }
+        async move { api::preflight(api::SpecPath { path: p }).await }
     });
     let launch = Action::new(|p: &String| {
         let req = LaunchRequest { path: p.clone(), skip_preflight: false, tag: None };
-        async move { control_start(req).await }
+        async move { api::start(req).await }
     });
     // A new path or a new check replaces what was said about the old one.
     Effect::new(move |_| {

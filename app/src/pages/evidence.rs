@@ -10,7 +10,8 @@ use leptos_router::hooks::query_signal;
 use runboard::results::stats::Proportion;
 use runboard::results::{Evidence, Group};
 
-use crate::api::{get_draft_form, get_evidence, EvidenceQuery};
+use crate::api;
+use crate::api::EvidenceQuery;
 use crate::chart::ChartFigure;
 use crate::scope::{use_scope, ScopeBar};
 
@@ -19,8 +20,8 @@ pub fn EvidencePage() -> impl IntoView {
     let (by, set_by) = query_signal::<String>("by");
     let (scope, _) = use_scope();
     let evidence =
-        Resource::new(move || (by.get(), scope.get()), |(by, scope)| get_evidence(EvidenceQuery { by, scope }));
-    let form = Resource::new(|| (), |_| get_draft_form());
+        Resource::new(move || (by.get(), scope.get()), |(by, scope)| api::evidence(EvidenceQuery { by, scope }));
+    let form = Resource::new(|| (), |_| api::draft_form(api::Nothing {}));
     view! {
         <section class="evidence">
             <div class="toolbar">

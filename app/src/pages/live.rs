@@ -11,7 +11,8 @@ use runboard::launch::{PauseRequest, ResumeRequest, StopReport, StopRequest};
 use runboard::live::{LiveCell, LiveParams, LiveState, LiveView, CELL_STATUSES, DEFAULT_LIVE_CELLS};
 use runboard::timefmt::duration_words;
 
-use crate::api::{control_pause, control_resume, control_stop, get_live, ApiError};
+use crate::api;
+use crate::api::ApiError;
 
 #[component]
 pub fn LivePage() -> impl IntoView {
@@ -23,7 +24,7 @@ pub fn LivePage() -> impl IntoView {
     let live = Resource::new(
         move || (refresh.get(), cells_status.get(), cells_page.get().unwrap_or(0)),
         |(_, status, page)| {
-            get_live(LiveParams {
+            api::live(LiveParams {
                 cells_status: status,
                 cells_offset: Some((page * DEFAULT_LIVE_CELLS).to_string()),
                 cells_limit: None,
@@ -51,15 +52,15 @@ pub fn LivePage() -> impl IntoView {
     // asks first, naming what it will end.
     let pause = Action::new(move |run_set: &String| {
         let req = PauseRequest { run_set: Some(run_set.clone()) };
-        async move { control_pause(req).await.map(|r| report_words("Paused", &r)) }
+        async move { api::pause(req).await.map(|r| report_words("Paused", &r)) }
     });
     let stop = Action::new(move |run_set: &String| {
         let req = StopRequest { run_sets: vec![run_set.clone()] };
-        async move { control_stop(req).await.map(|r| report_words("Stopped and aborted", &r)) }
+        async move { api::stop(req).await.map(|r| report_words("Stopped and aborted", &r)) }
     });
     let resume = Action::new(move |run_set: &String| {
         let req = ResumeRequest { run_set: run_set.clone(), skip_preflight: false };
-        async move { control_resume(req).await.map(|l| format!("Resumed {} as unit {}.", l.run_set, l.unit)) }
+        async move { api::resume(req).await.map(|l| format!("Resumed {} as unit {}.", l.run_set, l.unit)) }
     });
     Effect::new(move |_| {
         if let Some(r) = pause.value().get() {

@@ -7,13 +7,13 @@
 use leptos::prelude::*;
 use runboard::results::overview::OverviewView;
 
-use crate::api::get_overview;
+use crate::api;
 use crate::chart::ChartFigure;
 
 #[component]
 pub fn OverviewPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let overview = Resource::new(move || refresh.get(), |_| get_overview());
+    let overview = Resource::new(move || refresh.get(), |_| api::overview(api::Nothing {}));
     #[cfg(feature = "hydrate")]
     crate::live::follow(
         "/api/live/version/stream",

@@ -9,12 +9,12 @@ use std::time::Duration;
 use leptos::prelude::*;
 use runboard::results::publish::{PublishStatus, PushRecord};
 
-use crate::api::{get_publish_status, publish_push};
+use crate::api;
 
 #[component]
 pub fn PublishPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let status = Resource::new(move || refresh.get(), |_| get_publish_status());
+    let status = Resource::new(move || refresh.get(), |_| api::publish_status(api::Nothing {}));
     #[cfg(feature = "hydrate")]
     {
         let handle = set_interval_with_handle(
@@ -48,7 +48,7 @@ pub fn PublishPage() -> impl IntoView {
             }
         }
     });
-    let push = Action::new(|_: &()| publish_push());
+    let push = Action::new(|_: &()| api::publish_push(api::Nothing {}));
     Effect::new(move |_| {
         if push.value().get().is_some() {
             again_soon();

@@ -8,13 +8,14 @@ use leptos_router::hooks::use_params_map;
 use runboard::results::report::Report;
 use runboard::timefmt::span_words;
 
-use crate::api::{get_report, get_reports_list, ScopeQuery};
+use crate::api;
+use crate::api::ScopeQuery;
 use crate::scope::{use_scope, with_scope, ScopeBar};
 
 #[component]
 pub fn ReportsPage() -> impl IntoView {
     let (scope, _) = use_scope();
-    let list = Resource::new(move || scope.get(), |scope| get_reports_list(ScopeQuery { scope }));
+    let list = Resource::new(move || scope.get(), |scope| api::reports(ScopeQuery { scope }));
     view! {
         <section class="reports">
             <h1>"Reports"</h1>
@@ -54,7 +55,7 @@ pub fn ReportPage() -> impl IntoView {
     let (scope, _) = use_scope();
     let report = Resource::new(
         move || (params.with(|p| p.get("run_set").unwrap_or_default()), scope.get()),
-        |(run_set, scope)| get_report(run_set, ScopeQuery { scope }),
+        |(run_set, scope)| api::report(api::ReportQuery { run_set, scope }),
     );
     view! {
         <section class="report">

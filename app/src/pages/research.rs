@@ -13,7 +13,8 @@ use runboard::results::research::{
     ResearchView,
 };
 
-use crate::api::{get_research, research_decide, research_save, ApiError};
+use crate::api;
+use crate::api::ApiError;
 
 fn linked(list: &[(String, Option<runboard::results::stats::Proportion>)]) -> String {
     list.iter()
@@ -28,18 +29,18 @@ fn linked(list: &[(String, Option<runboard::results::stats::Proportion>)]) -> St
 #[component]
 pub fn ResearchPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let research = Resource::new(move || refresh.get(), |_| get_research());
+    let research = Resource::new(move || refresh.get(), |_| api::research(api::Nothing {}));
     let said = RwSignal::new(None::<Result<String, ApiError>>);
     let decision = RwSignal::new(String::new());
     let question = RwSignal::new(String::new());
     let json = RwSignal::new(String::new());
     let decide = Action::new(|r: &DecisionRequest| {
         let r = r.clone();
-        async move { research_decide(r).await.map(|_| "Decision recorded.".to_owned()) }
+        async move { api::research_decide(r).await.map(|_| "Decision recorded.".to_owned()) }
     });
     let save = Action::new(|s: &ResearchState| {
         let s = s.clone();
-        async move { research_save(s).await.map(|_| "Research state saved.".to_owned()) }
+        async move { api::research_save(s).await.map(|_| "Research state saved.".to_owned()) }
     });
     let (new_q, new_q_text, new_q_cohorts) =
         (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(String::new()));

@@ -11,7 +11,8 @@ use runboard::runview::listing::STATUSES;
 use runboard::runview::RunRow;
 use runboard::timefmt::ago;
 
-use crate::api::{list_runs, ListParams};
+use crate::api;
+use crate::api::ListParams;
 
 /// Rows per page.
 pub const PAGE: usize = 100;
@@ -25,7 +26,7 @@ pub fn RunsPage() -> impl IntoView {
     let runs = Resource::new(
         move || (refresh.get(), query.get(), status.get(), page.get().unwrap_or(0)),
         |(_, q, status, page)| {
-            list_runs(ListParams {
+            api::runs(ListParams {
                 status,
                 q,
                 sort: None,

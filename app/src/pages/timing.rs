@@ -9,7 +9,8 @@ use leptos_router::hooks::query_signal;
 use runboard::results::timing::{CellTiming, TimingSummary, TimingView};
 use runboard::timefmt::span_words;
 
-use crate::api::{get_timing, TimingQuery};
+use crate::api;
+use crate::api::TimingQuery;
 use crate::chart::ChartFigure;
 use crate::scope::{use_scope, ScopeBar};
 
@@ -19,7 +20,7 @@ pub fn TimingPage() -> impl IntoView {
     let (run_set, set_run_set) = query_signal::<String>("run_set");
     let timing = Resource::new(
         move || (scope.get(), run_set.get()),
-        |(scope, run_set)| get_timing(TimingQuery { scope, run_set }),
+        |(scope, run_set)| api::timing(TimingQuery { scope, run_set }),
     );
     view! {
         <section class="timing">

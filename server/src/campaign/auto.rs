@@ -121,8 +121,8 @@ impl Campaign {
         Ok(format!("{DRAFTS_DIR}/{name}"))
     }
 
-    /// `start_spec` while the lock is already held (the autopilot's tick).
-    pub fn start_spec_locked(&self, req: &LaunchRequest, lock: &CampaignLock) -> Result<Launched, ApiError> {
-        self.start_spec_inner(req, lock)
+    /// `start` while the lock is already held (the autopilot's tick).
+    pub fn start_while_locked(&self, req: &LaunchRequest, lock: &CampaignLock) -> Result<Launched, ApiError> {
+        self.start_held(req, lock)
     }
 }

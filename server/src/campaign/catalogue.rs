@@ -13,7 +13,7 @@ use runboard::pool::Probe;
 use runboard::timefmt::Timestamp;
 
 use super::Campaign;
-use app::api::ApiError;
+use runboard::api::ApiError;
 
 /// How long the endpoints' probes are shown before they are made again.
 pub const PROBES_KEPT: Duration = Duration::from_secs(30);

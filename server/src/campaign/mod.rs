@@ -1,4 +1,4 @@
-//! One campaign's console: its records, the one launch path (`start_spec`),
+//! One campaign's console: its records, the one launch path (`start`),
 //! the live state, and pause / stop+abort / resume — all typed operations the
 //! pages, REST and the command line share.
 //!
@@ -18,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use app::api::ApiError;
+use runboard::api::ApiError;
 use runboard::campaign::{CampaignConfig, LauncherKind, CONFIG_FILE};
 use runboard::coverage::{self, CellPage, CellParams, CoverageView};
 use runboard::draft::{self, DraftPreview, DraftRequest, SavedDraft};
@@ -331,7 +331,7 @@ impl Campaign {
         Ok(DraftPreview { draft, prediction })
     }
 
-    pub fn save_draft(&self, req: &DraftRequest) -> Result<SavedDraft, ApiError> {
+    pub fn draft_save(&self, req: &DraftRequest) -> Result<SavedDraft, ApiError> {
         let preview = self.draft_preview(req)?;
         let lock = self.lock()?;
         let path = self.write_draft_locked(&preview.draft.spec, &lock)?;
@@ -472,14 +472,14 @@ impl Campaign {
         }
     }
 
-    /// `start_spec`: the one launch path (see `docs/formats.md`, "Launching").
-    pub fn start_spec(&self, req: &LaunchRequest) -> Result<Launched, ApiError> {
+    /// `start`: the one launch path (see `docs/formats.md`, "Launching").
+    pub fn start(&self, req: &LaunchRequest) -> Result<Launched, ApiError> {
         let lock = self.lock()?;
-        self.start_spec_inner(req, &lock)
+        self.start_held(req, &lock)
     }
 
     /// The launch path itself, the campaign lock held.
-    fn start_spec_inner(&self, req: &LaunchRequest, _lock: &CampaignLock) -> Result<Launched, ApiError> {
+    fn start_held(&self, req: &LaunchRequest, _lock: &CampaignLock) -> Result<Launched, ApiError> {
         let tag = req.tag.clone().unwrap_or_else(|| "console".into());
         if !runsets::valid_tag(&tag) {
             return Err(ApiError::refused(vec![format!(
@@ -1027,7 +1027,7 @@ impl Campaign {
             targets.into_iter().partition(|t| self.records.run_set(t).is_some() || self.unit_of(t).is_some());
         if found.is_empty() {
             return Err(ApiError::with_reasons(
-                app::api::ErrorKind::NotFound,
+                runboard::api::ErrorKind::NotFound,
                 missing.iter().map(|t| format!("run set {t:?}: no such run set; nothing was stopped")).collect(),
             ));
         }

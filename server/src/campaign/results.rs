@@ -498,7 +498,7 @@ impl Campaign {
     ) -> Result<runboard::results::research::ResearchView, ApiError> {
         let _lock = self.lock()?;
         let mut state = self.research_loaded().state;
-        edit(&mut state).map_err(|why| ApiError::with_reasons(app::api::ErrorKind::Busy, why))?;
+        edit(&mut state).map_err(|why| ApiError::with_reasons(runboard::api::ErrorKind::Busy, why))?;
         let names: Vec<String> = self.presets().unwrap_or_default().presets.into_iter().map(|p| p.name).collect();
         let problems = runboard::results::research::problems(&state, &names);
         if !problems.is_empty() {

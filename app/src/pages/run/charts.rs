@@ -6,7 +6,7 @@ use leptos_router::hooks::query_signal;
 use runboard::runview::trialgraph::{GraphEntry, GraphNode, TrialGraph};
 
 use super::num;
-use crate::api::get_trial_graphs;
+use crate::api;
 
 /// The trial-graph tab: one round's graph at a time (`?round=N`, the latest by
 /// default), drawn and listed in pick order.
@@ -17,7 +17,8 @@ const NODES_SHOWN: usize = 50;
 pub(super) fn TrialGraphs(name: String, version: Signal<String>) -> impl IntoView {
     let (round, _) = query_signal::<u32>("round");
     let (nodes_page, _) = query_signal::<usize>("nodes_page");
-    let graphs = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_trial_graphs(n));
+    let graphs =
+        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_trial_graphs(api::RunName { name: n }));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the trial graphs…"</p> }>
             {move || graphs.get().map(|res| match res {

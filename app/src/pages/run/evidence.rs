@@ -9,12 +9,13 @@ use runboard::runview::lineage::Lineage;
 use runboard::runview::view::AcceptedFactor;
 
 use super::{num, pretty};
-use crate::api::{get_accepted, get_lineage, get_reports};
+use crate::api;
 
 /// The accepted tab: its own read (the list grows with the run).
 #[component]
 pub(super) fn AcceptedTab(name: String, version: Signal<String>) -> impl IntoView {
-    let accepted = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_accepted(n));
+    let accepted =
+        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_accepted(api::RunName { name: n }));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the accepted factors…"</p> }>
             {move || accepted.get().map(|res| match res {
@@ -81,7 +82,7 @@ pub(super) fn LineageTab(name: String, version: Signal<String>) -> impl IntoView
             let run = run.clone();
             async move {
                 match t.filter(|t| !t.is_empty()) {
-                    Some(t) => Some(get_lineage(run, t).await),
+                    Some(t) => Some(api::run_lineage(api::RunTrial { name: run, trial: t }).await),
                     None => None,
                 }
             }
@@ -148,7 +149,8 @@ fn lineage_view(l: &Lineage) -> impl IntoView {
 
 #[component]
 pub(super) fn Reports(name: String, version: Signal<String>) -> impl IntoView {
-    let reports = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_reports(n));
+    let reports =
+        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_reports(api::RunName { name: n }));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the reports…"</p> }>
             {move || reports.get().map(|res| match res {

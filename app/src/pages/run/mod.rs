@@ -16,7 +16,7 @@ use leptos_router::hooks::{query_signal, use_params_map};
 use runboard::runview::analysis::{CollisionKind, RunAnalysis};
 use runboard::runview::view::RunView;
 
-use crate::api::{get_analysis, get_run};
+use crate::api;
 use crate::chart::ChartFigure;
 
 const TABS: [(&str, &str); 13] = [
@@ -40,7 +40,7 @@ pub fn RunPage() -> impl IntoView {
     let params = use_params_map();
     let name = Memo::new(move |_| params.read().get("name").unwrap_or_default());
     let refresh = RwSignal::new(0u64);
-    let view = Resource::new(move || (name.get(), refresh.get()), |(n, _)| get_run(n));
+    let view = Resource::new(move || (name.get(), refresh.get()), |(n, _)| api::run(api::RunName { name: n }));
     let (tab, _) = query_signal::<String>("tab");
     // Whether the run could be read (it changes only between read and
     // refused), apart from what it holds now (which changes at every write).
@@ -203,7 +203,8 @@ fn progress(v: &RunView) -> impl IntoView {
 /// The tabs read from the trials together (refusal groups, collisions, map).
 #[component]
 fn Analysis(name: String, tab: String, version: Signal<String>) -> impl IntoView {
-    let analysis = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_analysis(n));
+    let analysis =
+        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_analysis(api::RunName { name: n }));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the trials…"</p> }>
             {

@@ -10,19 +10,19 @@ use runboard::runview::diff::DiffLine;
 use runboard::runview::view::{CallEvent, MemoryVersion};
 
 use super::pretty;
-use crate::api::{get_call, get_calls, get_memory};
+use crate::api;
 
 #[component]
 pub(super) fn CallsTab(name: String, version: Signal<String>) -> impl IntoView {
     let (open, _) = query_signal::<u32>("call");
     let run = name.clone();
-    let calls = Resource::new(move || (run.clone(), version.get()), |(n, _)| get_calls(n));
+    let calls = Resource::new(move || (run.clone(), version.get()), |(n, _)| api::run_calls(api::RunName { name: n }));
     // A call file is written once, whole: its detail does not follow the version.
     let detail = Resource::new(
         move || (name.clone(), open.get()),
         |(run, n)| async move {
             match n {
-                Some(n) => Some(get_call(run, n.to_string()).await),
+                Some(n) => Some(api::run_call(api::RunCall { name: run, call: n.to_string() }).await),
                 None => None,
             }
         },
@@ -99,7 +99,8 @@ fn call_table<V: IntoView + 'static>(
 #[component]
 pub(super) fn MemoryTab(name: String, version: Signal<String>) -> impl IntoView {
     let (round, _) = query_signal::<u32>("round");
-    let memory = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_memory(n));
+    let memory =
+        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_memory(api::RunName { name: n }));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the memory…"</p> }>
             {move || memory.get().map(|res| match res {

@@ -9,7 +9,8 @@ use runboard::runview::trials::{TrialPage, DEFAULT_PAGE};
 use runboard::runview::view::RunRounds;
 
 use super::num;
-use crate::api::{get_rounds, get_trials, TrialParams};
+use crate::api;
+use crate::api::TrialParams;
 
 fn source(s: Option<ThresholdSource>) -> &'static str {
     match s {
@@ -38,7 +39,8 @@ pub(super) fn RoundsTab(name: String, version: Signal<String>, written: Signal<u
 /// live page polls does not carry it.
 #[component]
 fn RoundCounts(name: String, version: Signal<String>) -> impl IntoView {
-    let counts = Resource::new(move || (name.clone(), version.get()), |(n, _)| get_rounds(n));
+    let counts =
+        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_rounds(api::RunName { name: n }));
     // With a round chosen the table folds away, so that round's trials come
     // right under it (a 40-round table would push them out of sight).
     let (round, _) = query_signal::<String>("round");
@@ -110,7 +112,7 @@ fn Trials(name: String, version: Signal<String>) -> impl IntoView {
                 offset: Some((page * DEFAULT_PAGE).to_string()),
                 limit: Some(DEFAULT_PAGE.to_string()),
             };
-            get_trials(run.clone(), params)
+            api::run_trials(api::RunTrials { name: run.clone(), params })
         },
     );
     // A round (or filter) chosen after the page opened: its trials are
