@@ -120,11 +120,33 @@ mod tests {
 /// is refused, beside every other problem. An empty body is `T`'s default (a
 /// control that takes no arguments may be posted without one).
 pub fn from_body<T: serde::de::DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, Vec<String>> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    from_body_with(bytes, Vec::new())
+}
+
+/// [`from_body`] with more fields, given beside the body (a REST path's
+/// parameters, as strings): each joins the body's object, and a body that
+/// gives one of them too is refused. An empty body with such fields is an
+/// object of those fields alone.
+pub fn from_body_with<T: serde::de::DeserializeOwned + Default>(
+    bytes: &[u8],
+    fields: Vec<(String, String)>,
+) -> Result<T, Vec<String>> {
+    let blank = bytes.iter().all(u8::is_ascii_whitespace);
+    if blank && fields.is_empty() {
         return Ok(T::default());
     }
-    let value: serde_json::Value =
-        from_slice_lenient(bytes).map_err(|e| vec![format!("body: not JSON ({})", describe_error(&e))])?;
+    let mut value = if blank {
+        serde_json::Value::Object(serde_json::Map::new())
+    } else {
+        from_slice_lenient(bytes).map_err(|e| vec![format!("body: not JSON ({})", describe_error(&e))])?
+    };
+    if let serde_json::Value::Object(object) = &mut value {
+        for (key, v) in fields {
+            if object.insert(key.clone(), serde_json::Value::String(v)).is_some() {
+                return Err(vec![format!("body: {key} is given by the path; leave it out")]);
+            }
+        }
+    }
     from_object(&value, "body")
 }
 
@@ -193,6 +215,21 @@ mod body_tests {
         path: String,
         #[serde(default)]
         skip: bool,
+    }
+
+    #[test]
+    fn fields_beside_the_body_join_it_and_may_not_be_given_twice() {
+        let path = || vec![("path".to_owned(), "specs/a.json".to_owned())];
+        assert_eq!(from_body_with::<B>(b"", path()).unwrap(), B { path: "specs/a.json".into(), skip: false });
+        assert_eq!(
+            from_body_with::<B>(br#"{"skip": true}"#, path()).unwrap(),
+            B { path: "specs/a.json".into(), skip: true }
+        );
+        assert_eq!(
+            from_body_with::<B>(br#"{"path": "x"}"#, path()).unwrap_err(),
+            vec!["body: path is given by the path; leave it out".to_owned()]
+        );
+        assert!(from_body_with::<B>(b"[1]", path()).unwrap_err()[0].contains("must be one JSON object"));
     }
 
     #[test]

@@ -251,30 +251,12 @@ fn input_of<O: Operation>(
                 .get(header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
-            let blank = bytes.iter().all(u8::is_ascii_whitespace);
-            if !json && !blank {
+            if !json && !bytes.iter().all(u8::is_ascii_whitespace) {
                 return Err(ApiError::refused(
                     vec!["send the body as JSON with Content-Type: application/json".into()],
                 ));
             }
-            if blank && params.is_empty() {
-                return Ok(O::Input::default());
-            }
-            let mut value = if blank {
-                serde_json::Value::Object(serde_json::Map::new())
-            } else {
-                runboard::json::from_slice_lenient(bytes).map_err(|e| {
-                    ApiError::refused(vec![format!("body: not JSON ({})", runboard::json::describe_error(&e))])
-                })?
-            };
-            if let serde_json::Value::Object(fields) = &mut value {
-                for (key, v) in params {
-                    if fields.insert(key.clone(), serde_json::Value::String(v)).is_some() {
-                        return Err(ApiError::refused(vec![format!("body: {key} is given by the path; leave it out")]));
-                    }
-                }
-            }
-            runboard::json::from_object(&value, "body").map_err(ApiError::refused)
+            runboard::json::from_body_with(bytes, params).map_err(ApiError::refused)
         }
     }
 }
