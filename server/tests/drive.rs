@@ -96,6 +96,15 @@ fn marked(marker: &str) -> Vec<u32> {
     server::signals::pids_with_env("RUNBOARD_TEST_MARK", marker)
 }
 
+/// How many processes carrying `marker` run `command` (arguments joined by spaces).
+fn marked_running(marker: &str, command: &str) -> usize {
+    let cmdline = |pid: u32| {
+        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        raw.split(|&b| b == 0).filter(|a| !a.is_empty()).map(String::from_utf8_lossy).collect::<Vec<_>>().join(" ")
+    };
+    marked(marker).into_iter().filter(|pid| cmdline(*pid) == command).count()
+}
+
 fn runset(c: &Campaign) -> PathBuf {
     let dir = c.root.join("runsets");
     let mut sets: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
@@ -421,12 +430,20 @@ fn sigkill_to_the_driver_leaves_nothing_behind() {
     let port = free_port();
     let c = campaign(&cluster_toml(port, 20.0, ESCAPING_PLAYER), &["t1"]);
     let child = drive(&c, &["--grace", "1"], &[("MANAGER_STAY", "1"), ("MANAGER_WORK_S", "60")]);
+    // Wait until every process is up and settled: the two rooms, the player and
+    // its escaped grandchild each end as `sleep 600`. Counting marked processes
+    // instead would race: the player's intermediate shells are marked too while
+    // they fork.
+    let sleepers = || marked_running(&c.marker, "sleep 600");
     let until = Instant::now() + Duration::from_secs(20);
-    // Wait until every process is up: manager, two rooms, the player and its grandchild.
-    while marked(&c.marker).len() < 6 && Instant::now() < until {
+    while sleepers() < 4 && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(marked(&c.marker).len() >= 6, "cluster up: {:?}", marked(&c.marker));
+    if sleepers() < 4 {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let e = finish(child, Instant::now());
+        panic!("the cluster did not come up: {:?}\n{}\n{}", marked(&c.marker), e.stdout, e.stderr);
+    }
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
     let e = finish(child, Instant::now());
     assert_eq!(e.code, None, "killed by a signal");
@@ -480,8 +497,8 @@ fn a_stopped_cell_records_128_plus_the_signal_and_attempted_counts_started_cells
     let started = Instant::now();
     let child = drive(&c, &[], &[]);
     let until = Instant::now() + Duration::from_secs(20);
-    // The driver carries the mark too: wait for a second process, the first cell.
-    while marked(&c.marker).len() < 2 && Instant::now() < until {
+    // Wait for the first cell (the driver and its sentinel carry the mark too).
+    while marked_running(&c.marker, "sleep 600") < 1 && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));
     }
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
