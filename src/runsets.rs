@@ -111,14 +111,35 @@ pub struct RunIndexEntry {
     pub spec: String,
     pub label: String,
     pub launched_at: Timestamp,
-    /// `launch` or `resume`.
-    pub kind: String,
+    pub kind: RunKind,
     pub launcher: String,
     pub unit: String,
     pub tag: String,
     pub cells: usize,
     pub model: String,
     pub endpoint: String,
+}
+
+/// What a line of the run index records: a new run set, or a resumed one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    Launch,
+    Resume,
+}
+
+impl RunKind {
+    /// `launch` or `resume`, as the index writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Launch => "launch",
+            Self::Resume => "resume",
+        }
+    }
+
+    fn from_word(word: &str) -> Option<Self> {
+        [Self::Launch, Self::Resume].into_iter().find(|k| k.word() == word)
+    }
 }
 
 pub const RUN_INDEX_HEADER: [&str; 11] =
@@ -131,7 +152,7 @@ impl RunIndexEntry {
             self.spec.clone(),
             self.label.clone(),
             self.launched_at.to_rfc3339(),
-            self.kind.clone(),
+            self.kind.word().to_owned(),
             self.launcher.clone(),
             self.unit.clone(),
             self.tag.clone(),
@@ -168,13 +189,14 @@ pub fn parse_run_index(bytes: &[u8]) -> (Vec<RunIndexEntry>, Vec<String>) {
         };
         let f = |k: usize| rec.get(k).unwrap_or("").to_owned();
         let at = Timestamp::parse_rfc3339(&f(3));
-        match (at, rec.len() == RUN_INDEX_HEADER.len()) {
-            (Some(launched_at), true) => out.push(RunIndexEntry {
+        let kind = RunKind::from_word(&f(4));
+        match (at, kind, rec.len() == RUN_INDEX_HEADER.len()) {
+            (Some(launched_at), Some(kind), true) => out.push(RunIndexEntry {
                 run_set: f(0),
                 spec: f(1),
                 label: f(2),
                 launched_at,
-                kind: f(4),
+                kind,
                 launcher: f(5),
                 unit: f(6),
                 tag: f(7),
@@ -182,8 +204,12 @@ pub fn parse_run_index(bytes: &[u8]) -> (Vec<RunIndexEntry>, Vec<String>) {
                 model: f(9),
                 endpoint: f(10),
             }),
-            _ => problems
-                .push(format!("{RUN_INDEX_FILE}: line {line}: not {} fields with a timestamp", RUN_INDEX_HEADER.len())),
+            (_, _, false) => problems
+                .push(format!("{RUN_INDEX_FILE}: line {line}: {} fields, not {}", rec.len(), RUN_INDEX_HEADER.len())),
+            (None, _, true) => problems.push(format!("{RUN_INDEX_FILE}: line {line}: launched_at {:?} is not a timestamp", f(3))),
+            (_, None, true) => {
+                problems.push(format!("{RUN_INDEX_FILE}: line {line}: kind {:?} is neither launch nor resume", f(4)))
+            }
         }
     }
     (out, problems)
@@ -193,7 +219,7 @@ pub fn parse_run_index(bytes: &[u8]) -> (Vec<RunIndexEntry>, Vec<String>) {
 pub fn launches_today(index: &[RunIndexEntry], now: Timestamp) -> BTreeMap<String, u32> {
     let day = now.utc_day_start();
     let mut out = BTreeMap::new();
-    for e in index.iter().filter(|e| e.launched_at >= day && e.kind == "launch" && !e.model.is_empty()) {
+    for e in index.iter().filter(|e| e.launched_at >= day && e.kind == RunKind::Launch && !e.model.is_empty()) {
         *out.entry(e.model.clone()).or_insert(0) += 1;
     }
     out
@@ -359,12 +385,12 @@ mod tests {
         assert_eq!(t.tags["console"].run_sets, ["rs1"]);
         assert_eq!(t.of("rs1"), ["auto", "console"]);
         let now = Timestamp::parse_rfc3339("2026-12-01T09:00:00Z").unwrap();
-        let e = |at: &str, kind: &str, model: &str| RunIndexEntry {
+        let e = |at: &str, kind: RunKind, model: &str| RunIndexEntry {
             run_set: "r".into(),
             spec: "s".into(),
             label: "l".into(),
             launched_at: Timestamp::parse_rfc3339(at).unwrap(),
-            kind: kind.into(),
+            kind,
             launcher: "local".into(),
             unit: "u".into(),
             tag: "console".into(),
@@ -374,18 +400,25 @@ mod tests {
         };
         let mut text = RUN_INDEX_HEADER.join(",") + "\n";
         for entry in [
-            e("2026-11-30T23:59:59Z", "launch", "gpt"),
-            e("2026-12-01T00:00:00Z", "launch", "gpt"),
-            e("2026-12-01T08:00:00Z", "resume", "gpt"),
-            e("2026-12-01T08:30:00Z", "launch", "qwen"),
+            e("2026-11-30T23:59:59Z", RunKind::Launch, "gpt"),
+            e("2026-12-01T00:00:00Z", RunKind::Launch, "gpt"),
+            e("2026-12-01T08:00:00Z", RunKind::Resume, "gpt"),
+            e("2026-12-01T08:30:00Z", RunKind::Launch, "qwen"),
         ] {
             text += &entry.csv_fields().join(",");
             text += "\n";
         }
         text += "broken,line\n";
+        text += "r,s,l,2026-12-01T08:40:00Z,relaunch,local,u,console,1,gpt,\n";
         let (index, problems) = parse_run_index(text.as_bytes());
         assert_eq!(index.len(), 4);
-        assert_eq!(problems, ["runsets/run_index.csv: line 6: not 11 fields with a timestamp"]);
+        assert_eq!(
+            problems,
+            [
+                "runsets/run_index.csv: line 6: 2 fields, not 11",
+                "runsets/run_index.csv: line 7: kind \"relaunch\" is neither launch nor resume"
+            ]
+        );
         assert_eq!(launches_today(&index, now), BTreeMap::from([("gpt".into(), 1), ("qwen".into(), 1)]));
     }
 }

@@ -108,6 +108,29 @@ pub mod rfc3339 {
         }
     }
 
+    /// A map of timestamps, each as RFC 3339.
+    pub mod map {
+        use std::collections::BTreeMap;
+
+        use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+        use super::super::Timestamp;
+
+        pub fn serialize<S: Serializer>(m: &BTreeMap<String, Timestamp>, s: S) -> Result<S::Ok, S::Error> {
+            m.iter().map(|(k, t)| (k, t.to_rfc3339())).collect::<BTreeMap<_, _>>().serialize(s)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Timestamp>, D::Error> {
+            BTreeMap::<String, String>::deserialize(d)?
+                .into_iter()
+                .map(|(k, t)| match Timestamp::parse_rfc3339(&t) {
+                    Some(t) => Ok((k, t)),
+                    None => Err(serde::de::Error::custom(format!("{k}: {t:?} is not an RFC 3339 timestamp"))),
+                })
+                .collect()
+        }
+    }
+
     /// The same for an optional timestamp (`null` when absent).
     pub mod option {
         use super::Timestamp;

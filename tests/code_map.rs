@@ -104,3 +104,19 @@ fn every_operation_is_in_the_formats_doc() {
         .collect();
     assert!(missing.is_empty(), "docs/formats.md does not describe: {}", missing.join(", "));
 }
+
+/// A third-party reader of `auto/log.jsonl` learns every event kind, and every
+/// hold reason, from the docs.
+#[test]
+fn every_auto_event_and_hold_reason_is_in_the_formats_doc() {
+    use runboard::auto::{AutoEvent, HoldReason};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/formats.md")).unwrap();
+    let missing: Vec<&str> =
+        AutoEvent::KINDS.iter().copied().filter(|k| !doc.contains(&format!("| `{k}` | "))).collect();
+    assert!(missing.is_empty(), "docs/formats.md's events table lacks: {}", missing.join(", "));
+    let line = doc.lines().find(|l| l.starts_with("| `hold` | `{reason, words, since}`")).expect("the hold row");
+    let missing: Vec<&str> =
+        HoldReason::ALL.iter().map(|r| r.word()).filter(|w| !line.contains(&format!("`{w}`"))).collect();
+    assert!(missing.is_empty(), "the hold row lacks: {}", missing.join(", "));
+}

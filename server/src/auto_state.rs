@@ -8,21 +8,19 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use serde_json::{json, Value};
+use runboard::auto::{AutoEvent, Decision, LogEvent};
+use serde_json::json;
 
 pub const STATE_FILE: &str = "auto/state.json";
 pub const LOG_FILE: &str = "auto/log.jsonl";
 
-/// Appends one `{at, event, detail}` line to the event log.
-pub fn log_event(root: &Path, event: &str, detail: Value) -> std::io::Result<()> {
-    fs::create_dir_all(root.join("auto"))?;
-    let line = json!({ "at": crate::clock::now().to_rfc3339(), "event": event, "detail": detail }).to_string() + "\n";
-    let mut f = fs::OpenOptions::new().create(true).append(true).open(root.join(LOG_FILE))?;
-    f.write_all(line.as_bytes())
+/// Appends one event, happening now, to the event log.
+pub fn log_now(root: &Path, event: AutoEvent) -> std::io::Result<()> {
+    log_event_at(root, &LogEvent { at: crate::clock::now(), event })
 }
 
 /// Appends one event (as the tick made it, its own time) to the log.
-pub fn log_event_at(root: &Path, event: &runboard::auto::LogEvent) -> std::io::Result<()> {
+pub fn log_event_at(root: &Path, event: &LogEvent) -> std::io::Result<()> {
     fs::create_dir_all(root.join("auto"))?;
     let line = serde_json::to_string(event).map_err(std::io::Error::other)? + "\n";
     let mut f = fs::OpenOptions::new().create(true).append(true).open(root.join(LOG_FILE))?;
@@ -45,7 +43,7 @@ pub fn load(root: &Path) -> runboard::auto::Loaded {
 pub fn load_to_save(root: &Path) -> runboard::auto::AutoState {
     let loaded = load(root);
     if !loaded.repaired.is_empty() {
-        if let Err(e) = log_event(root, "state_repaired", json!({ "repairs": loaded.repaired })) {
+        if let Err(e) = log_now(root, AutoEvent::StateRepaired { repairs: loaded.repaired.clone() }) {
             tracing::warn!("{LOG_FILE}: the state's repairs could not be logged: {e}");
         }
     }
@@ -68,10 +66,11 @@ pub fn save(root: &Path, state: &runboard::auto::AutoState) -> std::io::Result<(
 /// the file holds, until it reaches `until`.
 pub fn save_loop(root: &Path, until: u64) -> anyhow::Result<()> {
     let mut state = load(root).state;
-    let mut n = state.last_decision.as_ref().and_then(|d| d["saves"].as_u64()).unwrap_or(0);
+    let saves = |d: &Decision| d.verdict.strip_prefix("save ").and_then(|n| n.parse::<u64>().ok());
+    let mut n = state.last_decision.as_ref().and_then(saves).unwrap_or(0);
     while n < until {
         n += 1;
-        state.last_decision = Some(json!({ "saves": n }));
+        state.last_decision = Some(Decision { at: crate::clock::now(), verdict: format!("save {n}") });
         // Something of size in it, so a torn write would show.
         state.settings = json!({ "label_prefix": format!("save-{n}"), "models": vec!["m"; (n % 50) as usize] });
         save(root, &state)?;
@@ -85,7 +84,7 @@ pub fn save_loop(root: &Path, until: u64) -> anyhow::Result<()> {
 pub fn turn_off(root: &Path, reason: &str) -> std::io::Result<bool> {
     let mut state = load_to_save(root);
     let (was_on, event) = state.turn_off(reason, crate::clock::now());
-    log_event(root, &event.event, event.detail.clone())?;
+    log_event_at(root, &event)?;
     state.remember(event);
     save(root, &state)?;
     Ok(was_on)
@@ -94,6 +93,7 @@ pub fn turn_off(root: &Path, reason: &str) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn a_stop_turns_auto_off_whatever_the_file_held() {

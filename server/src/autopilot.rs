@@ -14,9 +14,9 @@ use std::time::Duration;
 use runboard::api::ApiError;
 use runboard::auto::tick::{record_launch, tick, LaunchResult, Observed};
 use runboard::auto::view::{AutoView, LogPage, PlannedView, TickReport};
-use runboard::auto::{AutoState, LogEvent, Mode};
+use runboard::auto::{AutoEvent, AutoState, LogEvent, Mode};
 use runboard::launch::LaunchRequest;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::auto_state;
 use crate::campaign::Campaign;
@@ -26,8 +26,6 @@ use crate::console::LocalConsole;
 pub const TICK: Duration = Duration::from_secs(30);
 /// How long the notification hook may run.
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(20);
-/// The events the notification hook hears about (and long holds).
-pub const NOTIFIED: [&str; 4] = ["batch_launched", "launch_failed", "credit_flagged", "lane_finished"];
 
 /// A refusal's reasons (or its one error).
 fn reasons_of(e: &ApiError) -> Vec<String> {
@@ -102,13 +100,11 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
     let notify_after = next.settings.get("hold_notify_minutes").and_then(Value::as_f64).unwrap_or(30.0);
     if let Some(h) = next.hold.as_ref() {
         let long = (now.0 - h.since.0) as f64 >= notify_after * 60_000.0;
-        let told = next.history.iter().any(|e| e.event == "hold_long" && e.detail["since"] == h.since.to_rfc3339());
+        let told =
+            next.history.iter().any(|e| matches!(&e.event, AutoEvent::HoldLong { since, .. } if *since == h.since));
         if long && !told {
-            events.push(LogEvent {
-                at: now,
-                event: "hold_long".into(),
-                detail: json!({"reason": h.reason, "words": h.words, "since": h.since.to_rfc3339()}),
-            });
+            let event = AutoEvent::HoldLong { reason: h.reason, words: h.words.clone(), since: h.since };
+            events.push(LogEvent { at: now, event });
         }
     }
     for e in &events {
@@ -129,7 +125,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
 /// logged (`notify_failed`), never fatal.
 fn notify(root: &Path, cfg: &runboard::campaign::CampaignConfig, events: &[LogEvent]) {
     let Some(cmd) = cfg.hooks.notify.as_ref() else { return };
-    for e in events.iter().filter(|e| NOTIFIED.contains(&e.event.as_str()) || e.event == "hold_long") {
+    for e in events.iter().filter(|e| e.event.notified()) {
         let input = serde_json::to_vec(e).unwrap_or_default();
         let Some((program, args)) = cmd.split_first() else { return };
         let failed = match crate::command::run_bounded_with_input(program, args, Some(root), &input, NOTIFY_TIMEOUT) {
@@ -139,7 +135,7 @@ fn notify(root: &Path, cfg: &runboard::campaign::CampaignConfig, events: &[LogEv
         };
         if let Some(why) = failed {
             tracing::warn!("the notification hook failed: {why}");
-            let _ = auto_state::log_event(root, "notify_failed", json!({"event": e.event, "why": why}));
+            let _ = auto_state::log_now(root, AutoEvent::NotifyFailed { event: e.event.kind().to_owned(), why });
         }
     }
 }
@@ -180,7 +176,7 @@ pub fn spawn_loop(console: Arc<LocalConsole>, every: Duration, stop: Arc<std::sy
                 };
                 if let Some(why) = failure {
                     tracing::error!("autopilot tick: {why}");
-                    let _ = auto_state::log_event(&root, "tick_exception", json!({ "error": why }));
+                    let _ = auto_state::log_now(&root, AutoEvent::TickException { error: why });
                 }
             }
         })
@@ -204,7 +200,11 @@ pub fn set_mode(campaign: &Campaign, mode: Mode) -> Result<AutoState, ApiError> 
                 state.session = runboard::auto::Session { started_at: Some(now), ..Default::default() };
             }
             state.mode = mode;
-            let event = LogEvent { at: now, event: format!("auto_{}", mode.word()), detail: json!({"was": was}) };
+            let event = match mode {
+                Mode::On => AutoEvent::AutoOn { was },
+                _ => AutoEvent::AutoFinishing { was },
+            };
+            let event = LogEvent { at: now, event };
             remember(root, &mut state, event);
         }
     }
@@ -222,7 +222,7 @@ pub fn save_settings(campaign: &Campaign, settings: Value) -> Result<AutoState, 
     let _lock = campaign.lock()?;
     let mut state = auto_state::load_to_save(root);
     state.settings = settings;
-    let event = LogEvent { at: crate::clock::now(), event: "settings_saved".into(), detail: state.settings.clone() };
+    let event = LogEvent { at: crate::clock::now(), event: AutoEvent::SettingsSaved(state.settings.clone()) };
     remember(root, &mut state, event);
     auto_state::save(root, &state).map_err(|e| app::api::ssr::internal("saving auto/state.json", e))?;
     Ok(state)

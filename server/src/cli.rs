@@ -214,8 +214,8 @@ fn auto_text(v: &runboard::auto::view::AutoView) -> String {
     if let Some(h) = v.explain.hold.as_ref().filter(|h| st.hold.as_ref().is_none_or(|s| s.reason != h.reason)) {
         out += &format!(
             "(the last tick recorded {}; the next records {})\n",
-            st.hold.as_ref().map_or("no hold".to_owned(), |s| s.reason.clone()),
-            h.reason
+            st.hold.as_ref().map_or("no hold", |s| s.reason.word()),
+            h.reason.word()
         );
     }
     out += &format!("decision now: {}\n", v.explain.verdict);
@@ -226,7 +226,7 @@ fn auto_text(v: &runboard::auto::view::AutoView) -> String {
         out += &format!(
             "lane {:16} {:14} {}\n",
             l.lane,
-            l.status,
+            l.status.word(),
             l.unit.clone().or(l.idle_reason.clone()).unwrap_or_default()
         );
     }
@@ -379,7 +379,7 @@ fn report_text(r: &runboard::auto::view::TickReport) -> String {
         out += &format!("  launch {} ({} cells of {} on {}): {}\n", l.label, l.cells, l.model, l.lane, l.why);
     }
     for e in &r.events {
-        out += &format!("  event {} {}\n", e.event, e.detail);
+        out += &format!("  event {}: {}\n", e.event.kind(), e.event.words());
     }
     out
 }
@@ -431,7 +431,7 @@ fn run_auto(cmd: AutoCommand) -> ExitCode {
             ask::<op::auto_log>(&console, AutoLogQuery { offset: None, limit: Some(limit) }, json, |p| {
                 let mut out = String::new();
                 for e in &p.events {
-                    out += &format!("{} {} {}\n", e.at.to_display(), e.event, e.detail);
+                    out += &format!("{} {}: {}\n", e.at.to_display(), e.event.kind(), e.event.words());
                 }
                 out
             })

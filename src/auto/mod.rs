@@ -7,6 +7,7 @@
 //! shape is dropped to its default and named — the rest of the file is kept.
 //! The next save writes the whole state.
 
+pub mod events;
 pub mod schedule;
 pub mod settings;
 pub mod tick;
@@ -18,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Timestamp;
+
+pub use events::{AutoEvent, BatchEnd, HoldReason, LogEvent};
 
 pub const SCHEMA_VERSION: u32 = 1;
 /// The events the state keeps a copy of (the log keeps them all).
@@ -52,23 +55,12 @@ impl Mode {
 /// Why auto mode is on but not launching, since when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hold {
-    /// A short code (`batch_running`, `settings_invalid`, …).
-    pub reason: String,
+    pub reason: HoldReason,
     /// The reason in words.
     #[serde(default)]
     pub words: String,
     #[serde(with = "crate::timefmt::rfc3339")]
     pub since: Timestamp,
-}
-
-/// One line of the event log, and of the state's history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LogEvent {
-    #[serde(with = "crate::timefmt::rfc3339")]
-    pub at: Timestamp,
-    pub event: String,
-    #[serde(default)]
-    pub detail: Value,
 }
 
 /// One batch the autopilot launched in its session, closed when it ended.
@@ -90,9 +82,9 @@ pub struct Iteration {
     pub launched_at: Option<Timestamp>,
     #[serde(default, with = "crate::timefmt::rfc3339::option")]
     pub ended_at: Option<Timestamp>,
-    /// The batch outcome's status once it ended.
+    /// How it ended, once it did.
     #[serde(default)]
-    pub status: Option<String>,
+    pub status: Option<BatchEnd>,
     #[serde(default)]
     pub cells_attempted: Option<usize>,
     #[serde(default)]
@@ -170,6 +162,22 @@ pub struct Backfill {
     pub message: String,
 }
 
+/// How a lane's last batch ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaneOutcome {
+    pub unit: String,
+    pub run_set: String,
+    pub status: BatchEnd,
+}
+
+/// What the last tick decided, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    #[serde(with = "crate::timefmt::rfc3339")]
+    pub at: Timestamp,
+    pub verdict: String,
+}
+
 /// `auto/state.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AutoState {
@@ -186,10 +194,12 @@ pub struct AutoState {
     /// Per lane (endpoint name), with parallel lanes.
     #[serde(default)]
     pub currents: BTreeMap<String, Current>,
+    /// Per lane: how its last batch ended.
     #[serde(default)]
-    pub lane_outcomes: BTreeMap<String, Value>,
-    #[serde(default)]
-    pub lane_finished_at: BTreeMap<String, String>,
+    pub lane_outcomes: BTreeMap<String, LaneOutcome>,
+    /// Per lane: when its last batch ended.
+    #[serde(default, with = "crate::timefmt::rfc3339::map")]
+    pub lane_finished_at: BTreeMap<String, Timestamp>,
     #[serde(default)]
     pub endpoint_failures: BTreeMap<String, EndpointFailure>,
     #[serde(default, with = "crate::timefmt::rfc3339::option")]
@@ -202,7 +212,7 @@ pub struct AutoState {
     #[serde(default)]
     pub daily_launches: BTreeMap<String, BTreeMap<String, u32>>,
     #[serde(default)]
-    pub last_decision: Option<Value>,
+    pub last_decision: Option<Decision>,
     #[serde(default)]
     pub hold: Option<Hold>,
     /// The newest [`HISTORY_KEPT`] events (the log holds them all).
@@ -378,8 +388,7 @@ impl AutoState {
         self.currents.clear();
         self.hold = None;
         self.session.ended_reason = Some(reason.to_owned());
-        let event =
-            LogEvent { at: now, event: "auto_off".into(), detail: serde_json::json!({ "reason": reason, "was": was }) };
+        let event = LogEvent { at: now, event: AutoEvent::AutoOff { was, reason: Some(reason.to_owned()) } };
         (was != Mode::Off, event)
     }
 }
@@ -423,7 +432,9 @@ mod tests {
         assert!(l.state.hold.is_none());
         assert_eq!(l.state.credit_flags.len(), 1, "kept");
         assert!(l.state.history.is_empty());
-        assert_eq!(l.repaired.len(), 3, "{:?}", l.repaired);
+        // The hold twice: its unknown reason first, then the hold without one.
+        assert_eq!(l.repaired.len(), 4, "{:?}", l.repaired);
+        assert!(l.repaired.iter().any(|r| r.starts_with("hold.reason: unknown variant `x`")), "{:?}", l.repaired);
         assert!(l.repaired.iter().any(|r| r.starts_with("mode:")), "{:?}", l.repaired);
         // What loads saves whole and loads again the same.
         let text = serde_json::to_vec(&l.state).unwrap();
@@ -458,13 +469,15 @@ mod tests {
     fn the_history_keeps_the_newest_fifty_and_a_stop_turns_auto_off() {
         let mut s = AutoState { mode: Mode::Finishing, ..AutoState::default() };
         for i in 0..60 {
-            s.remember(LogEvent { at: Timestamp(i), event: format!("e{i}"), detail: Value::Null });
+            s.remember(LogEvent { at: Timestamp(i), event: AutoEvent::TickException { error: format!("e{i}") } });
         }
         assert_eq!(s.history.len(), HISTORY_KEPT);
-        assert_eq!(s.history[0].event, "e10");
+        assert_eq!(s.history[0].event, AutoEvent::TickException { error: "e10".into() });
         let (was_on, ev) = s.turn_off("stop and abort by the operator", Timestamp(99));
         assert!(was_on);
-        assert_eq!((s.mode, ev.event.as_str()), (Mode::Off, "auto_off"));
-        assert_eq!(ev.detail["was"], "finishing");
+        assert_eq!(
+            (s.mode, ev.event),
+            (Mode::Off, AutoEvent::AutoOff { was: Mode::Finishing, reason: Some("stop and abort by the operator".into()) })
+        );
     }
 }

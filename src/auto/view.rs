@@ -76,14 +76,41 @@ pub struct LaneView {
     pub endpoint: Option<String>,
     /// The enabled models it can run.
     pub models: Vec<String>,
-    /// `busy`, `quarantined`, `credit_flagged`, `capped` or `free`.
-    pub status: String,
+    pub status: LaneStatus,
     /// Its current batch's unit, when busy.
     pub unit: Option<String>,
     /// Until when it is quarantined or flagged.
     pub until: Option<Timestamp>,
     /// Why it is not running a batch, in words (none when busy).
     pub idle_reason: Option<String>,
+}
+
+/// Where a lane stands (its `unit` or `until` beside it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneStatus {
+    /// Running one of the autopilot's batches (`unit`).
+    Busy,
+    /// Its endpoint is quarantined (`until`).
+    Quarantined,
+    /// Every model it runs is credit-flagged (`until`).
+    CreditFlagged,
+    /// Every model it runs reached its daily cap (until the next UTC midnight).
+    Capped,
+    /// The next tick may launch on it.
+    Free,
+}
+
+impl LaneStatus {
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Busy => "busy",
+            Self::Quarantined => "quarantined",
+            Self::CreditFlagged => "credit_flagged",
+            Self::Capped => "capped",
+            Self::Free => "free",
+        }
+    }
 }
 
 /// Today's launches of a model against its caps.
@@ -146,7 +173,7 @@ pub fn lanes(state: &AutoState, settings: Option<&Settings>, cfg: &CampaignConfi
                     lane,
                     endpoint: e,
                     models: vec![m.clone()],
-                    status: "free".into(),
+                    status: LaneStatus::Free,
                     unit: None,
                     until: None,
                     idle_reason: None,
@@ -161,12 +188,12 @@ pub fn lanes(state: &AutoState, settings: Option<&Settings>, cfg: &CampaignConfi
             .as_ref()
             .filter(|c| lane_of(c.model.as_deref().unwrap_or(""), c.endpoint.as_deref()) == l.lane));
         if let Some(c) = current {
-            l.status = "busy".into();
+            l.status = LaneStatus::Busy;
             l.unit = Some(c.unit.clone());
             continue;
         }
         if let Some(f) = l.endpoint.as_ref().and_then(|e| state.endpoint_failures.get(e)).filter(|f| f.retry_at > now) {
-            l.status = "quarantined".into();
+            l.status = LaneStatus::Quarantined;
             l.until = Some(f.retry_at);
             // The scheduling model words it: a cooldown, or an open circuit.
             let model = super::tick::scheduler_of(state, &[(l.lane.clone(), l.models.clone())], now);
@@ -177,7 +204,7 @@ pub fn lanes(state: &AutoState, settings: Option<&Settings>, cfg: &CampaignConfi
         let flagged: Vec<_> = l.models.iter().filter_map(|m| state.credit_flags.get(m).map(|f| (m, f))).collect();
         if !flagged.is_empty() && flagged.len() == l.models.len() {
             let (m, f) = flagged[0];
-            l.status = "credit_flagged".into();
+            l.status = LaneStatus::CreditFlagged;
             l.until = Some(f.until);
             l.idle_reason = Some(format!("{m} is credit-flagged until {}", f.until.to_display()));
             continue;
@@ -187,7 +214,7 @@ pub fn lanes(state: &AutoState, settings: Option<&Settings>, cfg: &CampaignConfi
             settings.daily_caps.get(m).is_some_and(|c| n >= *c)
         });
         if capped {
-            l.status = "capped".into();
+            l.status = LaneStatus::Capped;
             l.until = Some(now.next_utc_midnight());
             l.idle_reason = Some("its models' daily caps are reached until the next UTC midnight".into());
             continue;

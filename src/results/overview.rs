@@ -169,7 +169,7 @@ pub fn attention(
     if let Some(a) = auto {
         if a.mode != crate::auto::Mode::Off {
             if let Some(h) = &a.hold {
-                let words = if h.words.is_empty() { h.reason.clone() } else { h.words.clone() };
+                let words = if h.words.is_empty() { h.reason.word().to_owned() } else { h.words.clone() };
                 out.push(item("auto_hold", format!("The autopilot holds: {words}"), "/auto"));
             }
         }
@@ -247,7 +247,7 @@ mod tests {
         let live = LiveState::Unknown { unit: "u".into(), reason: "bus".into(), alive_run_set: None };
         let mut auto = AutoState { mode: crate::auto::Mode::On, ..Default::default() };
         auto.hold = Some(crate::auto::Hold {
-            reason: "daily_cap".into(),
+            reason: crate::auto::HoldReason::NoEligibleSlot,
             words: "every model reached its daily cap".into(),
             since: Timestamp::from_millis(0),
         });

@@ -40,8 +40,9 @@ pub const MAX_PLAUSIBLE_TOKENS_PER_S: f64 = 20_000.0;
 pub enum Event {
     BatchStart,
     CellStart(String),
-    /// The cell and the status it ended with (`done`, `failed`, `stopped`).
-    CellEnd(String, String),
+    /// The cell and the status it ended with (`None`: the line named none,
+    /// or one this reader does not know).
+    CellEnd(String, Option<CellStatus>),
     BatchEnd,
 }
 
@@ -70,7 +71,7 @@ pub fn parse_events(bytes: &[u8]) -> Vec<TimedEvent> {
                 "cell_start" => Event::CellStart(cell()?),
                 "cell_end" => Event::CellEnd(
                     cell()?,
-                    detail.and_then(|d| d.get("status")).and_then(Value::as_str).unwrap_or("").to_owned(),
+                    detail.and_then(|d| d.get("status")).and_then(|s| CellStatus::deserialize(s).ok()),
                 ),
                 _ => return None,
             };
@@ -217,7 +218,7 @@ pub fn timings(run_sets: &[RunSetTiming], now: Timestamp) -> Vec<CellTiming> {
 enum Step {
     Session,
     Start,
-    End(String),
+    End(Option<CellStatus>),
 }
 
 /// Per cell: its own starts and ends, with every batch (re)start between.
@@ -228,7 +229,7 @@ fn events_by_cell(events: &[TimedEvent]) -> BTreeMap<&str, Vec<(f64, Step)>> {
         match &e.event {
             Event::BatchStart => sessions.push(e.at),
             Event::CellStart(c) => by.entry(c.as_str()).or_default().push((e.at, Step::Start)),
-            Event::CellEnd(c, s) => by.entry(c.as_str()).or_default().push((e.at, Step::End(s.clone()))),
+            Event::CellEnd(c, s) => by.entry(c.as_str()).or_default().push((e.at, Step::End(*s))),
             Event::BatchEnd => {}
         }
     }
@@ -244,7 +245,7 @@ fn segments_from_events(evs: &[(f64, Step)], c: &CellRecord, now: f64) -> Vec<Se
     let mut out = Vec::new();
     let mut session: Option<f64> = None;
     let mut open: Option<f64> = None;
-    let mut last_end: Option<(f64, String)> = None;
+    let mut last_end: Option<(f64, Option<CellStatus>)> = None;
     for (at, step) in evs {
         match step {
             Step::Session => {
@@ -252,10 +253,10 @@ fn segments_from_events(evs: &[(f64, Step)], c: &CellRecord, now: f64) -> Vec<Se
                     // A batch restarted while this attempt had no end: its
                     // driver was killed, and the attempt is run again.
                     out.push(Segment { from: a, to: *at, phase: Phase::Retried });
-                    last_end = Some((*at, "killed".into()));
+                    last_end = Some((*at, None));
                 }
                 if let Some((t, s)) = &last_end {
-                    if s == "stopped" && *at > *t {
+                    if *s == Some(CellStatus::Stopped) && *at > *t {
                         out.push(Segment { from: *t, to: *at, phase: Phase::Paused });
                     }
                 }
@@ -278,10 +279,10 @@ fn segments_from_events(evs: &[(f64, Step)], c: &CellRecord, now: f64) -> Vec<Se
             }
             Step::End(status) => {
                 if let Some(a) = open.take() {
-                    let phase = if status == "failed" { Phase::Failed } else { Phase::Running };
+                    let phase = if *status == Some(CellStatus::Failed) { Phase::Failed } else { Phase::Running };
                     out.push(Segment { from: a, to: *at, phase });
                 }
-                last_end = Some((*at, status.clone()));
+                last_end = Some((*at, *status));
             }
         }
     }

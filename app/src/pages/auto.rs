@@ -150,10 +150,10 @@ fn lanes_table(v: &AutoView) -> impl IntoView {
             <thead><tr><th>"Lane"</th><th>"Models"</th><th>"Status"</th><th>"Batch, or why idle"</th></tr></thead>
             <tbody>
                 {v.lanes.iter().map(|l| view! {
-                    <tr class=format!("lane status-{}", l.status) data-lane=l.lane.clone()>
+                    <tr class=format!("lane status-{}", l.status.word()) data-lane=l.lane.clone()>
                         <td>{l.lane.clone()}</td>
                         <td>{l.models.join(", ")}</td>
-                        <td><span class=format!("badge {}", l.status)>{l.status.clone()}</span></td>
+                        <td><span class=format!("badge {}", l.status.word())>{l.status.word().replace('_', " ")}</span></td>
                         <td>{l.unit.clone().or(l.idle_reason.clone()).unwrap_or_default()}</td>
                     </tr>
                 }).collect_view()}
@@ -222,10 +222,10 @@ fn history(v: &AutoView) -> impl IntoView {
                 <table class="history">
                     <tbody>
                         {v.state.history.iter().rev().map(|e| view! {
-                            <tr data-event=e.event.clone()>
+                            <tr data-event=e.event.kind().to_owned()>
                                 <td class="at">{e.at.to_display()}</td>
-                                <td class="event">{e.event.clone()}</td>
-                                <td class="detail"><code>{e.detail.to_string()}</code></td>
+                                <td class="event">{e.event.kind().to_owned()}</td>
+                                <td class="words">{e.event.words()}</td>
                             </tr>
                         }).collect_view()}
                     </tbody>

@@ -30,7 +30,7 @@ use runboard::launch::{
 use runboard::live::{self, ActiveMarker, LiveObservations, LiveView, MarkerStatus, UnitSeen};
 use runboard::preflight::{self, History, Prediction, Preflight, Sample};
 use runboard::runsets::{
-    self, RunIndexEntry, RunSetSummary, UnitRecord, COMMITTED_DIR, LOCK_FILE, RUNSETS_DIR, UNITS_DIR,
+    self, RunIndexEntry, RunKind, RunSetSummary, UnitRecord, COMMITTED_DIR, LOCK_FILE, RUNSETS_DIR, UNITS_DIR,
 };
 use runboard::spec::BatchSpec;
 use runboard::Timestamp;
@@ -494,7 +494,7 @@ impl Campaign {
         self.harvest(&cfg);
         let committed = self.commit(req.path.trim(), &bytes, &spec.label)?;
         let run_set = runsets::run_set_name(&spec.label, crate::clock::now(), &|n| self.run_set_taken(n));
-        self.launch_unit(launcher.as_ref(), &cfg, &spec, &committed, &run_set, None, &tag, "launch", prediction)
+        self.launch_unit(launcher.as_ref(), &cfg, &spec, &committed, &run_set, None, &tag, prediction)
     }
 
     /// Resume: the run set's committed spec, driven again into it.
@@ -524,7 +524,7 @@ impl Campaign {
         let prediction = self.gate(&spec, &cfg, req.skip_preflight)?;
         self.harvest(&cfg);
         let tag = index.iter().rev().find(|e| e.run_set == name).map_or("console".into(), |e| e.tag.clone());
-        self.launch_unit(launcher.as_ref(), &cfg, &spec, &spec_rel, name, Some(&rs.dir), &tag, "resume", prediction)
+        self.launch_unit(launcher.as_ref(), &cfg, &spec, &spec_rel, name, Some(&rs.dir), &tag, prediction)
     }
 
     /// Whether the run set was aborted: the marker says so for it, or its
@@ -581,7 +581,6 @@ impl Campaign {
         run_set: &str,
         resume_into: Option<&Path>,
         tag: &str,
-        kind: &str,
         prediction: Option<Prediction>,
     ) -> Result<Launched, ApiError> {
         // A resumed run set gets a unit of its own each time.
@@ -632,7 +631,7 @@ impl Campaign {
             spec: committed.to_owned(),
             label: spec.label.clone(),
             launched_at: rec.started_at,
-            kind: kind.into(),
+            kind: if resume_into.is_some() { RunKind::Resume } else { RunKind::Launch },
             launcher: launcher.backend().into(),
             unit: unit.clone(),
             tag: tag.to_owned(),
@@ -651,7 +650,7 @@ impl Campaign {
             status: MarkerStatus::Launched,
             planned: spec.cells.len(),
             updated_at: crate::clock::now(),
-            reason: Some(format!("{kind}ed through the console")),
+            reason: Some(format!("{}ed through the console", if resume_into.is_some() { "resum" } else { "launch" })),
         };
         if let Err(e) = self.records.write_marker(&marker) {
             problems.push(format!("active_batch.json: {e}"));
