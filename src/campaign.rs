@@ -183,6 +183,21 @@ pub enum LauncherKind {
     Slurm,
 }
 
+impl LauncherKind {
+    /// `local`, `systemd` or `slurm`, as `campaign.toml` and the records say it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Systemd => "systemd",
+            Self::Slurm => "slurm",
+        }
+    }
+
+    pub fn from_word(word: &str) -> Option<Self> {
+        [Self::Local, Self::Systemd, Self::Slurm].into_iter().find(|k| k.word() == word)
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LauncherConfig {
     #[serde(default)]

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::campaign::LauncherKind;
 use crate::drive::records::{BatchOutcome, BatchStatus};
 use crate::Timestamp;
 
@@ -112,7 +113,7 @@ pub struct RunIndexEntry {
     pub label: String,
     pub launched_at: Timestamp,
     pub kind: RunKind,
-    pub launcher: String,
+    pub launcher: LauncherKind,
     pub unit: String,
     pub tag: String,
     pub cells: usize,
@@ -153,7 +154,7 @@ impl RunIndexEntry {
             self.label.clone(),
             self.launched_at.to_rfc3339(),
             self.kind.word().to_owned(),
-            self.launcher.clone(),
+            self.launcher.word().to_owned(),
             self.unit.clone(),
             self.tag.clone(),
             self.cells.to_string(),
@@ -190,26 +191,34 @@ pub fn parse_run_index(bytes: &[u8]) -> (Vec<RunIndexEntry>, Vec<String>) {
         let f = |k: usize| rec.get(k).unwrap_or("").to_owned();
         let at = Timestamp::parse_rfc3339(&f(3));
         let kind = RunKind::from_word(&f(4));
-        match (at, kind, rec.len() == RUN_INDEX_HEADER.len()) {
-            (Some(launched_at), Some(kind), true) => out.push(RunIndexEntry {
+        let launcher = LauncherKind::from_word(&f(5));
+        match (at, kind, launcher, rec.len() == RUN_INDEX_HEADER.len()) {
+            (Some(launched_at), Some(kind), Some(launcher), true) => out.push(RunIndexEntry {
                 run_set: f(0),
                 spec: f(1),
                 label: f(2),
                 launched_at,
                 kind,
-                launcher: f(5),
+                launcher,
                 unit: f(6),
                 tag: f(7),
                 cells: f(8).parse().unwrap_or(0),
                 model: f(9),
                 endpoint: f(10),
             }),
-            (_, _, false) => problems
-                .push(format!("{RUN_INDEX_FILE}: line {line}: {} fields, not {}", rec.len(), RUN_INDEX_HEADER.len())),
-            (None, _, true) => problems.push(format!("{RUN_INDEX_FILE}: line {line}: launched_at {:?} is not a timestamp", f(3))),
-            (_, None, true) => {
+            (_, _, _, false) => problems.push(format!(
+                "{RUN_INDEX_FILE}: line {line}: {} fields, not {}",
+                rec.len(),
+                RUN_INDEX_HEADER.len()
+            )),
+            (None, _, _, true) => {
+                problems.push(format!("{RUN_INDEX_FILE}: line {line}: launched_at {:?} is not a timestamp", f(3)))
+            }
+            (_, None, _, true) => {
                 problems.push(format!("{RUN_INDEX_FILE}: line {line}: kind {:?} is neither launch nor resume", f(4)))
             }
+            (_, _, None, true) => problems
+                .push(format!("{RUN_INDEX_FILE}: line {line}: launcher {:?} is not local, systemd or slurm", f(5))),
         }
     }
     (out, problems)
@@ -225,78 +234,186 @@ pub fn launches_today(index: &[RunIndexEntry], now: Timestamp) -> BTreeMap<Strin
     out
 }
 
-/// A launcher's record of one unit (`.runboard/units/<unit>.json`).
+/// A launcher's record of one unit (`.runboard/units/<unit>.json`): what
+/// was launched, how its backend finds it again ([`UnitHandle`]), and its end
+/// once runboard has seen it. The file keeps its flat format
+/// (`docs/formats.md`); this is its closed form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "UnitFile", into = "UnitFile")]
 pub struct UnitRecord {
-    pub schema_version: u32,
     pub unit: String,
-    /// `local`, `systemd` or `slurm`.
-    pub backend: String,
     pub run_set: String,
     /// The committed spec, relative to the root.
     pub spec: String,
     pub command: Vec<String>,
-    #[serde(with = "crate::timefmt::rfc3339")]
     pub started_at: Timestamp,
-    /// Local: the supervising process, and its start time in clock ticks
-    /// since boot (a PID alone can be reused).
-    #[serde(default)]
-    pub pid: Option<u32>,
-    #[serde(default)]
-    pub pid_start: Option<u64>,
-    /// Local: the driver process the supervisor started.
-    #[serde(default)]
-    pub driver_pid: Option<u32>,
-    /// Slurm: the job id.
-    #[serde(default)]
-    pub job_id: Option<String>,
-    #[serde(default, with = "crate::timefmt::rfc3339::option")]
-    pub ended_at: Option<Timestamp>,
-    #[serde(default)]
-    pub exit_status: Option<i32>,
-    /// `success`, `exit-code`, `signal` (with the signal in `reason`), …
-    #[serde(default)]
-    pub result: Option<String>,
+    /// How its backend finds it again.
+    pub handle: UnitHandle,
+    /// How it ended, once recorded (then no backend is asked).
+    pub end: Option<UnitEnd>,
     /// Its log, relative to the root.
-    #[serde(default)]
     pub log: Option<String>,
+}
+
+/// How a unit's backend finds it again. Each backend's fields are known
+/// only once its launcher has said them (a record is written before).
+#[derive(Debug, Clone, PartialEq)]
+pub enum UnitHandle {
+    /// The local supervising process: its PID and its start time in clock
+    /// ticks since boot (a PID alone can be reused), and the driver it started.
+    Local { pid: Option<u32>, pid_start: Option<u64>, driver_pid: Option<u32> },
+    /// A transient unit of the systemd user manager (named by the unit);
+    /// its main PID once it ran.
+    Systemd { main_pid: Option<u32> },
+    /// A Slurm job, once `sbatch` gave its id.
+    Slurm { job_id: Option<String> },
+}
+
+impl UnitHandle {
+    /// A handle of `backend` that knows nothing yet.
+    pub fn unknown(backend: LauncherKind) -> Self {
+        match backend {
+            LauncherKind::Local => Self::Local { pid: None, pid_start: None, driver_pid: None },
+            LauncherKind::Systemd => Self::Systemd { main_pid: None },
+            LauncherKind::Slurm => Self::Slurm { job_id: None },
+        }
+    }
+
+    pub fn backend(&self) -> LauncherKind {
+        match self {
+            Self::Local { .. } => LauncherKind::Local,
+            Self::Systemd { .. } => LauncherKind::Systemd,
+            Self::Slurm { .. } => LauncherKind::Slurm,
+        }
+    }
+}
+
+/// How a unit ended, as recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitEnd {
+    pub at: Timestamp,
+    pub exit_status: Option<i32>,
+    /// `success`, `exit-code`, `signal`, … (`docs/formats.md`).
+    pub result: String,
+}
+
+/// The unit record's file, flat as written since its first version.
+#[derive(Serialize, Deserialize)]
+struct UnitFile {
+    schema_version: u32,
+    unit: String,
+    /// `local`, `systemd` or `slurm`.
+    backend: String,
+    run_set: String,
+    spec: String,
+    command: Vec<String>,
+    #[serde(with = "crate::timefmt::rfc3339")]
+    started_at: Timestamp,
+    #[serde(default)]
+    pid: Option<u32>,
+    #[serde(default)]
+    pid_start: Option<u64>,
+    #[serde(default)]
+    driver_pid: Option<u32>,
+    #[serde(default)]
+    job_id: Option<String>,
+    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    ended_at: Option<Timestamp>,
+    #[serde(default)]
+    exit_status: Option<i32>,
+    #[serde(default)]
+    result: Option<String>,
+    #[serde(default)]
+    log: Option<String>,
+}
+
+impl TryFrom<UnitFile> for UnitRecord {
+    type Error = String;
+
+    fn try_from(f: UnitFile) -> Result<Self, String> {
+        let handle = match LauncherKind::from_word(&f.backend) {
+            Some(LauncherKind::Local) => {
+                UnitHandle::Local { pid: f.pid, pid_start: f.pid_start, driver_pid: f.driver_pid }
+            }
+            Some(LauncherKind::Systemd) => UnitHandle::Systemd { main_pid: f.pid.or(f.driver_pid) },
+            Some(LauncherKind::Slurm) => UnitHandle::Slurm { job_id: f.job_id },
+            None => return Err(format!("backend {:?} is not local, systemd or slurm", f.backend)),
+        };
+        let end = f.ended_at.map(|at| UnitEnd { at, exit_status: f.exit_status, result: f.result.unwrap_or_default() });
+        Ok(Self {
+            unit: f.unit,
+            run_set: f.run_set,
+            spec: f.spec,
+            command: f.command,
+            started_at: f.started_at,
+            handle,
+            end,
+            log: f.log,
+        })
+    }
+}
+
+impl From<UnitRecord> for UnitFile {
+    fn from(r: UnitRecord) -> Self {
+        let backend = r.handle.backend().word().to_owned();
+        let (pid, pid_start, driver_pid, job_id) = match r.handle {
+            UnitHandle::Local { pid, pid_start, driver_pid } => (pid, pid_start, driver_pid, None),
+            // The main PID is the driver's: `runboard drive` is the unit's command.
+            UnitHandle::Systemd { main_pid } => (main_pid, None, main_pid, None),
+            UnitHandle::Slurm { job_id } => (None, None, None, job_id),
+        };
+        Self {
+            schema_version: 1,
+            unit: r.unit,
+            backend,
+            run_set: r.run_set,
+            spec: r.spec,
+            command: r.command,
+            started_at: r.started_at,
+            pid,
+            pid_start,
+            driver_pid,
+            job_id,
+            ended_at: r.end.as_ref().map(|e| e.at),
+            exit_status: r.end.as_ref().and_then(|e| e.exit_status),
+            result: r.end.map(|e| e.result),
+            log: r.log,
+        }
+    }
 }
 
 impl UnitRecord {
     /// A unit's record before its launcher says more (no PID, job or end).
     pub fn new(
         unit: &str,
-        backend: &str,
+        backend: LauncherKind,
         run_set: &str,
         spec: &str,
         command: Vec<String>,
         started_at: Timestamp,
     ) -> Self {
         Self {
-            schema_version: 1,
             unit: unit.to_owned(),
-            backend: backend.to_owned(),
             run_set: run_set.to_owned(),
             spec: spec.to_owned(),
             command,
             started_at,
-            pid: None,
-            pid_start: None,
-            driver_pid: None,
-            job_id: None,
-            ended_at: None,
-            exit_status: None,
-            result: None,
+            handle: UnitHandle::unknown(backend),
+            end: None,
             log: None,
         }
     }
 
+    pub fn backend(&self) -> LauncherKind {
+        self.handle.backend()
+    }
+
     /// How it ended, when its end is recorded (then no backend is asked).
     pub fn recorded_end(&self) -> Option<crate::live::Observation> {
-        self.ended_at.map(|at| crate::live::Observation::Finished {
-            exit_status: self.exit_status,
-            result: self.result.clone().unwrap_or_default(),
-            at: Some(at),
+        self.end.as_ref().map(|e| crate::live::Observation::Finished {
+            exit_status: e.exit_status,
+            result: e.result.clone(),
+            at: Some(e.at),
         })
     }
 }
@@ -391,7 +508,7 @@ mod tests {
             label: "l".into(),
             launched_at: Timestamp::parse_rfc3339(at).unwrap(),
             kind,
-            launcher: "local".into(),
+            launcher: LauncherKind::Local,
             unit: "u".into(),
             tag: "console".into(),
             cells: 1,

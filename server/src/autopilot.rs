@@ -88,7 +88,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
                         unit: l.unit,
                         run_set: l.run_set,
                         spec: l.spec,
-                        backend: format!("{:?}", cfg.launcher.kind).to_lowercase(),
+                        backend: cfg.launcher.kind.word().to_owned(),
                     },
                     Err(e) => LaunchResult::Refused(reasons_of(&e)),
                 }

@@ -440,7 +440,8 @@ fn sigkill_to_the_driver_leaves_nothing_behind() {
         std::thread::sleep(Duration::from_millis(100));
     }
     if sleepers() < 4 {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
         let e = finish(child, Instant::now());
         panic!("the cluster did not come up: {:?}\n{}\n{}", marked(&c.marker), e.stdout, e.stderr);
     }

@@ -103,9 +103,13 @@ impl<'de> Deserialize<'de> for BatchEnd {
 #[serde(tag = "event", content = "detail", rename_all = "snake_case")]
 pub enum AutoEvent {
     /// The operator turned auto mode on; `was` the mode before.
-    AutoOn { was: Mode },
+    AutoOn {
+        was: Mode,
+    },
     /// The operator set it to finish (let its batches end, then off).
-    AutoFinishing { was: Mode },
+    AutoFinishing {
+        was: Mode,
+    },
     /// Turned off: by the operator (or a stop), with why.
     AutoOff {
         was: Mode,
@@ -117,9 +121,14 @@ pub enum AutoEvent {
     /// The operator saved settings; the detail is the settings object.
     SettingsSaved(Value),
     /// The state file had to be repaired to load (each repair in words).
-    StateRepaired { repairs: Vec<String> },
+    StateRepaired {
+        repairs: Vec<String>,
+    },
     /// A hold began (a hold that goes on is not logged again).
-    Hold { reason: HoldReason, words: String },
+    Hold {
+        reason: HoldReason,
+        words: String,
+    },
     /// A hold has lasted longer than `hold_notify_minutes` (once per hold).
     HoldLong {
         reason: HoldReason,
@@ -137,7 +146,12 @@ pub enum AutoEvent {
         cells: usize,
         why: String,
     },
-    LaunchFailed { lane: String, model: String, endpoint: Option<String>, reasons: Vec<String> },
+    LaunchFailed {
+        lane: String,
+        model: String,
+        endpoint: Option<String>,
+        reasons: Vec<String>,
+    },
     BatchFinished {
         unit: String,
         run_set: String,
@@ -149,14 +163,19 @@ pub enum AutoEvent {
         failure: Option<String>,
     },
     /// A parallel lane's batch ended (after `batch_finished`).
-    LaneFinished { lane: String, status: BatchEnd },
+    LaneFinished {
+        lane: String,
+        status: BatchEnd,
+    },
     CreditFlagged {
         model: String,
         #[serde(with = "crate::timefmt::rfc3339")]
         until: Timestamp,
         reason: String,
     },
-    CreditExpired { model: String },
+    CreditExpired {
+        model: String,
+    },
     EndpointQuarantined {
         endpoint: String,
         lane: String,
@@ -165,17 +184,33 @@ pub enum AutoEvent {
         failures: u32,
         reason: String,
     },
-    EndpointReleased { endpoint: String },
-    EndpointRecovered { endpoint: String },
-    CloseoutDeferred { run_set: String, stage: String, message: String },
+    EndpointReleased {
+        endpoint: String,
+    },
+    EndpointRecovered {
+        endpoint: String,
+    },
+    CloseoutDeferred {
+        run_set: String,
+        stage: String,
+        message: String,
+    },
     CloseoutResolved {},
     /// The notification hook failed for the event named `event`.
-    NotifyFailed { event: String, why: String },
+    NotifyFailed {
+        event: String,
+        why: String,
+    },
     /// A tick failed or panicked; the loop went on.
-    TickException { error: String },
+    TickException {
+        error: String,
+    },
     /// A line this version does not know, kept as written.
     #[serde(skip)]
-    Unrecognised { event: String, detail: Value },
+    Unrecognised {
+        event: String,
+        detail: Value,
+    },
 }
 
 impl AutoEvent {
@@ -252,7 +287,9 @@ impl AutoEvent {
                 }
                 w + "."
             }
-            Self::LaneFinished { lane, status } => format!("Lane {lane} is free ({}).", status.word().replace('_', " ")),
+            Self::LaneFinished { lane, status } => {
+                format!("Lane {lane} is free ({}).", status.word().replace('_', " "))
+            }
             Self::CreditFlagged { model, until, reason } => {
                 format!("{model} is held back until {}: its route could not spend ({reason}).", until.to_display())
             }
@@ -264,7 +301,9 @@ impl AutoEvent {
             Self::EndpointReleased { endpoint } => {
                 format!("Endpoint {endpoint}'s quarantine ended: its next batch is the probe.")
             }
-            Self::EndpointRecovered { endpoint } => format!("Endpoint {endpoint} recovered: its failures are forgotten."),
+            Self::EndpointRecovered { endpoint } => {
+                format!("Endpoint {endpoint} recovered: its failures are forgotten.")
+            }
             Self::CloseoutDeferred { run_set, stage, message } => {
                 format!("{run_set}: publication stage {stage} failed ({message}); listed for backfill.")
             }
@@ -380,7 +419,10 @@ mod tests {
             assert_eq!(serde_json::to_value(&e).unwrap(), line);
         }
         let e: LogEvent = serde_json::from_value(lines_kind("lane_finished")).unwrap();
-        assert_eq!(e.event, AutoEvent::LaneFinished { lane: "gpu-a".into(), status: BatchEnd::Outcome(BatchStatus::Completed) });
+        assert_eq!(
+            e.event,
+            AutoEvent::LaneFinished { lane: "gpu-a".into(), status: BatchEnd::Outcome(BatchStatus::Completed) }
+        );
         assert_eq!(e.event.kind(), "lane_finished");
     }
 

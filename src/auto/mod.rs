@@ -477,7 +477,10 @@ mod tests {
         assert!(was_on);
         assert_eq!(
             (s.mode, ev.event),
-            (Mode::Off, AutoEvent::AutoOff { was: Mode::Finishing, reason: Some("stop and abort by the operator".into()) })
+            (
+                Mode::Off,
+                AutoEvent::AutoOff { was: Mode::Finishing, reason: Some("stop and abort by the operator".into()) }
+            )
         );
     }
 }

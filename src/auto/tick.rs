@@ -966,8 +966,8 @@ pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchRe
 #[cfg(test)]
 pub(crate) mod tests_support {
     use super::*;
-    use serde_json::json;
     use crate::coverage::RunSetCells;
+    use serde_json::json;
 
     pub fn now() -> Timestamp {
         Timestamp::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()

@@ -126,22 +126,17 @@ impl Campaign {
 
     /// The launcher new batches start with (`[launcher] kind`).
     fn launcher(&self, cfg: &CampaignConfig) -> Result<Box<dyn Launcher + '_>, ApiError> {
-        let name = match cfg.launcher.kind {
-            LauncherKind::Local => "local",
-            LauncherKind::Systemd => "systemd",
-            LauncherKind::Slurm => "slurm",
-        };
-        self.launcher_named(name, cfg).map_err(|e| ApiError::refused(vec![e]))
+        self.launcher_of(cfg.launcher.kind, cfg).map_err(|e| ApiError::refused(vec![e]))
     }
 
     /// The launcher of a unit's backend, with the campaign's settings now
     /// (a unit keeps being observed by its own backend after the campaign
     /// changed `kind`).
-    fn launcher_named(&self, backend: &str, cfg: &CampaignConfig) -> Result<Box<dyn Launcher + '_>, String> {
+    fn launcher_of(&self, backend: LauncherKind, cfg: &CampaignConfig) -> Result<Box<dyn Launcher + '_>, String> {
         let l = &cfg.launcher;
         match backend {
-            "local" => Ok(Box::new(&self.local)),
-            "systemd" => {
+            LauncherKind::Local => Ok(Box::new(&self.local)),
+            LauncherKind::Systemd => {
                 let bus = self.systemd_bus.get_or_init(SystemdBus::new).as_ref().map_err(Clone::clone)?;
                 Ok(Box::new(SystemdLauncher {
                     bus,
@@ -150,8 +145,9 @@ impl Campaign {
                     environment: launcher::unit_environment(&l.environment),
                 }))
             }
-            "slurm" => Ok(Box::new(SlurmLauncher { query_timeout: l.query_timeout(), settings: l.slurm.clone() })),
-            other => Err(format!("unit backend {other:?} is not one this runboard knows")),
+            LauncherKind::Slurm => {
+                Ok(Box::new(SlurmLauncher { query_timeout: l.query_timeout(), settings: l.slurm.clone() }))
+            }
         }
     }
 
@@ -159,10 +155,10 @@ impl Campaign {
     /// once a second (Slurm: every two seconds) whatever the number of pollers.
     fn observe(&self, rec: &UnitRecord, cfg: &CampaignConfig) -> runboard::live::Observation {
         use runboard::live::Observation;
-        let fresh_for = match rec.backend.as_str() {
-            "local" => return self.local.observe(rec),
-            "slurm" => Duration::from_secs(2),
-            _ => Duration::from_secs(1),
+        let fresh_for = match rec.backend() {
+            LauncherKind::Local => return self.local.observe(rec),
+            LauncherKind::Slurm => Duration::from_secs(2),
+            LauncherKind::Systemd => Duration::from_secs(1),
         };
         if let Some(end) = rec.recorded_end() {
             return end;
@@ -181,7 +177,7 @@ impl Campaign {
         if let Some(o) = cached(&self.observed) {
             return o;
         }
-        let obs = match self.launcher_named(&rec.backend, cfg) {
+        let obs = match self.launcher_of(rec.backend(), cfg) {
             Ok(l) => l.observe(rec),
             Err(reason) => Observation::Unknown { reason },
         };
@@ -193,7 +189,7 @@ impl Campaign {
     /// record and lets the backend forget it (systemd unloads the unit it
     /// kept to be read). Under the campaign lock, before a launch or control.
     fn harvest(&self, cfg: &CampaignConfig) {
-        for rec in self.records.units().iter().filter(|r| r.ended_at.is_none() && r.backend != "local") {
+        for rec in self.records.units().iter().filter(|r| r.end.is_none() && r.backend() != LauncherKind::Local) {
             self.observed.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.unit);
             let obs = self.observe(rec, cfg);
             let Some(done) = launcher::ended(rec, &obs) else { continue };
@@ -201,7 +197,7 @@ impl Campaign {
                 tracing::error!("recording the end of {}: {e}", rec.unit);
                 continue;
             }
-            if let Ok(l) = self.launcher_named(&rec.backend, cfg) {
+            if let Ok(l) = self.launcher_of(rec.backend(), cfg) {
                 if let Err(e) = l.forget(&done) {
                     tracing::warn!("{}: {e}", rec.unit);
                 }
@@ -632,7 +628,7 @@ impl Campaign {
             label: spec.label.clone(),
             launched_at: rec.started_at,
             kind: if resume_into.is_some() { RunKind::Resume } else { RunKind::Launch },
-            launcher: launcher.backend().into(),
+            launcher: launcher.backend(),
             unit: unit.clone(),
             tag: tag.to_owned(),
             cells: spec.cells.len(),
@@ -682,7 +678,7 @@ impl Campaign {
                         Ok(_) => "its unit record changed while it was read".into(),
                     },
                 };
-                let rec = UnitRecord::new(&e.unit, &e.launcher, &e.run_set, &e.spec, Vec::new(), e.launched_at);
+                let rec = UnitRecord::new(&e.unit, e.launcher, &e.run_set, &e.spec, Vec::new(), e.launched_at);
                 (rec, runboard::live::Observation::Unknown { reason: why })
             }
             None => {
@@ -705,7 +701,7 @@ impl Campaign {
                 return f.clone();
             }
         }
-        let tail = match self.launcher_named(&rec.backend, cfg) {
+        let tail = match self.launcher_of(rec.backend(), cfg) {
             Ok(l) => l.log_tail(rec, &self.records, 12),
             Err(_) => rec.log.as_deref().map(|l| self.records.tail_lines(l, 12)).unwrap_or_default(),
         };
@@ -888,7 +884,7 @@ impl Campaign {
         self.records
             .units()
             .iter()
-            .filter(|r| r.ended_at.is_none() || r.backend == "local")
+            .filter(|r| r.end.is_none() || r.backend() == LauncherKind::Local)
             .filter_map(|r| {
                 let obs = self.observe(r, cfg);
                 matches!(obs, Observation::Active { .. } | Observation::Pending { .. } | Observation::Unknown { .. })
@@ -906,13 +902,14 @@ impl Campaign {
             self.running_units(cfg).into_iter().filter(|r| targets.contains(&r.run_set)).collect();
         let grace = Duration::from_secs_f64(cfg.grace_s());
         for rec in &running {
-            let s = match self.launcher_named(&rec.backend, cfg) {
+            let s = match self.launcher_of(rec.backend(), cfg) {
                 Ok(l) => l.stop(rec, grace),
                 Err(e) => launcher::Stopped { unit: rec.unit.clone(), was_running: true, ended: false, detail: e },
             };
             self.observed.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.unit);
             // What really happened, from the end its supervisor recorded.
-            let recorded = self.records.units().iter().find(|r| r.unit == rec.unit).and_then(|r| r.result.clone());
+            let recorded =
+                self.records.units().iter().find(|r| r.unit == rec.unit).and_then(|r| r.end.clone()).map(|e| e.result);
             let detail = match recorded.as_deref() {
                 Some("killed-after-grace") => format!(
                     "killed after the launcher's grace ({} s): its driver did not end in time, so its records may still say running",
@@ -935,7 +932,7 @@ impl Campaign {
         let Ok(cfg) = self.config() else { return };
         let grace = Duration::from_secs_f64(cfg.grace_s());
         for rec in self.running_units(&cfg) {
-            if let Ok(l) = self.launcher_named(&rec.backend, &cfg) {
+            if let Ok(l) = self.launcher_of(rec.backend(), &cfg) {
                 l.stop(&rec, grace);
             }
         }
@@ -1127,7 +1124,7 @@ fn unit_seen(
 ) -> UnitSeen {
     UnitSeen {
         unit: rec.unit.clone(),
-        backend: rec.backend.clone(),
+        backend: rec.backend().word().to_owned(),
         run_set: rec.run_set.clone(),
         spec: rec.spec.clone(),
         started_at: rec.started_at,

@@ -11,8 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use runboard::campaign::LauncherKind;
 use runboard::live::Observation;
-use runboard::runsets::UnitRecord;
+use runboard::runsets::{UnitEnd, UnitHandle, UnitRecord};
 
 use super::{Launcher, Stopped, UnitRequest};
 use crate::fsread::process_start;
@@ -29,8 +30,10 @@ impl LocalLauncher {
     }
 
     fn supervisor_alive(rec: &UnitRecord) -> bool {
-        match (rec.pid, rec.pid_start) {
-            (Some(pid), Some(start)) => process_start(pid) == Some(start) && !is_zombie(pid),
+        match rec.handle {
+            UnitHandle::Local { pid: Some(pid), pid_start: Some(start), .. } => {
+                process_start(pid) == Some(start) && !is_zombie(pid)
+            }
             _ => false,
         }
     }
@@ -56,13 +59,13 @@ pub(super) fn read_record(path: &Path) -> Option<UnitRecord> {
 }
 
 impl Launcher for LocalLauncher {
-    fn backend(&self) -> &'static str {
-        "local"
+    fn backend(&self) -> LauncherKind {
+        LauncherKind::Local
     }
 
     fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
         use std::os::unix::process::CommandExt;
-        let first = super::first_record(req, "local");
+        let first = super::first_record(req, LauncherKind::Local);
         super::write_record(&req.record, &first)?;
         let mut child = std::process::Command::new(&self.exe)
             .arg("__unit")
@@ -94,7 +97,8 @@ impl Launcher for LocalLauncher {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(rec) = read_record(&req.record) {
-                if rec.driver_pid.is_some() || rec.ended_at.is_some() {
+                let driver = matches!(rec.handle, UnitHandle::Local { driver_pid: Some(_), .. });
+                if driver || rec.end.is_some() {
                     return Ok(rec);
                 }
             }
@@ -112,12 +116,14 @@ impl Launcher for LocalLauncher {
         if Self::supervisor_alive(rec) {
             return Observation::Active { since: Some(rec.started_at) };
         }
-        match rec.pid {
+        match rec.handle {
+            // Its supervisor is gone without recording an end: killed.
+            UnitHandle::Local { pid: Some(_), .. } => {
+                Observation::Finished { exit_status: None, result: "supervisor-killed".into(), at: None }
+            }
             // Never recorded itself: it died at once (or the record is from
             // an older runboard).
-            None => Observation::Finished { exit_status: None, result: "never-started".into(), at: None },
-            // Its supervisor is gone without recording an end: killed.
-            Some(_) => Observation::Finished { exit_status: None, result: "supervisor-killed".into(), at: None },
+            _ => Observation::Finished { exit_status: None, result: "never-started".into(), at: None },
         }
     }
 
@@ -126,7 +132,10 @@ impl Launcher for LocalLauncher {
         if !Self::supervisor_alive(rec) {
             return Stopped { unit, was_running: false, ended: true, detail: "it had already ended".into() };
         }
-        let pid = nix::unistd::Pid::from_raw(rec.pid.unwrap_or(0) as i32);
+        let UnitHandle::Local { pid: Some(pid), driver_pid, .. } = rec.handle else {
+            return Stopped { unit, was_running: false, ended: true, detail: "it had already ended".into() };
+        };
+        let pid = nix::unistd::Pid::from_raw(pid as i32);
         if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM) {
             return Stopped { unit, was_running: true, ended: false, detail: format!("SIGTERM failed: {e}") };
         }
@@ -140,7 +149,7 @@ impl Launcher for LocalLauncher {
             std::thread::sleep(Duration::from_millis(50));
         }
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-        if let Some(d) = rec.driver_pid {
+        if let Some(d) = driver_pid {
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(d as i32), nix::sys::signal::Signal::SIGKILL);
         }
         Stopped { unit, was_running: true, ended: true, detail: format!("killed after {} s", grace.as_secs()) }
@@ -156,17 +165,15 @@ pub async fn supervise(record: PathBuf, log: PathBuf, grace: Duration, command: 
         eprintln!("runboard __unit: {}: no unit record", record.display());
         return 2;
     };
-    rec.pid = Some(std::process::id());
-    rec.pid_start = process_start(std::process::id());
+    let me = std::process::id();
+    rec.handle = UnitHandle::Local { pid: Some(me), pid_start: process_start(me), driver_pid: None };
     let save = |rec: &UnitRecord| {
         if let Ok(bytes) = serde_json::to_vec_pretty(rec) {
             let _ = crate::atomic::write_atomic(&record, &bytes);
         }
     };
     let end = |mut rec: UnitRecord, code: Option<i32>, result: &str| {
-        rec.ended_at = Some(crate::clock::now());
-        rec.exit_status = code;
-        rec.result = Some(result.to_owned());
+        rec.end = Some(UnitEnd { at: crate::clock::now(), exit_status: code, result: result.to_owned() });
         save(&rec);
     };
     let opened = log
@@ -208,7 +215,9 @@ pub async fn supervise(record: PathBuf, log: PathBuf, grace: Duration, command: 
             return 127;
         }
     };
-    rec.driver_pid = child.id();
+    if let UnitHandle::Local { driver_pid, .. } = &mut rec.handle {
+        *driver_pid = child.id();
+    }
     save(&rec);
     let status = match term.as_mut() {
         Ok(term) => tokio::select! {

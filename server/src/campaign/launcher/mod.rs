@@ -21,8 +21,9 @@ pub mod systemd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use runboard::campaign::LauncherKind;
 use runboard::live::{unit_failure, Observation, UnitFailure};
-use runboard::runsets::UnitRecord;
+use runboard::runsets::{UnitEnd, UnitRecord};
 
 use super::records::Records;
 
@@ -60,7 +61,7 @@ pub struct Stopped {
 
 pub trait Launcher: Send + Sync {
     /// `local`, `systemd` or `slurm`.
-    fn backend(&self) -> &'static str;
+    fn backend(&self) -> LauncherKind;
     /// Starts the unit; the record it keeps of it, or why it could not.
     /// Accepted is not surviving: a unit that dies later is seen by
     /// [`Launcher::observe`].
@@ -85,7 +86,7 @@ pub trait Launcher: Send + Sync {
 
 /// A borrowed launcher is a launcher (the campaign hands out its local one).
 impl<L: Launcher + ?Sized> Launcher for &L {
-    fn backend(&self) -> &'static str {
+    fn backend(&self) -> LauncherKind {
         (**self).backend()
     }
     fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
@@ -106,7 +107,7 @@ impl<L: Launcher + ?Sized> Launcher for &L {
 }
 
 /// The first record of a unit, before its backend says more.
-pub fn first_record(req: &UnitRequest, backend: &str) -> UnitRecord {
+pub fn first_record(req: &UnitRequest, backend: LauncherKind) -> UnitRecord {
     let mut rec =
         UnitRecord::new(&req.unit, backend, &req.run_set, &req.spec, req.command.clone(), crate::clock::now());
     rec.log = Some(req.log.clone());
@@ -127,7 +128,7 @@ pub fn write_record(path: &Path, rec: &UnitRecord) -> Result<(), String> {
 pub fn failure_of(rec: &UnitRecord, obs: &Observation, tail: &[String]) -> UnitFailure {
     let (status, result) = match obs {
         Observation::Finished { exit_status, result, .. } => (*exit_status, result.clone()),
-        _ => (rec.exit_status, rec.result.clone().unwrap_or_default()),
+        _ => rec.end.as_ref().map_or((None, String::new()), |e| (e.exit_status, e.result.clone())),
     };
     unit_failure(&rec.unit, status, &result, tail)
 }
@@ -136,9 +137,8 @@ pub fn failure_of(rec: &UnitRecord, obs: &Observation, tail: &[String]) -> UnitF
 pub fn ended(rec: &UnitRecord, obs: &Observation) -> Option<UnitRecord> {
     let Observation::Finished { exit_status, result, at } = obs else { return None };
     let mut r = rec.clone();
-    r.ended_at = Some(at.unwrap_or_else(crate::clock::now));
-    r.exit_status = *exit_status;
-    r.result = Some(result.clone());
+    r.end =
+        Some(UnitEnd { at: at.unwrap_or_else(crate::clock::now), exit_status: *exit_status, result: result.clone() });
     Some(r)
 }
 

@@ -21,8 +21,9 @@
 
 use std::time::{Duration, Instant};
 
+use runboard::campaign::LauncherKind;
 use runboard::live::Observation;
-use runboard::runsets::UnitRecord;
+use runboard::runsets::{UnitHandle, UnitRecord};
 
 use super::{Launcher, Stopped, UnitRequest};
 use crate::command::{run_bounded, why};
@@ -180,12 +181,12 @@ pub fn job_observation(state: &str, exit_code: &str, reason: &str) -> Observatio
 }
 
 impl Launcher for SlurmLauncher {
-    fn backend(&self) -> &'static str {
-        "slurm"
+    fn backend(&self) -> LauncherKind {
+        LauncherKind::Slurm
     }
 
     fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
-        let mut rec = super::first_record(req, "slurm");
+        let mut rec = super::first_record(req, LauncherKind::Slurm);
         super::write_record(&req.record, &rec)?;
         let script = req.record.with_extension("sbatch");
         std::fs::write(&script, self.script(req)).map_err(|e| format!("{}: {e}", script.display()))?;
@@ -218,7 +219,7 @@ impl Launcher for SlurmLauncher {
                 runboard::spec::shorten(text.trim())
             ));
         }
-        rec.job_id = Some(id);
+        rec.handle = UnitHandle::Slurm { job_id: Some(id) };
         super::write_record(&req.record, &rec)?;
         Ok(rec)
     }
@@ -227,7 +228,7 @@ impl Launcher for SlurmLauncher {
         if let Some(end) = rec.recorded_end() {
             return end;
         }
-        let Some(job) = rec.job_id.as_deref() else {
+        let UnitHandle::Slurm { job_id: Some(job) } = &rec.handle else {
             return Observation::Finished { exit_status: None, result: "never-started".into(), at: None };
         };
         match self.queued(job) {
@@ -239,7 +240,7 @@ impl Launcher for SlurmLauncher {
 
     fn stop(&self, rec: &UnitRecord, grace: Duration) -> Stopped {
         let unit = rec.unit.clone();
-        let Some(job) = rec.job_id.clone() else {
+        let UnitHandle::Slurm { job_id: Some(job) } = rec.handle.clone() else {
             return Stopped { unit, was_running: false, ended: true, detail: "it was never submitted".into() };
         };
         if matches!(self.observe(rec), Observation::Finished { .. }) {

@@ -30,8 +30,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use runboard::campaign::LauncherKind;
 use runboard::live::Observation;
-use runboard::runsets::UnitRecord;
+use runboard::runsets::{UnitHandle, UnitRecord};
 use runboard::Timestamp;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
@@ -276,14 +277,14 @@ impl SystemdLauncher<'_> {
 }
 
 impl Launcher for SystemdLauncher<'_> {
-    fn backend(&self) -> &'static str {
-        "systemd"
+    fn backend(&self) -> LauncherKind {
+        LauncherKind::Systemd
     }
 
     fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
         let name = service_name(&req.unit);
         let Some((program, _)) = req.command.split_first() else { return Err("no command to run".into()) };
-        let mut rec = super::first_record(req, "systemd");
+        let mut rec = super::first_record(req, LauncherKind::Systemd);
         // Its output goes to the journal, not to a log file of its own.
         rec.log = None;
         super::write_record(&req.record, &rec)?;
@@ -338,8 +339,7 @@ impl Launcher for SystemdLauncher<'_> {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.props(&name, left.min(self.query_timeout)) {
                 Ok(p) if !matches!(p.observation(), Observation::Pending { .. }) => {
-                    rec.pid = (p.main_pid > 0).then_some(p.main_pid);
-                    rec.driver_pid = rec.pid;
+                    rec.handle = UnitHandle::Systemd { main_pid: (p.main_pid > 0).then_some(p.main_pid) };
                     let _ = super::write_record(&req.record, &rec);
                     return Ok(rec);
                 }
