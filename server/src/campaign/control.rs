@@ -1,0 +1,238 @@
+//! Pause, stop and abort: ending the units of the run sets a control names
+//! (never another lane's), the lease hook, the abort line.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use runboard::api::ApiError;
+use runboard::campaign::CampaignConfig;
+use runboard::launch::{HookResult, PauseRequest, StopReport, StopRequest};
+use runboard::live::{ActiveMarker, MarkerStatus};
+use runboard::runsets::UnitRecord;
+
+use super::{launcher, Campaign, ABORT_LINE};
+
+/// How long the lease release hook may run.
+const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Campaign {
+    /// Ends the units in flight of `targets` (each run set's), and releases
+    /// the lease when one was ended. Units of other run sets are left alone:
+    /// a control acts on the batches it names, never on another lane's.
+    /// Returns the last unit ended.
+    pub(super) fn end_units(
+        &self,
+        cfg: &CampaignConfig,
+        targets: &[String],
+        report: &mut StopReport,
+    ) -> Option<UnitRecord> {
+        let running: Vec<UnitRecord> =
+            self.running_units(cfg).into_iter().filter(|r| targets.contains(&r.run_set)).collect();
+        let grace = Duration::from_secs_f64(cfg.grace_s());
+        for rec in &running {
+            let s = match self.launcher_of(rec.backend(), cfg) {
+                Ok(l) => l.stop(rec, grace),
+                Err(e) => launcher::Stopped { unit: rec.unit.clone(), was_running: true, ended: false, detail: e },
+            };
+            self.units_seen.observed.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.unit);
+            // What really happened, from the end its supervisor recorded.
+            let recorded =
+                self.records.units().iter().find(|r| r.unit == rec.unit).and_then(|r| r.end.clone()).map(|e| e.result);
+            let detail = match recorded.as_deref() {
+                Some("killed-after-grace") => format!(
+                    "killed after the launcher's grace ({} s): its driver did not end in time, so its records may still say running",
+                    grace.as_secs_f64()
+                ),
+                _ => s.detail,
+            };
+            report.units.push(format!("{} ({}): {}", s.unit, rec.run_set, detail));
+        }
+        self.harvest(cfg);
+        if !running.is_empty() {
+            report.lease = cfg.hooks.release_lease.as_ref().map(|cmd| run_hook(cmd, &self.root));
+        }
+        running.into_iter().last()
+    }
+
+    /// Ends every unit still running, recording nothing else (the demo's
+    /// batch, when the server that launched it stops).
+    pub fn end_running_units(&self) {
+        let Ok(cfg) = self.config() else { return };
+        let grace = Duration::from_secs_f64(cfg.grace_s());
+        for rec in self.running_units(&cfg) {
+            if let Ok(l) = self.launcher_of(rec.backend(), &cfg) {
+                l.stop(&rec, grace);
+            }
+        }
+    }
+
+    /// The run set a control acts on when none is named: the one the live
+    /// state speaks for (the batch on the Live page).
+    pub(super) fn shown_run_set(&self) -> Option<String> {
+        self.live_shared().run_set.clone()
+    }
+
+    /// Checks the run set names a control was given: every bad one is named
+    /// (422), and nothing is done.
+    pub(super) fn check_targets(names: &[String]) -> Result<Vec<String>, ApiError> {
+        let mut bad = Vec::new();
+        let mut out = Vec::new();
+        for n in names {
+            let t = n.trim();
+            if let Some(why) = runboard::runsets::run_set_name_problem(t) {
+                bad.push(format!("run set {:?}: {why}", runboard::spec::shorten(t)));
+            } else if !out.iter().any(|o: &String| o == t) {
+                out.push(t.to_owned());
+            }
+        }
+        if bad.is_empty() {
+            Ok(out)
+        } else {
+            Err(ApiError::refused(bad))
+        }
+    }
+
+    /// `POST /api/control/pause`: ends a batch, keeps it resumable — the one
+    /// named (`run_set`), else the one the live state speaks for. Other
+    /// batches in flight run on.
+    pub fn pause(&self, req: &PauseRequest) -> Result<StopReport, ApiError> {
+        let named = Self::check_targets(req.run_set.as_slice())?;
+        let _lock = self.lock()?;
+        let cfg = self.config()?;
+        let target = match named.into_iter().next() {
+            Some(t) => t,
+            None => self.shown_run_set().ok_or_else(|| ApiError::busy("no batch is running: nothing to pause"))?,
+        };
+        if !self.running_units(&cfg).iter().any(|r| r.run_set == target) {
+            return Err(ApiError::busy(format!("{target} is not running: nothing to pause")));
+        }
+        let mut report = StopReport::default();
+        if let Some(rec) = self.end_units(&cfg, std::slice::from_ref(&target), &mut report) {
+            let planned =
+                self.records.run_set(&rec.run_set).and_then(|r| r.outcome_ok().map(|o| o.planned)).unwrap_or(0);
+            let m = ActiveMarker {
+                schema_version: 1,
+                run_set: rec.run_set.clone(),
+                spec: rec.spec.clone(),
+                unit: Some(rec.unit.clone()),
+                status: MarkerStatus::StoppedBeforeCompletion,
+                planned,
+                updated_at: crate::clock::now(),
+                reason: Some("paused by the operator".into()),
+            };
+            self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
+            report.marker = Some(m.status);
+            report.run_sets.push(rec.run_set);
+        }
+        Ok(report)
+    }
+
+    /// `POST /api/control/stop`: ends the targeted batches (`run_sets`, else
+    /// the one the live state speaks for), aborts each (an abort line in its
+    /// `execution_log.md`), marks `aborted_by_operator` and turns auto mode
+    /// off — nothing relaunches them, Resume is gone. Other batches in flight
+    /// run on. Names that are not run set names are refused (422) and one
+    /// that names no run set is skipped and said; when none is left, nothing
+    /// is done (404) — the marker is touched only for a run set really stopped.
+    pub fn stop(&self, req: &StopRequest) -> Result<StopReport, ApiError> {
+        let named = Self::check_targets(&req.run_sets)?;
+        let _lock = self.lock()?;
+        let cfg = self.config()?;
+        let mut report = StopReport::default();
+        let targets = if named.is_empty() {
+            let shown = self
+                .shown_run_set()
+                .ok_or_else(|| ApiError::busy("no batch to stop: nothing was launched and no run set was named"))?;
+            vec![shown]
+        } else {
+            named
+        };
+        let (found, missing): (Vec<String>, Vec<String>) =
+            targets.into_iter().partition(|t| self.records.run_set(t).is_some() || self.unit_of(t).is_some());
+        if found.is_empty() {
+            return Err(ApiError::with_reasons(
+                runboard::api::ErrorKind::NotFound,
+                missing.iter().map(|t| format!("run set {t:?}: no such run set; nothing was stopped")).collect(),
+            ));
+        }
+        report.aborted.extend(missing.iter().map(|t| format!("{t}: no such run set; skipped")));
+        let last = self.end_units(&cfg, &found, &mut report);
+        let now = crate::clock::now();
+        for t in &found {
+            match self.records.run_set(t) {
+                // Launched, but its driver never made the folder: nothing to
+                // append to; the marker says it is aborted.
+                None => report.aborted.push(format!("{t}: aborted (it wrote no run set folder)")),
+                Some(rs) => {
+                    let line = format!("- {} {ABORT_LINE}\n", now.to_rfc3339());
+                    let written = fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(rs.dir.join("execution_log.md"))
+                        .and_then(|mut f| f.write_all(line.as_bytes()));
+                    report.aborted.push(match written {
+                        Ok(()) => format!("{t}: aborted"),
+                        Err(e) => format!("{t}: aborted, but execution_log.md could not be appended: {e}"),
+                    });
+                }
+            }
+        }
+        report.run_sets.clone_from(&found);
+        // The marker names a run set this stop really aborted: the one it
+        // named already if that was stopped, else the last stopped.
+        let marker = self.records.marker().and_then(Result::ok);
+        let about = marker
+            .as_ref()
+            .map(|m| m.run_set.clone())
+            .filter(|m| found.contains(m))
+            .unwrap_or_else(|| found[found.len() - 1].clone());
+        let unit = last.filter(|r| r.run_set == about).or_else(|| self.unit_of(&about));
+        let same = marker.as_ref().filter(|m| m.run_set == about);
+        let m = ActiveMarker {
+            schema_version: 1,
+            spec: same.map(|m| m.spec.clone()).or(unit.as_ref().map(|r| r.spec.clone())).unwrap_or_default(),
+            unit: unit.as_ref().map(|r| r.unit.clone()),
+            planned: same.map_or_else(
+                || self.records.run_set(&about).and_then(|r| r.outcome_ok().map(|o| o.planned)).unwrap_or(0),
+                |m| m.planned,
+            ),
+            run_set: about,
+            status: MarkerStatus::AbortedByOperator,
+            updated_at: now,
+            reason: Some("stopped and aborted by the operator".into()),
+        };
+        self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
+        report.marker = Some(m.status);
+        // Whatever it was, auto mode is off now: nothing relaunches the batch.
+        crate::auto_state::turn_off(&self.root, "stop and abort by the operator")
+            .map_err(|e| app::api::ssr::internal("turning auto mode off", e))?;
+        report.auto_off = true;
+        Ok(report)
+    }
+}
+
+/// Runs a hook command in the campaign root, bounded in time, its output kept.
+pub(super) fn run_hook(cmd: &[String], root: &Path) -> HookResult {
+    let Some((program, args)) = cmd.split_first() else {
+        return HookResult { ok: false, status: "no program".into(), output: String::new() };
+    };
+    let last = |out: &[u8]| -> String {
+        let text = String::from_utf8_lossy(out);
+        text.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect()
+    };
+    match crate::command::run_bounded(program, args, Some(root), HOOK_TIMEOUT) {
+        Ok(o) => HookResult {
+            ok: o.status.success(),
+            status: o.status.to_string(),
+            output: last(&[o.stdout, o.stderr].concat()),
+        },
+        Err(crate::command::Failed::TimedOut { output, .. }) => HookResult {
+            ok: false,
+            status: format!("killed after {} s", HOOK_TIMEOUT.as_secs()),
+            output: last(&output),
+        },
+        Err(e) => HookResult { ok: false, status: e.to_string(), output: String::new() },
+    }
+}
