@@ -1,6 +1,6 @@
 // Shared helpers: start a real `runboard serve` (release build) and Debian's Chromium.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -95,35 +95,18 @@ export function demoSession() {
 }
 
 /**
- * A console campaign in a new temporary folder: a task `t1` with phases
- * warmup → main, a matrix of 2 conditions × 2 phases × 2 seeds, a local model
- * `local-m` on endpoint `gpu-a`, and cells that run `command` (a TOML array).
- * `models` adds `[[models]]` tables. Returns the folder.
+ * A console campaign in a new temporary folder, written by the binary itself
+ * (`runboard __console-fixture`, the same fixture the Rust suites use): a task
+ * `t1` with phases warmup → main, a matrix of 2 conditions × 2 phases × 2 seeds,
+ * a local model `local-m` on endpoint `gpu-a`, and cells that run `command` (a
+ * JSON array of strings). `models` adds `[[models]]` tables. Returns the folder.
  */
 export function consoleCampaign(prefix, { name, command, parallel = 1, models = '', defaultGraces = false }) {
   const root = mkdtempSync(join(tmpdir(), prefix));
-  // Short graces keep a stuck test short; `defaultGraces` tests the defaults.
-  writeFileSync(join(root, 'campaign.toml'), `schema_version = 1
-name = "${name}"
-[runner]
-command = ${command}
-parallel = ${parallel}
-${defaultGraces ? '' : 'grace_s = 5\n'}[[tasks]]
-name = "t1"
-phases = ["warmup", "main"]
-[[models]]
-name = "local-m"
-kind = "local"
-${models}[[endpoints]]
-name = "gpu-a"
-url = "http://127.0.0.1:9/v1"
-backend = "vllm"
-models = ["local-m"]
-request_preset = "default"
-${defaultGraces ? '' : '[launcher]\ngrace_s = 8\n'}`);
-  let matrix = 'condition,task,phase,seed,repetition\n';
-  for (const c of ['base', 'treat']) for (const p of ['warmup', 'main']) for (const s of [1, 2]) matrix += `${c},t1,${p},${s},0\n`;
-  writeFileSync(join(root, 'matrix.csv'), matrix);
+  execFileSync(binary, [
+    '__console-fixture', root, '--name', name, '--command', command, '--parallel', String(parallel),
+    '--models', models, ...(defaultGraces ? ['--default-graces'] : []),
+  ]);
   return root;
 }
 

@@ -14,16 +14,14 @@
 //!
 //! All figures come from one run; compare ratios across machines, not times.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-#[path = "support/campaign.rs"]
-mod campaign_gen;
-use campaign_gen::{factors, write_run_set};
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::generate::{factors, write_run_set};
 
 fn bin() -> String {
     std::env::var("RUNBOARD_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_runboard").to_owned())
@@ -99,22 +97,11 @@ fn live(secs: u64, clients: usize) {
         .to_string(),
     )
     .unwrap();
-    let mut server = Command::new(bin())
-        .args(["serve", "--port", "0", "--root"])
-        .arg(&root)
-        .arg("--data-dir")
-        .arg(tmp.path().join("data"))
-        .env_remove("RUNBOARD_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(server.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let base = line.split("at ").nth(1).unwrap().trim().trim_end_matches('/').to_owned();
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    let pid = server.id();
+    let mut server = common::served::served(
+        common::served::serve_command(&bin(), &root).arg("--data-dir").arg(tmp.path().join("data")).spawn().unwrap(),
+    );
+    let base = format!("http://{}", server.addr);
+    let pid = server.child.id();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(30)).build().unwrap();
     let reads = |rt: &tokio::runtime::Runtime| -> u64 {
@@ -171,7 +158,7 @@ fn live(secs: u64, clients: usize) {
         after.saturating_sub(before)
     );
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
-    let _ = server.wait();
+    let _ = server.child.wait();
 }
 
 fn main() {

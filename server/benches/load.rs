@@ -16,12 +16,14 @@
 //!
 //! All figures come from one run; compare ratios across machines, not times.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The binary under test: this build, or `RUNBOARD_BIN` (another build, to compare).
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 fn bin() -> String {
     std::env::var("RUNBOARD_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_runboard").to_owned())
 }
@@ -68,20 +70,9 @@ fn main() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let mut server = Command::new(bin())
-        .args(["serve", "--port", "0", "--root"])
-        .arg(&root)
-        .env_remove("RUNBOARD_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(server.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let base = line.split("at ").nth(1).unwrap().trim().trim_end_matches('/').to_owned();
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    let pid = server.id();
+    let mut server = common::served::served(common::served::serve_command(&bin(), &root).spawn().unwrap());
+    let base = format!("http://{}", server.addr);
+    let pid = server.child.id();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(30)).build().unwrap();
 
@@ -199,7 +190,7 @@ fn main() {
         after_rss as f64 / 1024.0
     );
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
-    let _ = server.wait();
+    let _ = server.child.wait();
     let _ = writer.kill();
     let _ = writer.wait();
 }

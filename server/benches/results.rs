@@ -16,9 +16,9 @@ use std::time::Instant;
 
 use serde_json::json;
 
-#[path = "support/campaign.rs"]
-mod campaign_gen;
-use campaign_gen::{factors, write_run_set};
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::generate::{factors, write_run_set};
 
 const RUN_SETS: usize = 1000;
 const CELLS: usize = 100;

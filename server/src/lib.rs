@@ -17,6 +17,7 @@
 //!   turns auto mode off.
 //! - [`runview`] — reading run directories from disk, read-only, with a cache.
 //! - [`demo`] — the generated demo campaign.  [`simulate`] — the simulated agent.
+//! - [`fixture`] — the console test campaign every suite uses.
 //! - [`drive`] — `runboard drive`: one batch's processes, from load to teardown.
 //! - [`fsread`] — read-only file primitives: never a FIFO, never outside the root.
 //! - [`atomic`] — atomic file replacement.  [`clock`] — the wall clock.
@@ -35,6 +36,7 @@ pub mod console;
 pub mod demo;
 pub mod drive;
 pub mod error;
+pub mod fixture;
 pub mod follow;
 pub mod fsread;
 pub mod http;

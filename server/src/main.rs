@@ -74,6 +74,24 @@ enum Command {
         #[arg(long)]
         until: u64,
     },
+    /// (Internal, for the end-to-end suite) Writes the console test campaign
+    /// into DIR (`server::fixture`).
+    #[command(name = "__console-fixture", hide = true)]
+    ConsoleFixture {
+        dir: PathBuf,
+        #[arg(long)]
+        name: String,
+        /// The runner's command as a JSON array of strings.
+        #[arg(long)]
+        command: String,
+        #[arg(long, default_value_t = 1)]
+        parallel: u32,
+        /// More `[[models]]` tables, as TOML.
+        #[arg(long, default_value = "")]
+        models: String,
+        #[arg(long)]
+        default_graces: bool,
+    },
     #[command(flatten)]
     Console(server::cli::ConsoleCommand),
     /// Run directories under a campaign root.
@@ -209,6 +227,13 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::AutoSaveLoop { root, until } => {
             tokio::task::spawn_blocking(move || server::auto_state::save_loop(&root, until)).await??;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::ConsoleFixture { dir, name, command, parallel, models, default_graces } => {
+            let command: Vec<String> = serde_json::from_str(&command)
+                .map_err(|e| anyhow::anyhow!("--command must be a JSON array of strings: {e}"))?;
+            let f = server::fixture::ConsoleFixture { name, command, parallel, models, default_graces };
+            server::fixture::write_console_campaign(&dir, &f)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Console(cmd) => Ok(tokio::task::spawn_blocking(move || server::cli::run(cmd)).await?),

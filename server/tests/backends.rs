@@ -365,12 +365,11 @@ fn slurm_refusals_and_pending_jobs_are_shown_as_slurm_says() {
                 .is_some_and(|w| w.contains("Slurm: PENDING (Resources)") || w.contains("Slurm: PENDING (Priority)"));
         (ok, v)
     };
-    let until = std::time::Instant::now() + Duration::from_secs(30);
-    let mut shown = false;
-    while !shown && std::time::Instant::now() < until {
-        (shown, seen) = pending();
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let shown = wait_until(Duration::from_secs(30), || {
+        let (shown, v) = pending();
+        seen = v;
+        shown
+    });
     assert!(shown, "the queued batch is not shown as starting with Slurm's reason; the live view said: {seen}");
     // It runs once the other job ended.
     slurm(&["scancel", &blocker]);

@@ -2,26 +2,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_runboard");
-
-/// A `runboard serve` child and the address it printed.
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::served::{served, Served, BIN};
 
 fn serve(args: &[&str], site: &Path) -> Served {
     let child = Command::new(BIN)
@@ -37,22 +24,6 @@ fn serve(args: &[&str], site: &Path) -> Served {
     served(child)
 }
 
-/// A started `runboard serve` (its stdout piped), once it has printed its address.
-fn served(mut child: Child) -> Served {
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line
-        .split("at http://")
-        .nth(1)
-        .and_then(|rest| rest.trim().strip_suffix('/'))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    // Keep draining stdout so the child never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    Served { child, addr }
-}
-
 /// One raw HTTP/1.1 exchange; returns the status code and the whole response.
 fn request(addr: &str, head: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -65,14 +36,12 @@ fn request(addr: &str, head: &str) -> (u16, String) {
 }
 
 fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
-    let until = Instant::now() + within;
-    while Instant::now() < until {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
+    let mut status = None;
+    common::wait_until(within, || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    status
 }
 
 fn run_fails(args: &[&str]) -> String {
@@ -219,11 +188,7 @@ fn the_demo_serves_a_live_run_and_sigterm_stops_server_and_writer() {
     // The live run writes: the list's version changes (asked until it does, bounded).
     let version = || request(&s.addr, "GET /api/runs/version HTTP/1.1\r\n").1.lines().last().map(str::to_owned);
     let v1 = version();
-    let until = Instant::now() + Duration::from_secs(30);
-    while version() == v1 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_ne!(version(), v1, "the live run wrote within 30 s");
+    common::wait_for("the live run to write (its list version to change)", Duration::from_secs(30), || version() != v1);
 
     // A page following the live run holds a version stream open: SIGTERM still
     // ends the server promptly.

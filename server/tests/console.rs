@@ -610,7 +610,7 @@ fn a_resource_pool_is_refused_with_every_reason_or_spreads_its_cells_over_its_en
             "/models did not answer: cannot connect",
             "the endpoints do not serve the same model identity",
             "gpu-d serves /models/m-fp16 (max_model_len 32768)",
-            "the endpoints do not share a request policy: gpu-a uses preset (none)",
+            "the endpoints do not share a request policy: gpu-a uses preset \"default\"; gpu-b uses preset \"p\"",
         ] {
             assert!(reasons.iter().any(|r| r.contains(want)), "skip {skip}: want {want:?} in {reasons:#?}");
         }

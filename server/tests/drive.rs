@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+use common::{wait_for, wait_until};
+
 const BIN: &str = env!("CARGO_BIN_EXE_runboard");
 const MANAGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/manager.py");
 
@@ -96,12 +99,14 @@ fn marked(marker: &str) -> Vec<u32> {
     server::signals::pids_with_env("RUNBOARD_TEST_MARK", marker)
 }
 
+/// A process's arguments joined by spaces ("" once it is gone).
+fn cmdline(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    raw.split(|&b| b == 0).filter(|a| !a.is_empty()).map(String::from_utf8_lossy).collect::<Vec<_>>().join(" ")
+}
+
 /// How many processes carrying `marker` run `command` (arguments joined by spaces).
 fn marked_running(marker: &str, command: &str) -> usize {
-    let cmdline = |pid: u32| {
-        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        raw.split(|&b| b == 0).filter(|a| !a.is_empty()).map(String::from_utf8_lossy).collect::<Vec<_>>().join(" ")
-    };
     marked(marker).into_iter().filter(|pid| cmdline(*pid) == command).count()
 }
 
@@ -254,15 +259,12 @@ fn sigterm_to_the_driver_tears_down_and_records_stopped() {
     let started = Instant::now();
     let child = drive(&c, &[], &[("MANAGER_STAY", "1"), ("MANAGER_WORK_S", "60")]);
     // Wait until the cells are submitted, then signal the driver (only the PID we started).
-    let until = Instant::now() + Duration::from_secs(20);
     let submitted = || {
         let Some(set) = std::fs::read_dir(c.root.join("runsets")).ok().and_then(|mut d| d.next()) else { return false };
         let events = std::fs::read_to_string(set.unwrap().path().join("events.jsonl")).unwrap_or_default();
         events.contains("\"submitted\"")
     };
-    while !submitted() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for("the cells submitted", Duration::from_secs(20), submitted);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     let e = finish(child, started);
     assert_eq!(e.code, Some(143), "{}", e.stderr);
@@ -434,12 +436,7 @@ fn sigkill_to_the_driver_leaves_nothing_behind() {
     // its escaped grandchild each end as `sleep 600`. Counting marked processes
     // instead would race: the player's intermediate shells are marked too while
     // they fork.
-    let sleepers = || marked_running(&c.marker, "sleep 600");
-    let until = Instant::now() + Duration::from_secs(20);
-    while sleepers() < 4 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    if sleepers() < 4 {
+    if !wait_until(Duration::from_secs(20), || marked_running(&c.marker, "sleep 600") == 4) {
         let _ =
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
         let e = finish(child, Instant::now());
@@ -448,17 +445,11 @@ fn sigkill_to_the_driver_leaves_nothing_behind() {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
     let e = finish(child, Instant::now());
     assert_eq!(e.code, None, "killed by a signal");
-    let until = Instant::now() + Duration::from_secs(10);
-    while !marked(&c.marker).is_empty() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(marked(&c.marker).is_empty(), "survivors of a killed driver: {:?}", marked(&c.marker));
+    let swept = wait_until(Duration::from_secs(10), || marked(&c.marker).is_empty());
+    assert!(swept, "survivors of a killed driver: {:?}", marked(&c.marker));
     // The sentinel notes its sweep once it is over.
     let log = || std::fs::read_to_string(runset(&c).join("execution_log.md")).unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
-    while !log().contains("the driver died") && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(Duration::from_secs(10), || log().contains("the driver died"));
     assert!(log().contains("the driver died without tearing down; its sentinel ended"), "{}", log());
     let o = outcome(&runset(&c));
     assert_eq!(o["status"], "running", "the stale outcome a reader recognises by its driver");
@@ -497,11 +488,8 @@ fn a_stopped_cell_records_128_plus_the_signal_and_attempted_counts_started_cells
     let c = campaign("[runner]\ncommand = [\"sleep\", \"600\"]\nparallel = 1\ngrace_s = 5\n", &["a", "b", "c"]);
     let started = Instant::now();
     let child = drive(&c, &[], &[]);
-    let until = Instant::now() + Duration::from_secs(20);
     // Wait for the first cell (the driver and its sentinel carry the mark too).
-    while marked_running(&c.marker, "sleep 600") < 1 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for("the first cell", Duration::from_secs(20), || marked_running(&c.marker, "sleep 600") == 1);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     let e = finish(child, started);
     assert_eq!(e.code, Some(143), "{}", e.stderr);
@@ -543,14 +531,11 @@ fn a_cell_a_manager_signalled_just_before_the_driver_was_stopped_not_failed() {
     let started = Instant::now();
     let child = drive(&c, &[], &[]);
     let driver = child.id();
-    let until = Instant::now() + Duration::from_secs(20);
-    let cell = loop {
-        if let Some(p) = marked(&c.marker).into_iter().find(|p| *p != driver) {
-            break p;
-        }
-        assert!(Instant::now() < until, "no cell started");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    // The cell: the one marked process running `sleep 600` (the driver and
+    // its sentinel carry the mark too).
+    let cells = || marked(&c.marker).into_iter().filter(|p| cmdline(*p) == "sleep 600").collect::<Vec<_>>();
+    wait_for("a cell started", Duration::from_secs(20), || cells().len() == 1);
+    let cell = cells()[0];
     let term = |pid: u32| {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM).unwrap()
     };

@@ -365,12 +365,8 @@ async fn a_run_without_events_counts_the_calls_of_its_round_in_progress_from_cal
 }
 
 /// Asks `f` until it holds (bounded): file-system events arrive asynchronously.
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !f() {
-        assert!(std::time::Instant::now() < until, "{what}: not within 10 s");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+fn eventually(what: &str, f: impl FnMut() -> bool) {
+    common::wait_for(what, std::time::Duration::from_secs(10), f);
 }
 
 #[tokio::test]

@@ -19,7 +19,6 @@ type CoverageMade = std::sync::Arc<(std::sync::Arc<runboard::matrix::Matrix>, ru
 pub(super) struct CoverageMemo(std::sync::Mutex<Option<(CoverageKey, CoverageMade)>>);
 
 impl Campaign {
-
     /// The matrix, every planned cell's coverage and how many run sets were
     /// read. Computed again only when the matrix, a run set's records or a
     /// run set's liveness changed (the records are re-read by stamps; an

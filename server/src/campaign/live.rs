@@ -28,7 +28,6 @@ pub(super) struct LiveMemo {
 }
 
 impl Campaign {
-
     /// The latest unit and what its launcher says of it. The latest is the
     /// run index's last launch when its unit record cannot be read (then
     /// its state is unknown, with the reason).

@@ -117,7 +117,6 @@ impl Campaign {
         }
     }
 
-
     /// The units that may still be running: active or pending, or whose
     /// state cannot be read now (a stop is still tried on those).
     pub(super) fn running_units(&self, cfg: &CampaignConfig) -> Vec<UnitRecord> {

@@ -1,10 +1,15 @@
-//! Helpers shared by the server's integration tests.
+//! The one support module of the server's integration tests and benches
+//! (a bench includes it by path): a served `runboard serve` and plain HTTP to
+//! it, the console test campaign (`server::fixture`, shared with the
+//! end-to-end suite), simulated runs, generated run sets at scale, and the
+//! bounded waits — no test or bench writes its own deadline loop.
 #![allow(dead_code)]
 
+pub mod generate;
 pub mod served;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use server::simulate::{simulate_run, SimEnd, SimOptions};
 
@@ -36,4 +41,23 @@ pub fn site(tmp: &Path) -> PathBuf {
     std::fs::write(site.join("pkg/runboard.css"), "body{}\n").unwrap();
     std::fs::write(site.join("favicon.ico"), [0u8, 0, 1, 0]).unwrap();
     site
+}
+
+/// Waits until `ok` holds, asking every 50 ms, at most `within`: whether it held.
+pub fn wait_until(within: Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + within;
+    loop {
+        if ok() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until `ok` holds, at most `within`; fails the test naming `what` if not.
+pub fn wait_for(what: &str, within: Duration, ok: impl FnMut() -> bool) {
+    assert!(wait_until(within, ok), "timed out after {within:?} waiting for {what}");
 }

@@ -5,9 +5,13 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
+
+// The waits, for the tests that glob-import this module.
+#[allow(unused_imports)]
+pub use super::{wait_for, wait_until};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_runboard");
 
@@ -34,23 +38,36 @@ pub fn serve_env(root: &Path, data: &Path, env: &[(String, String)]) -> Served {
 
 /// `runboard serve` with more environment and more flags (`--auto-tick 1`).
 pub fn serve_with(root: &Path, data: &Path, env: &[(String, String)], args: &[&str]) -> Served {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--port", "0"])
-        .args(args)
-        .arg("--root")
+    let mut cmd = serve_command(BIN, root);
+    cmd.args(args).arg("--data-dir").arg(data).envs(env.iter().map(|(k, v)| (k, v)));
+    served(cmd.spawn().unwrap())
+}
+
+/// `BIN serve --port 0 --root ROOT`, without a token, its address to be read
+/// from stdout by [`served`]: add flags, spawn. (A bench may name another
+/// build of the binary.)
+pub fn serve_command(bin: &str, root: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.args(["serve", "--port", "0", "--root"])
         .arg(root)
-        .arg("--data-dir")
-        .arg(data)
-        .envs(env.iter().map(|(k, v)| (k, v)))
         .env_remove("RUNBOARD_TOKEN")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    cmd
+}
+
+/// A started `runboard serve` (its stdout piped), once it has printed its
+/// address; its stdout is drained from then on so it never blocks on a full pipe.
+pub fn served(mut child: Child) -> Served {
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    let addr = line.split("at http://").nth(1).and_then(|r| r.trim().strip_suffix('/')).unwrap().to_owned();
+    let addr = line
+        .split("at http://")
+        .nth(1)
+        .and_then(|rest| rest.trim().strip_suffix('/'))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     Served { child, addr }
 }
@@ -86,68 +103,29 @@ pub fn post(addr: &str, path: &str, body: Value) -> (u16, Value) {
     http(addr, "POST", path, Some(&body.to_string()), "application/json")
 }
 
-pub fn wait_for(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
-    let until = Instant::now() + within;
-    while Instant::now() < until {
-        if ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
-}
-
 pub fn live_state(addr: &str) -> (String, Value) {
     let (code, v) = get(addr, "/api/live");
     assert_eq!(code, 200, "{v}");
     (v["state"]["state"].as_str().unwrap_or("").to_owned(), v)
 }
 
-/// A campaign: a matrix of 2 conditions × 2 phases × 2 seeds, a task chain,
-/// a catalogue, and cells that each sleep `cell_s` and report tokens.
+/// The console test campaign (`server::fixture`, the one the end-to-end
+/// suite uses too): cells that each sleep `cell_s` and report tokens, and a
+/// paid model `paid-m` with a daily cap of 1.
 pub fn campaign(tmp: &Path, cell_s: f64) -> PathBuf {
     let root = tmp.join("campaign");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(
-        root.join("campaign.toml"),
-        format!(
-            r#"schema_version = 1
-name = "console test"
-[runner]
-command = ["sh", "-c", "sleep {cell_s}; printf '{{{{\"tokens\": 100, \"score\": 0.5}}}}' > {{out}}/result.json"]
-parallel = 1
-grace_s = 5
-[[tasks]]
-name = "t1"
-phases = ["warmup", "main"]
-[[models]]
-name = "local-m"
-kind = "local"
-[[models]]
-name = "paid-m"
-kind = "paid"
-daily_cap = 1
-price_per_1k_tokens = 2.0
-[[endpoints]]
-name = "gpu-a"
-url = "http://127.0.0.1:9/v1"
-backend = "vllm"
-models = ["local-m"]
-[launcher]
-grace_s = 8
-"#
-        ),
-    )
-    .unwrap();
-    let mut m = String::from("condition,task,phase,seed,repetition\n");
-    for c in ["base", "treat"] {
-        for p in ["warmup", "main"] {
-            for s in [1, 2] {
-                m += &format!("{c},t1,{p},{s},0\n");
-            }
-        }
-    }
-    std::fs::write(root.join("matrix.csv"), m).unwrap();
+    let f = server::fixture::ConsoleFixture {
+        name: "console test".into(),
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            format!("sleep {cell_s}; printf '{{{{\"tokens\": 100, \"score\": 0.5}}}}' > {{out}}/result.json"),
+        ],
+        parallel: 1,
+        models: "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\ndaily_cap = 1\nprice_per_1k_tokens = 2.0\n".into(),
+        default_graces: false,
+    };
+    server::fixture::write_console_campaign(&root, &f).unwrap();
     root
 }
 

@@ -1,6 +1,5 @@
 //! Generated campaigns for the benches: cell records, outcomes and specs of
 //! run sets as `runboard drive` writes them.
-#![allow(dead_code)]
 
 use std::path::Path;
 
