@@ -526,6 +526,7 @@ mod tests {
                 "daily_cap must be at least 1",
             ),
             ("schema_version = 1\nname = \"x\"\n[launcher]\nkind = \"cron\"", "unknown variant `cron`"),
+            ("schema_version = 1\nname = \"x\"\n[runner]\nkind = \"docker\"\ncommand = [\"true\"]", "unknown variant `docker`"),
             ("schema_version = 1\nname = \"x\"\n[launcher]\nquery_timeout_s = 0", "query_timeout_s must be between"),
             ("schema_version = 1\nname = \"x\"\n[launcher]\nenvironment = [\"A B\"]", "is not an environment variable name"),
             ("schema_version = 1\nname = \"x\"\n[launcher.slurm]\ntime_limit = \"1:2:3:4\"", "time_limit must be"),

@@ -14,7 +14,7 @@
 //! interval holds `waiting` → invalid settings hold `settings_invalid` → the
 //! decision, or the hold it gives → the launch.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
 
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,7 @@ use super::{
     Iteration, LaneOutcome, LogEvent, Mode,
 };
 use crate::campaign::{CampaignConfig, ModelKind};
-use crate::coverage::{CellState, Coverage};
+use crate::coverage::{CellCoverage, CellState, Coverage};
 use crate::draft::{Draft, DraftRequest};
 use crate::drive::records::BatchStatus;
 use crate::live::{LiveKind, Observation};
@@ -726,123 +726,161 @@ fn decide(
     settings: &Settings,
     busy: &[String],
 ) -> Result<Vec<Planned>, Vec<String>> {
-    let now = obs.now;
-    let today = day_key(now);
-    let counted = |s: CellState| match settings.count_basis {
-        CountBasis::Covered => s == CellState::Covered,
-        CountBasis::Attempted => matches!(s, CellState::Covered | CellState::Failed),
-    };
     let mut why_not: BTreeMap<String, usize> = BTreeMap::new();
-    let mut not = |reason: String| *why_not.entry(reason).or_insert(0) += 1;
     // The planned cells by task, once: a slot looks only at its task's.
-    let mut by_task: std::collections::HashMap<String, Vec<&crate::coverage::CellCoverage>> =
-        std::collections::HashMap::new();
+    let mut by_task: HashMap<String, Vec<&CellCoverage>> = HashMap::new();
     for c in &obs.coverage.cells {
         by_task.entry(c.factors.get("task").map(value_text).unwrap_or_default()).or_default().push(c);
     }
     // Eligible slots scored (cheap); drafted lazily, best first.
-    let mut candidates: Vec<(f64, Slot, DraftRequest, String)> = Vec::new();
-    let iteration = state.session.iterations.len() + 1;
-    for slot in slots(settings, obs.cfg, obs.matrix) {
-        if busy.contains(&slot.lane) {
-            continue;
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for slot in slots(settings, obs.cfg, obs.matrix).into_iter().filter(|s| !busy.contains(&s.lane)) {
+        match candidate(state, obs, settings, &by_task, slot) {
+            Ok(c) => candidates.push(c),
+            Err(why) => *why_not.entry(why).or_insert(0) += 1,
         }
-        if let Some(f) = state.credit_flags.get(&slot.model) {
-            not(format!("model {} is credit-flagged until {}", slot.model, f.until.to_display()));
-            continue;
-        }
-        let auto_today = state.daily_launches.get(&today).and_then(|d| d.get(&slot.model)).copied().unwrap_or(0);
-        if let Some(cap) = settings.daily_caps.get(&slot.model).filter(|c| auto_today >= **c) {
-            not(format!("model {}: the autopilot's daily cap of {cap} is reached", slot.model));
-            continue;
-        }
-        let all_today = obs.launches_today.get(&slot.model).copied().unwrap_or(0);
-        if let Some(cap) = obs.cfg.model(&slot.model).and_then(|m| m.daily_cap).filter(|c| all_today >= *c) {
-            not(format!("model {}: its catalogue daily cap of {cap} is reached", slot.model));
-            continue;
-        }
-        if let Some(f) =
-            slot.endpoint.as_ref().and_then(|e| state.endpoint_failures.get(e)).filter(|f| f.retry_at > now)
-        {
-            not(format!(
-                "endpoint {} is quarantined until {} ({})",
-                slot.endpoint.as_deref().unwrap_or(""),
-                f.retry_at.to_display(),
-                f.reason
-            ));
-            continue;
-        }
-        // The slot's cells and how counted they are.
-        let keeps = |factors: &BTreeMap<String, Value>| {
-            slot.filters.iter().all(|(f, vs)| factors.get(f).is_some_and(|v| vs.contains(&value_text(v))))
-        };
-        let task = slot.filters.get("task").and_then(|t| t.first()).cloned().unwrap_or_default();
-        let cells: Vec<_> =
-            by_task.get(&task).map(|cs| cs.iter().copied().filter(|c| keeps(&c.factors)).collect()).unwrap_or_default();
-        let open = |c: &&crate::coverage::CellCoverage| {
-            c.state == CellState::Gap || (c.state == CellState::Failed && settings.count_basis == CountBasis::Covered)
-        };
-        if !cells.iter().any(open) {
-            not(format!("{}: no gap to fill", slot.name()));
-            continue;
-        }
-        let done = cells.iter().filter(|c| counted(c.state)).count();
-        let mut request = DraftRequest {
-            label: String::new(),
-            filters: slot.filters.clone(),
-            max_cells: Some(settings.max_cells as f64),
-            model: Some(slot.model.clone()),
-            endpoint: slot.endpoint.clone(),
-            prompt_variant: Some(slot.prompt_variant.clone()),
-            retry_feedback: Some(slot.retry_feedback),
-            skip_failed: settings.count_basis == CountBasis::Attempted,
-        };
-        let (score, why) = match settings.objective {
-            Objective::FillGaps => (0.0, format!("the first slot with gaps: {}", slot.name())),
-            Objective::LeastCovered => {
-                let frac = if cells.is_empty() { 1.0 } else { done as f64 / cells.len() as f64 };
-                (
-                    1.0 - frac,
-                    format!("the least covered slot ({done} of {} cells counted): {}", cells.len(), slot.name()),
-                )
-            }
-            Objective::ExpectedImpact => {
-                // The condition with the fewest counted cells: its interval
-                // is the widest of the comparison.
-                let mut by: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-                for c in &cells {
-                    let k = c.factors.get("condition").map(value_text).unwrap_or_default();
-                    let e = by.entry(k).or_insert((0, 0));
-                    e.0 += usize::from(counted(c.state));
-                    e.1 += usize::from(open(c));
-                }
-                match by.iter().filter(|(_, (_, open))| *open > 0).min_by_key(|(_, (n, _))| *n) {
-                    None => (0.0, slot.name()),
-                    Some((cond, (n, open))) => {
-                        let k = (*open).min(settings.max_cells) as f64;
-                        let half = |n: f64| 1.96 * 0.5 / n.max(1.0).sqrt();
-                        let (before, after) = (half(*n as f64), half(*n as f64 + k));
-                        if obs.matrix.factors.iter().any(|f| f == "condition") {
-                            request.filters.insert("condition".into(), vec![cond.clone()]);
-                        }
-                        (
-                            before - after,
-                            format!(
-                                "condition {cond:?} has {n} counted cell(s), the fewest of its comparison: {k} more narrow its 95 % interval from ±{before:.2} to ±{after:.2} ({})",
-                                slot.name()
-                            ),
-                        )
-                    }
-                }
-            }
-        };
-        candidates.push((score, slot, request, why));
     }
-    // Best first; ties keep the settings' order. Drafted until one per lane
-    // (serial: one) succeeds.
-    candidates.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+    let iteration = state.session.iterations.len() + 1;
+    let out = draft_best(candidates, obs, settings, iteration, &mut why_not);
+    if out.is_empty() {
+        let mut reasons: Vec<String> =
+            why_not.into_iter().map(|(r, n)| if n > 1 { format!("{r} ({n} slots)") } else { r }).collect();
+        if reasons.is_empty() {
+            reasons.push("no slot: every lane is busy".into());
+        }
+        return Err(reasons);
+    }
+    Ok(out)
+}
+
+/// An eligible slot, scored by the objective, with the draft request it makes.
+struct Candidate {
+    score: f64,
+    slot: Slot,
+    request: DraftRequest,
+    why: String,
+}
+
+/// Why a slot is held back today, if it is: its model credit-flagged or at a
+/// daily cap (the settings' or the catalogue's), its endpoint quarantined.
+fn held_back(state: &AutoState, obs: &Observed, settings: &Settings, slot: &Slot) -> Option<String> {
+    let now = obs.now;
+    if let Some(f) = state.credit_flags.get(&slot.model) {
+        return Some(format!("model {} is credit-flagged until {}", slot.model, f.until.to_display()));
+    }
+    let auto_today = state.daily_launches.get(&day_key(now)).and_then(|d| d.get(&slot.model)).copied().unwrap_or(0);
+    if let Some(cap) = settings.daily_caps.get(&slot.model).filter(|c| auto_today >= **c) {
+        return Some(format!("model {}: the autopilot's daily cap of {cap} is reached", slot.model));
+    }
+    let all_today = obs.launches_today.get(&slot.model).copied().unwrap_or(0);
+    if let Some(cap) = obs.cfg.model(&slot.model).and_then(|m| m.daily_cap).filter(|c| all_today >= *c) {
+        return Some(format!("model {}: its catalogue daily cap of {cap} is reached", slot.model));
+    }
+    let endpoint = slot.endpoint.as_deref()?;
+    let f = state.endpoint_failures.get(endpoint).filter(|f| f.retry_at > now)?;
+    Some(format!("endpoint {endpoint} is quarantined until {} ({})", f.retry_at.to_display(), f.reason))
+}
+
+/// A slot as a candidate: not held back, with a gap to fill, scored.
+fn candidate(
+    state: &AutoState,
+    obs: &Observed,
+    settings: &Settings,
+    by_task: &HashMap<String, Vec<&CellCoverage>>,
+    slot: Slot,
+) -> Result<Candidate, String> {
+    if let Some(why) = held_back(state, obs, settings, &slot) {
+        return Err(why);
+    }
+    let keeps = |factors: &BTreeMap<String, Value>| {
+        slot.filters.iter().all(|(f, vs)| factors.get(f).is_some_and(|v| vs.contains(&value_text(v))))
+    };
+    let task = slot.filters.get("task").and_then(|t| t.first()).cloned().unwrap_or_default();
+    let cells: Vec<&CellCoverage> =
+        by_task.get(&task).map(|cs| cs.iter().copied().filter(|c| keeps(&c.factors)).collect()).unwrap_or_default();
+    if !cells.iter().any(|c| open(settings, c)) {
+        return Err(format!("{}: no gap to fill", slot.name()));
+    }
+    let mut request = DraftRequest {
+        label: String::new(),
+        filters: slot.filters.clone(),
+        max_cells: Some(settings.max_cells as f64),
+        model: Some(slot.model.clone()),
+        endpoint: slot.endpoint.clone(),
+        prompt_variant: Some(slot.prompt_variant.clone()),
+        retry_feedback: Some(slot.retry_feedback),
+        skip_failed: settings.count_basis == CountBasis::Attempted,
+    };
+    let (score, why, condition) = objective(settings, &slot, &cells);
+    if let (Some(cond), true) = (condition, obs.matrix.factors.iter().any(|f| f == "condition")) {
+        request.filters.insert("condition".into(), vec![cond]);
+    }
+    Ok(Candidate { score, slot, request, why })
+}
+
+/// Whether a cell counts for the objective (the settings' count basis).
+fn counted(settings: &Settings, s: CellState) -> bool {
+    match settings.count_basis {
+        CountBasis::Covered => s == CellState::Covered,
+        CountBasis::Attempted => matches!(s, CellState::Covered | CellState::Failed),
+    }
+}
+
+/// Whether a cell is still to be drafted (a gap; failed too when only passes count).
+fn open(settings: &Settings, c: &CellCoverage) -> bool {
+    c.state == CellState::Gap || (c.state == CellState::Failed && settings.count_basis == CountBasis::Covered)
+}
+
+/// The slot's score under the objective (higher first), why in words, and
+/// the condition to draw the batch from (expected impact).
+fn objective(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64, String, Option<String>) {
+    let done = cells.iter().filter(|c| counted(settings, c.state)).count();
+    match settings.objective {
+        Objective::FillGaps => (0.0, format!("the first slot with gaps: {}", slot.name()), None),
+        Objective::LeastCovered => {
+            let frac = if cells.is_empty() { 1.0 } else { done as f64 / cells.len() as f64 };
+            let why = format!("the least covered slot ({done} of {} cells counted): {}", cells.len(), slot.name());
+            (1.0 - frac, why, None)
+        }
+        Objective::ExpectedImpact => {
+            // The condition with the fewest counted cells: its interval
+            // is the widest of the comparison.
+            let mut by: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+            for c in cells {
+                let k = c.factors.get("condition").map(value_text).unwrap_or_default();
+                let e = by.entry(k).or_insert((0, 0));
+                e.0 += usize::from(counted(settings, c.state));
+                e.1 += usize::from(open(settings, c));
+            }
+            match by.into_iter().filter(|(_, (_, open))| *open > 0).min_by_key(|(_, (n, _))| *n) {
+                None => (0.0, slot.name(), None),
+                Some((cond, (n, open))) => {
+                    let k = open.min(settings.max_cells) as f64;
+                    let half = |n: f64| 1.96 * 0.5 / n.max(1.0).sqrt();
+                    let (before, after) = (half(n as f64), half(n as f64 + k));
+                    let why = format!(
+                        "condition {cond:?} has {n} counted cell(s), the fewest of its comparison: {k} more narrow its 95 % interval from ±{before:.2} to ±{after:.2} ({})",
+                        slot.name()
+                    );
+                    (before - after, why, Some(cond))
+                }
+            }
+        }
+    }
+}
+
+/// Drafts the candidates best first (ties keep the settings' order) until
+/// one per lane (serial: one) succeeds; a draft that fails names its slot.
+fn draft_best(
+    mut candidates: Vec<Candidate>,
+    obs: &Observed,
+    settings: &Settings,
+    iteration: usize,
+    why_not: &mut BTreeMap<String, usize>,
+) -> Vec<Planned> {
+    candidates.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap_or(std::cmp::Ordering::Equal));
     let mut out: Vec<Planned> = Vec::new();
-    for (_, slot, mut request, why) in candidates {
+    for Candidate { slot, mut request, why, .. } in candidates {
         let lane = if settings.parallel_lanes { slot.lane.clone() } else { SERIAL_LANE.into() };
         if out.iter().any(|p| p.lane == lane) {
             continue;
@@ -859,21 +897,15 @@ fn decide(
                 request,
                 why,
             }),
-            Err(e) => not(format!("{}: {}", slot.name(), e.first().cloned().unwrap_or_default())),
+            Err(e) => {
+                *why_not.entry(format!("{}: {}", slot.name(), e.first().cloned().unwrap_or_default())).or_insert(0) += 1
+            }
         }
         if !settings.parallel_lanes && !out.is_empty() {
             break;
         }
     }
-    if out.is_empty() {
-        let mut reasons: Vec<String> =
-            why_not.into_iter().map(|(r, n)| if n > 1 { format!("{r} ({n} slots)") } else { r }).collect();
-        if reasons.is_empty() {
-            reasons.push("no slot: every lane is busy".into());
-        }
-        return Err(reasons);
-    }
-    Ok(out)
+    out
 }
 
 /// What `Campaign::start` answered for a planned launch.

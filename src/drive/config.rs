@@ -65,9 +65,8 @@ pub struct ServiceConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunnerConfig {
-    /// Only `exec` today: one process per cell.
-    #[serde(default = "exec")]
-    pub kind: String,
+    #[serde(default)]
+    pub kind: RunnerKind,
     /// argv; `{cell}`, `{out}` (the cell's output folder), `{runset}`, `{logs}`,
     /// and `{<factor>}` for each of the cell's factors are filled in.
     pub command: Vec<String>,
@@ -78,6 +77,15 @@ pub struct RunnerConfig {
     pub env: BTreeMap<String, String>,
     #[serde(default = "default_grace")]
     pub grace_s: f64,
+}
+
+/// How a `[runner]` runs its cells.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunnerKind {
+    /// One process per cell, its command filled in per cell (the only kind today).
+    #[default]
+    Exec,
 }
 
 pub const ROOM_DELAY_S: f64 = 2.0;
@@ -100,7 +108,4 @@ fn one() -> u32 {
 }
 fn manager_name() -> String {
     "manager".into()
-}
-fn exec() -> String {
-    "exec".into()
 }

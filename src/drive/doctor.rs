@@ -115,9 +115,6 @@ pub fn diagnose(
             }
         }
         (None, Some(r)) => {
-            if r.kind != "exec" {
-                block(format!("runner.kind {:?} is not known (only \"exec\")", r.kind));
-            }
             if r.parallel == 0 {
                 block("runner.parallel must be at least 1".into());
             }
