@@ -223,8 +223,9 @@ fn auto_text(v: &runboard::auto::view::AutoView) -> String {
         out += &format!("settings problem: {p}\n");
     }
     for l in &v.lanes {
+        let since = l.idle_since.map(|t| format!(" (idle since {})", t.to_display())).unwrap_or_default();
         out += &format!(
-            "lane {:16} {:14} {}\n",
+            "lane {:16} {:14} {}{since}\n",
             l.lane,
             l.status.word(),
             l.unit.clone().or(l.idle_reason.clone()).unwrap_or_default()

@@ -370,7 +370,36 @@ fn remove_at(obj: &mut serde_json::Map<String, Value>, path: &str) -> Option<Str
     }
 }
 
+/// Where one lane stands, from the state's records of it (its batch in
+/// `current` or `currents`, its endpoint in `endpoint_failures`, its last end
+/// in `lane_finished_at` and `lane_outcomes`): one enum, read in one place.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lane<'a> {
+    /// Running the autopilot's batch `0`.
+    Running(&'a Current),
+    /// Its endpoint is quarantined until `until`, after `failures` failures in a row.
+    Quarantined { until: Timestamp, failures: u32, reason: &'a str },
+    /// Idle since its last batch ended (`None`: none ended on it), and how that ended.
+    Idle { since: Option<Timestamp>, last: Option<&'a LaneOutcome> },
+}
+
 impl AutoState {
+    /// Where the lane `lane` (served by `endpoint`, if local) stands at `now`.
+    /// A serial batch occupies the lane of its route.
+    pub fn lane(&self, lane: &str, endpoint: Option<&str>, now: Timestamp) -> Lane<'_> {
+        let serial = self
+            .current
+            .as_ref()
+            .filter(|c| tick::lane_of(c.model.as_deref().unwrap_or(""), c.endpoint.as_deref()) == lane);
+        if let Some(c) = self.currents.get(lane).or(serial) {
+            return Lane::Running(c);
+        }
+        if let Some(f) = endpoint.and_then(|e| self.endpoint_failures.get(e)).filter(|f| f.retry_at > now) {
+            return Lane::Quarantined { until: f.retry_at, failures: f.failures, reason: &f.reason };
+        }
+        Lane::Idle { since: self.lane_finished_at.get(lane).copied(), last: self.lane_outcomes.get(lane) }
+    }
+
     /// Keeps a copy of `event` in the history (the newest [`HISTORY_KEPT`]).
     /// Append it to the log first.
     pub fn remember(&mut self, event: LogEvent) {
@@ -463,6 +492,44 @@ mod tests {
         assert_eq!(units, ["rb-1", "", "rb-3"], "{:?}", l.repaired);
         assert_eq!(l.state.session.iterations[2].cells, 0, "the wrong-typed field alone took its default");
         assert_eq!(l.state.session.iterations[2].run_set, "c");
+    }
+
+    #[test]
+    fn a_lane_is_running_quarantined_or_idle_since_its_last_end() {
+        let now = Timestamp::parse_rfc3339("2026-12-01T10:00:00Z").unwrap();
+        let mut s = AutoState::default();
+        assert_eq!(s.lane("gpu-a", Some("gpu-a"), now), Lane::Idle { since: None, last: None });
+        let cur = Current {
+            unit: "rb-1".into(),
+            label: "auto-1".into(),
+            spec: "s".into(),
+            run_set: "rs".into(),
+            launched_at: now,
+            backend: None,
+            model: Some("qwen".into()),
+            endpoint: Some("gpu-a".into()),
+            request_preset: None,
+            prompt_variant: None,
+            retry_feedback: None,
+            cells: 2,
+        };
+        // A serial batch occupies its route's lane.
+        s.current = Some(cur.clone());
+        assert_eq!(s.lane("gpu-a", Some("gpu-a"), now), Lane::Running(&cur));
+        assert!(matches!(s.lane("gpu-b", Some("gpu-b"), now), Lane::Idle { .. }));
+        s.current = None;
+        let later = Timestamp(now.0 + 60_000);
+        s.endpoint_failures.insert(
+            "gpu-a".into(),
+            EndpointFailure { failures: 2, retry_at: later, reason: "its batch failed".into(), released: false },
+        );
+        s.lane_finished_at.insert("gpu-a".into(), now);
+        assert_eq!(
+            s.lane("gpu-a", Some("gpu-a"), now),
+            Lane::Quarantined { until: later, failures: 2, reason: "its batch failed" }
+        );
+        // Once the quarantine's time has passed: idle since its last end.
+        assert_eq!(s.lane("gpu-a", Some("gpu-a"), later), Lane::Idle { since: Some(now), last: None });
     }
 
     #[test]

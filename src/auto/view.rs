@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::settings::Settings;
 use super::tick::{lane_of, Guard, Planned};
-use super::{AutoState, LogEvent, Mode};
+use super::{AutoState, Lane, LogEvent, Mode};
 use crate::campaign::{CampaignConfig, ModelKind};
 use crate::Timestamp;
 
@@ -81,6 +81,9 @@ pub struct LaneView {
     pub unit: Option<String>,
     /// Until when it is quarantined or flagged.
     pub until: Option<Timestamp>,
+    /// Since when it has been idle: its last batch's end (none: none ended on it, or busy).
+    #[serde(default)]
+    pub idle_since: Option<Timestamp>,
     /// Why it is not running a batch, in words (none when busy).
     pub idle_reason: Option<String>,
 }
@@ -176,6 +179,7 @@ pub fn lanes(state: &AutoState, settings: Option<&Settings>, cfg: &CampaignConfi
                     status: LaneStatus::Free,
                     unit: None,
                     until: None,
+                    idle_since: None,
                     idle_reason: None,
                 }),
             }
@@ -183,23 +187,22 @@ pub fn lanes(state: &AutoState, settings: Option<&Settings>, cfg: &CampaignConfi
     }
     let day = super::tick::day_key(now);
     for l in &mut out {
-        let current = state.currents.get(&l.lane).or(state
-            .current
-            .as_ref()
-            .filter(|c| lane_of(c.model.as_deref().unwrap_or(""), c.endpoint.as_deref()) == l.lane));
-        if let Some(c) = current {
-            l.status = LaneStatus::Busy;
-            l.unit = Some(c.unit.clone());
-            continue;
-        }
-        if let Some(f) = l.endpoint.as_ref().and_then(|e| state.endpoint_failures.get(e)).filter(|f| f.retry_at > now) {
-            l.status = LaneStatus::Quarantined;
-            l.until = Some(f.retry_at);
-            // The scheduling model words it: a cooldown, or an open circuit.
-            let model = super::tick::scheduler_of(state, &[(l.lane.clone(), l.models.clone())], now);
-            let why = model.idle_reason(&l.lane, now).unwrap_or_default();
-            l.idle_reason = Some(format!("{why} ({})", f.reason));
-            continue;
+        match state.lane(&l.lane, l.endpoint.as_deref(), now) {
+            Lane::Running(c) => {
+                l.status = LaneStatus::Busy;
+                l.unit = Some(c.unit.clone());
+                continue;
+            }
+            Lane::Quarantined { until, reason, .. } => {
+                l.status = LaneStatus::Quarantined;
+                l.until = Some(until);
+                // The scheduling model words it: a cooldown, or an open circuit.
+                let model = super::tick::scheduler_of(state, &[(l.lane.clone(), l.models.clone())], now);
+                let why = model.idle_reason(&l.lane, now).unwrap_or_default();
+                l.idle_reason = Some(format!("{why} ({reason})"));
+                continue;
+            }
+            Lane::Idle { since, .. } => l.idle_since = since,
         }
         let flagged: Vec<_> = l.models.iter().filter_map(|m| state.credit_flags.get(m).map(|f| (m, f))).collect();
         if !flagged.is_empty() && flagged.len() == l.models.len() {

@@ -154,7 +154,10 @@ fn lanes_table(v: &AutoView) -> impl IntoView {
                         <td>{l.lane.clone()}</td>
                         <td>{l.models.join(", ")}</td>
                         <td><span class=format!("badge {}", l.status.word())>{l.status.word().replace('_', " ")}</span></td>
-                        <td>{l.unit.clone().or(l.idle_reason.clone()).unwrap_or_default()}</td>
+                        <td>
+                            {l.unit.clone().or(l.idle_reason.clone()).unwrap_or_default()}
+                            {l.idle_since.map(|t| view! { <span class="since">{format!(" (idle since {})", t.to_display())}</span> })}
+                        </td>
                     </tr>
                 }).collect_view()}
             </tbody>
