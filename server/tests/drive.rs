@@ -105,9 +105,9 @@ fn cmdline(pid: u32) -> String {
     raw.split(|&b| b == 0).filter(|a| !a.is_empty()).map(String::from_utf8_lossy).collect::<Vec<_>>().join(" ")
 }
 
-/// How many processes carrying `marker` run `command` (arguments joined by spaces).
-fn marked_running(marker: &str, command: &str) -> usize {
-    marked(marker).into_iter().filter(|pid| cmdline(*pid) == command).count()
+/// The processes carrying `marker` that run `command` (arguments joined by spaces).
+fn marked_running(marker: &str, command: &str) -> Vec<u32> {
+    marked(marker).into_iter().filter(|pid| cmdline(*pid) == command).collect()
 }
 
 fn runset(c: &Campaign) -> PathBuf {
@@ -436,7 +436,7 @@ fn sigkill_to_the_driver_leaves_nothing_behind() {
     // its escaped grandchild each end as `sleep 600`. Counting marked processes
     // instead would race: the player's intermediate shells are marked too while
     // they fork.
-    if !wait_until(Duration::from_secs(20), || marked_running(&c.marker, "sleep 600") == 4) {
+    if !wait_until(Duration::from_secs(20), || marked_running(&c.marker, "sleep 600").len() == 4) {
         let _ =
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
         let e = finish(child, Instant::now());
@@ -489,7 +489,7 @@ fn a_stopped_cell_records_128_plus_the_signal_and_attempted_counts_started_cells
     let started = Instant::now();
     let child = drive(&c, &[], &[]);
     // Wait for the first cell (the driver and its sentinel carry the mark too).
-    wait_for("the first cell", Duration::from_secs(20), || marked_running(&c.marker, "sleep 600") == 1);
+    wait_for("the first cell", Duration::from_secs(20), || marked_running(&c.marker, "sleep 600").len() == 1);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     let e = finish(child, started);
     assert_eq!(e.code, Some(143), "{}", e.stderr);
@@ -533,7 +533,7 @@ fn a_cell_a_manager_signalled_just_before_the_driver_was_stopped_not_failed() {
     let driver = child.id();
     // The cell: the one marked process running `sleep 600` (the driver and
     // its sentinel carry the mark too).
-    let cells = || marked(&c.marker).into_iter().filter(|p| cmdline(*p) == "sleep 600").collect::<Vec<_>>();
+    let cells = || marked_running(&c.marker, "sleep 600");
     wait_for("a cell started", Duration::from_secs(20), || cells().len() == 1);
     let cell = cells()[0];
     let term = |pid: u32| {

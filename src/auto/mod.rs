@@ -127,6 +127,14 @@ pub struct Current {
     pub cells: usize,
 }
 
+impl Current {
+    /// The lane its route runs on (its endpoint, or `api:<model>`): where a
+    /// serial batch sits too, should lanes be turned on.
+    pub fn route_lane(&self) -> String {
+        tick::lane_of(self.model.as_deref().unwrap_or(""), self.endpoint.as_deref())
+    }
+}
+
 /// An endpoint quarantined after a failure, until `retry_at`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EndpointFailure {
@@ -375,7 +383,7 @@ fn remove_at(obj: &mut serde_json::Map<String, Value>, path: &str) -> Option<Str
 /// in `lane_finished_at` and `lane_outcomes`): one enum, read in one place.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lane<'a> {
-    /// Running the autopilot's batch `0`.
+    /// Running the autopilot's batch (its current).
     Running(&'a Current),
     /// Its endpoint is quarantined until `until`, after `failures` failures in a row.
     Quarantined { until: Timestamp, failures: u32, reason: &'a str },
@@ -387,10 +395,7 @@ impl AutoState {
     /// Where the lane `lane` (served by `endpoint`, if local) stands at `now`.
     /// A serial batch occupies the lane of its route.
     pub fn lane(&self, lane: &str, endpoint: Option<&str>, now: Timestamp) -> Lane<'_> {
-        let serial = self
-            .current
-            .as_ref()
-            .filter(|c| tick::lane_of(c.model.as_deref().unwrap_or(""), c.endpoint.as_deref()) == lane);
+        let serial = self.current.as_ref().filter(|c| c.route_lane() == lane);
         if let Some(c) = self.currents.get(lane).or(serial) {
             return Lane::Running(c);
         }

@@ -265,11 +265,7 @@ fn follow_own_batches(run: &mut Run) -> Step<Own> {
     let mut own = Own { busy: Vec::new(), unknown: Vec::new() };
     for (lane, cur) in lanes {
         // The lane it occupies (a serial batch's too, should lanes be turned on).
-        let real = if lane == SERIAL_LANE {
-            lane_of(cur.model.as_deref().unwrap_or(""), cur.endpoint.as_deref())
-        } else {
-            lane.clone()
-        };
+        let real = if lane == SERIAL_LANE { cur.route_lane() } else { lane.clone() };
         match run.obs.units.get(&cur.unit).map(|u| &u.observation) {
             Some(Observation::Active { .. } | Observation::Pending { .. }) => own.busy.push(real),
             Some(Observation::Unknown { reason }) => own.unknown.push((real, reason.clone())),
@@ -590,11 +586,7 @@ pub fn scheduler_of(state: &AutoState, lanes: &[(String, Vec<String>)], now: Tim
         .current
         .iter()
         .chain(state.currents.values())
-        .map(|c| Assignment {
-            job: c.unit.clone(),
-            worker: lane_of(c.model.as_deref().unwrap_or(""), c.endpoint.as_deref()),
-            at: c.launched_at,
-        })
+        .map(|c| Assignment { job: c.unit.clone(), worker: c.route_lane(), at: c.launched_at })
         .collect();
     Scheduler { policy, workers, assignments, ..Default::default() }
 }
@@ -1481,7 +1473,7 @@ mod properties {
                     let occupied: Vec<String> = ours
                         .iter()
                         .filter(|c| !matches!(o.units[&c.unit].observation, Observation::Finished { .. }))
-                        .map(|c| lane_of(c.model.as_deref().unwrap_or(""), c.endpoint.as_deref()))
+                        .map(Current::route_lane)
                         .collect();
                     for p in &out.launches {
                         prop_assert!(!out.state.credit_flags.contains_key(&p.model), "a credit-flagged model launched");

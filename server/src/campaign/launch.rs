@@ -301,6 +301,7 @@ impl Campaign {
         tag: &str,
         prediction: Option<Prediction>,
     ) -> Result<Launched, ApiError> {
+        let kind = if resume_into.is_some() { RunKind::Resume } else { RunKind::Launch };
         // A resumed run set gets a unit of its own each time.
         let unit = match resume_into {
             None => unit_name(run_set),
@@ -349,7 +350,7 @@ impl Campaign {
             spec: committed.to_owned(),
             label: spec.label.clone(),
             launched_at: rec.started_at,
-            kind: if resume_into.is_some() { RunKind::Resume } else { RunKind::Launch },
+            kind,
             launcher: launcher.backend(),
             unit: unit.clone(),
             tag: tag.to_owned(),
@@ -368,7 +369,13 @@ impl Campaign {
             status: MarkerStatus::Launched,
             planned: spec.cells.len(),
             updated_at: crate::clock::now(),
-            reason: Some(format!("{}ed through the console", if resume_into.is_some() { "resum" } else { "launch" })),
+            reason: Some(
+                match kind {
+                    RunKind::Launch => "launched through the console",
+                    RunKind::Resume => "resumed through the console",
+                }
+                .into(),
+            ),
         };
         if let Err(e) = self.records.write_marker(&marker) {
             problems.push(format!("active_batch.json: {e}"));
