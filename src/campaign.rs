@@ -98,6 +98,24 @@ pub struct ResultsConfig {
     /// prompt's name…); cell ids, which derive from every factor, are never exported.
     #[serde(default)]
     pub private_factors: Vec<String>,
+    /// What a pass rate counts: each ended cell once (default), or the
+    /// samples of each `done` cell that reported them.
+    #[serde(default)]
+    pub count: CountUnit,
+}
+
+/// `[results] count`: the unit of every pass rate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CountUnit {
+    /// One trial per ended cell: passed or not.
+    #[default]
+    Cells,
+    /// A `done` cell that reported `samples` counts them (`passed` of
+    /// `total`); any other ended cell counts once, as with `cells`. For
+    /// harnesses whose cell runs a dataset (an Inspect eval): the rate is then
+    /// the harness's own accuracy.
+    Samples,
 }
 
 /// A task and its chain: its phases in order. A draft never includes a phase

@@ -34,7 +34,9 @@
 //!   spec folder, stable cell ids.
 //! - [`drive`] — the batch driver's decisions: the cluster and runner
 //!   configuration, the doctor's findings, which cells remain, the records a
-//!   run set keeps.
+//!   run set keeps, a cell's own report (`result.json`, the cell contract).
+//! - [`harness`] — third-party harnesses as cells (Inspect AI): how a cell
+//!   starts from the harness's logs and what they report.
 //! - [`hash`] — FNV-1a, stable across processes, for ids and versions.
 //! - [`json`] — strict-JSON reading of values written by tolerant writers
 //!   (`NaN`, `Infinity` become `null`), and lists of names.
@@ -48,6 +50,7 @@ pub mod charts;
 pub mod coverage;
 pub mod draft;
 pub mod drive;
+pub mod harness;
 pub mod hash;
 pub mod json;
 pub mod launch;

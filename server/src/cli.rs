@@ -340,7 +340,7 @@ fn timing_text(t: &runboard::results::timing::TimingView) -> String {
 }
 
 fn evidence_text(e: &runboard::results::Evidence) -> String {
-    let mut out = format!("{} ended cells; passed {} (95 % Wilson intervals)\n", e.n, rate_text(&e.overall));
+    let mut out = format!("{}; passed {} (95 % Wilson intervals)\n", e.counted_words(), rate_text(&e.overall));
     out += &format!("by {}:\n", e.by);
     for g in &e.groups {
         out += &format!("  {:20} {}\n", g.level, rate_text(&g.passes));

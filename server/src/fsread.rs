@@ -64,7 +64,7 @@ fn not_regular(md: &fs::Metadata) -> String {
 
 /// Opens `path` for reading only if it is a regular file, without ever blocking
 /// on a FIFO; returns the file and its length.
-fn open_file(path: &Path) -> Result<(File, u64), String> {
+pub fn open_file(path: &Path) -> Result<(File, u64), String> {
     let md = fs::metadata(path).map_err(|e| e.to_string())?;
     if !md.is_file() {
         return Err(not_regular(&md));

@@ -29,6 +29,7 @@ pub mod auth;
 pub mod auto_state;
 pub mod autopilot;
 pub mod campaign;
+pub mod cell;
 pub mod cli;
 pub mod clock;
 pub mod command;

@@ -94,6 +94,13 @@ enum Command {
     },
     #[command(flatten)]
     Console(server::cli::ConsoleCommand),
+    /// Run one cell of a batch through a third-party harness (the runner's
+    /// command): the harness's log stays in the cell's folder and becomes its
+    /// result.json.
+    Cell {
+        #[command(subcommand)]
+        command: CellCommand,
+    },
     /// Run directories under a campaign root.
     Runs {
         #[command(subcommand)]
@@ -123,6 +130,13 @@ enum Command {
         #[arg(long)]
         exit_with_parent: Option<u32>,
     },
+}
+
+#[derive(Subcommand)]
+enum CellCommand {
+    /// One Inspect AI eval as a cell: `inspect eval`, or `inspect eval-retry`
+    /// of the eval a stopped attempt left (docs/formats.md, Inspect AI).
+    Inspect(server::cell::InspectCell),
 }
 
 #[derive(Subcommand)]
@@ -236,6 +250,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             server::fixture::write_console_campaign(&dir, &f)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Cell { command: CellCommand::Inspect(opts) } => server::cell::run(opts).await,
         Command::Console(cmd) => Ok(tokio::task::spawn_blocking(move || server::cli::run(cmd)).await?),
         Command::Unit { record, log, grace, command } => {
             let grace = Duration::from_secs_f64(grace.clamp(0.0, 3600.0));

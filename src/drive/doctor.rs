@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::config::{ClusterConfig, RunnerConfig};
-use super::plan::{cell_vars, fill, pool_assignment, route_vars};
+use super::plan::{fill, pool_assignment, route_vars, runner_vars, BatchVars, FIXED_VARS};
 use crate::spec::BatchSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -36,6 +36,8 @@ pub struct Facts {
     pub artefacts: BTreeMap<String, bool>,
     /// The label of the spec a resumed run set was made from, if it differs.
     pub resume_label: Option<String>,
+    /// The catalogue's endpoint URLs (`{endpoint_url}` in a runner command).
+    pub endpoint_urls: BTreeMap<String, String>,
 }
 
 /// A URL's host and port, for `http://host:port/...` only.
@@ -105,7 +107,7 @@ pub fn diagnose(
                 // process's index for rooms and players. Anything else would start
                 // the process with a literal `{placeholder}`.
                 let mut vars: BTreeMap<String, String> =
-                    ["out", "runset", "logs"].iter().map(|k| ((*k).to_owned(), String::new())).collect();
+                    FIXED_VARS.iter().map(|k| ((*k).to_owned(), String::new())).collect();
                 if what != "cluster.manager" {
                     vars.insert("index".into(), String::new());
                 }
@@ -121,15 +123,14 @@ pub fn diagnose(
             if r.command.is_empty() {
                 block("runner.command is empty".into());
             }
-            let fixed = ["out", "runset", "logs"];
+            let batch = BatchVars {
+                fixed: FIXED_VARS.iter().map(|k| ((*k).to_owned(), String::new())).collect(),
+                endpoint_urls: facts.endpoint_urls.clone(),
+            };
             let route = route_vars(spec);
             let pool = pool_assignment(spec);
             for cell in &spec.cells {
-                let mut vars = cell_vars(&route, cell);
-                if let Some(e) = pool.get(&cell.id) {
-                    vars.insert("endpoint".into(), e.clone());
-                }
-                vars.extend(fixed.iter().map(|k| ((*k).to_owned(), String::new())));
+                let vars = runner_vars(&route, &pool, cell, &batch);
                 if let Err(e) = fill(&r.command, &vars) {
                     block(format!("runner.command for cell {}: {e}", cell.id));
                     break;

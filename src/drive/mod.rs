@@ -8,8 +8,10 @@
 //! - [`doctor`] — the gate: findings from the spec, the config and observed facts.
 //! - [`plan`] — remaining cells (resume) and command templates.
 //! - [`records`] — process and cell statuses, cell records, the batch outcome.
+//! - [`result`] — a cell's own report, `{out}/result.json` (the cell contract).
 
 pub mod config;
 pub mod doctor;
 pub mod plan;
 pub mod records;
+pub mod result;

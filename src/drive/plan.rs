@@ -46,6 +46,39 @@ pub fn fill(template: &[String], vars: &BTreeMap<String, String>) -> Result<Vec<
         .collect()
 }
 
+/// What a runner command may name besides the cell's own values: the
+/// batch's folders (`{out}`, `{runset}`, `{logs}`) and `{runboard}` (the
+/// running runboard program), which the driver fills per cell, and the
+/// catalogue's endpoint URLs, each endpoint's `{endpoint_url}`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BatchVars {
+    pub fixed: BTreeMap<String, String>,
+    pub endpoint_urls: BTreeMap<String, String>,
+}
+
+/// The names the driver fills for every runner command.
+pub const FIXED_VARS: [&str; 4] = ["out", "runset", "logs", "runboard"];
+
+/// Everything `cell`'s runner command may name: the route, the cell's
+/// factors and id, its pool endpoint (which wins over the route's), that
+/// endpoint's catalogue URL, and the batch's fixed values.
+pub fn runner_vars(
+    route: &BTreeMap<String, String>,
+    pool: &BTreeMap<String, String>,
+    cell: &Cell,
+    batch: &BatchVars,
+) -> BTreeMap<String, String> {
+    let mut vars = cell_vars(route, cell);
+    if let Some(e) = pool.get(&cell.id) {
+        vars.insert("endpoint".into(), e.clone());
+    }
+    if let Some(url) = vars.get("endpoint").and_then(|e| batch.endpoint_urls.get(e)) {
+        vars.insert("endpoint_url".into(), url.clone());
+    }
+    vars.extend(batch.fixed.iter().map(|(k, v)| (k.clone(), v.clone())));
+    vars
+}
+
 /// The batch's route as template variables (`{model}`, `{backend}`,
 /// `{endpoint}`, `{prompt_variant}`, `{request_preset}`), those the spec gives.
 pub fn route_vars(spec: &crate::spec::BatchSpec) -> BTreeMap<String, String> {

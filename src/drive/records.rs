@@ -4,6 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::Cell;
 
+use super::result::{CellResult, Samples};
+
 /// A process the driver started (`ProcessStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "SCREAMING_SNAKE_CASE")]
@@ -36,9 +38,10 @@ impl ProcessStatus {
 }
 
 /// Where a cell stands in a run set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CellStatus {
+    #[default]
     Pending,
     Running,
     Done,
@@ -48,7 +51,7 @@ pub enum CellStatus {
 }
 
 /// `cells/<cell id>.json` in a run set: one cell's latest attempt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellRecord {
     pub schema_version: u32,
     pub cell: String,
@@ -70,23 +73,33 @@ pub struct CellRecord {
     pub score: Option<f64>,
     #[serde(default)]
     pub log: Option<String>,
+    /// The rest of what the cell reported (`result.json`), each only when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Samples>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    /// Why it failed, in the cell's own words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl CellRecord {
     pub fn new(cell: &Cell, status: CellStatus) -> Self {
-        Self {
-            schema_version: 1,
-            cell: cell.id.clone(),
-            factors: cell.factors.clone(),
-            status,
-            attempts: 0,
-            started_at: None,
-            ended_at: None,
-            exit_code: None,
-            tokens: None,
-            score: None,
-            log: None,
-        }
+        Self { schema_version: 1, cell: cell.id.clone(), factors: cell.factors.clone(), status, ..Self::default() }
+    }
+
+    /// Takes what the cell reported for its latest attempt: every reported
+    /// field is replaced, so nothing an earlier attempt said survives.
+    pub fn take_result(&mut self, r: CellResult) {
+        let CellResult { score, passed, samples, tokens, input_tokens, output_tokens, cost, reason } = r;
+        (self.score, self.passed, self.samples, self.tokens) = (score, passed, samples, tokens);
+        (self.input_tokens, self.output_tokens, self.cost, self.reason) = (input_tokens, output_tokens, cost, reason);
     }
 }
 

@@ -139,6 +139,8 @@ mod tests {
             score: Some(0.5),
             tokens: Some(10),
             ended_at: None,
+            successes: u64::from(passed),
+            trials: 1,
         }
     }
 

@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::campaign::{CountUnit, ResultsConfig};
 use crate::drive::records::{CellRecord, CellStatus};
 use crate::matrix::value_text;
 use stats::{difference, Interval, Proportion, Z95};
@@ -51,11 +52,16 @@ pub struct Outcome {
     pub model: Option<String>,
     pub run_set: String,
     pub passed: bool,
-    /// Why it failed (`exit 3`, `score 0.40 below 0.80`), when it did not pass.
+    /// Why it failed (`exit 3`, `score 0.40 below 0.80`, or the reason the
+    /// cell reported), when it did not pass.
     pub reason: Option<String>,
     pub score: Option<f64>,
     pub tokens: Option<u64>,
     pub ended_at: Option<String>,
+    /// What it adds to a pass rate: `successes` of `trials` — 1 of 1 or 0 of
+    /// 1 for a cell, its samples under `[results] count = "samples"`.
+    pub successes: u64,
+    pub trials: u64,
 }
 
 /// The records of one run set, as the outcomes are made from them.
@@ -65,8 +71,9 @@ pub struct RunSetRecords<'a> {
     pub cells: &'a [CellRecord],
 }
 
-/// Every cell's latest ended record, as an outcome.
-pub fn outcomes(run_sets: &[RunSetRecords], pass_score: Option<f64>) -> Vec<Outcome> {
+/// Every cell's latest ended record, as an outcome, by the campaign's
+/// `[results]` rules.
+pub fn outcomes(run_sets: &[RunSetRecords], rules: &ResultsConfig) -> Vec<Outcome> {
     let mut latest: BTreeMap<&str, (&RunSetRecords, &CellRecord)> = BTreeMap::new();
     for rs in run_sets {
         for c in rs.cells.iter().filter(|c| matches!(c.status, CellStatus::Done | CellStatus::Failed)) {
@@ -81,18 +88,10 @@ pub fn outcomes(run_sets: &[RunSetRecords], pass_score: Option<f64>) -> Vec<Outc
     latest
         .into_values()
         .map(|(rs, c)| {
-            let (passed, reason) = match (c.status, pass_score, c.score) {
-                (CellStatus::Done, None, _) => (true, None),
-                (CellStatus::Done, Some(min), Some(s)) if s >= min => (true, None),
-                (CellStatus::Done, Some(min), Some(s)) => (false, Some(format!("score {s:.2} below {min:.2}"))),
-                (CellStatus::Done, Some(_), None) => (false, Some("no score reported".into())),
-                (_, _, _) => (
-                    false,
-                    Some(match c.exit_code {
-                        Some(code) => format!("exit {code}"),
-                        None => "ended without an exit status".into(),
-                    }),
-                ),
+            let (passed, reason) = verdict(c, rules.pass_score);
+            let (successes, trials) = match (rules.count, c.status, c.samples) {
+                (CountUnit::Samples, CellStatus::Done, Some(s)) => (s.passed, s.total),
+                _ => (u64::from(passed), 1),
             };
             Outcome {
                 cell: c.cell.clone(),
@@ -104,9 +103,33 @@ pub fn outcomes(run_sets: &[RunSetRecords], pass_score: Option<f64>) -> Vec<Outc
                 score: c.score,
                 tokens: c.tokens,
                 ended_at: c.ended_at.clone(),
+                successes,
+                trials,
             }
         })
         .collect()
+}
+
+/// Whether an ended cell passed, and why not. A `done` cell's own `passed`
+/// wins; else `pass_score`, when set, needs a score at least that.
+fn verdict(c: &CellRecord, pass_score: Option<f64>) -> (bool, Option<String>) {
+    let said = || c.reason.clone();
+    match (c.status, c.passed, pass_score, c.score) {
+        (CellStatus::Done, Some(true), _, _) | (CellStatus::Done, None, None, _) => (true, None),
+        (CellStatus::Done, Some(false), _, _) => {
+            (false, Some(said().unwrap_or_else(|| "the cell said it did not pass".into())))
+        }
+        (CellStatus::Done, None, Some(min), Some(s)) if s >= min => (true, None),
+        (CellStatus::Done, None, Some(min), Some(s)) => (false, Some(format!("score {s:.2} below {min:.2}"))),
+        (CellStatus::Done, None, Some(_), None) => (false, Some("no score reported".into())),
+        _ => (
+            false,
+            Some(said().unwrap_or_else(|| match c.exit_code {
+                Some(code) => format!("exit {code}"),
+                None => "ended without an exit status".into(),
+            })),
+        ),
+    }
 }
 
 /// One level's pass rate.
@@ -154,9 +177,24 @@ pub struct Evidence {
     /// The scope the figures are over, as text (empty: every cell).
     #[serde(default)]
     pub scope: String,
+    /// What the rates count: cells, or the samples cells reported
+    /// (`[results] count`).
+    #[serde(default)]
+    pub count: CountUnit,
     /// Drawn by a server built with charts (empty otherwise).
     #[serde(default)]
     pub charts: EvidenceCharts,
+}
+
+impl Evidence {
+    /// What was counted, in words: `12 ended cells`, or with samples
+    /// `12 ended cells, 72 samples`.
+    pub fn counted_words(&self) -> String {
+        match self.count {
+            CountUnit::Cells => format!("{} ended cells", self.n),
+            CountUnit::Samples => format!("{} ended cells, {} samples", self.n, self.overall.n),
+        }
+    }
 }
 
 /// The evidence's charts: pass rates by level and the differences to the
@@ -180,8 +218,8 @@ pub fn groups(outcomes: &[Outcome], factor: &str, order: &[String]) -> Vec<Group
     let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for o in outcomes {
         let e = counts.entry(level_of(o, factor)).or_insert((0, 0));
-        e.0 += u64::from(o.passed);
-        e.1 += 1;
+        e.0 += o.successes;
+        e.1 += o.trials;
     }
     let mut levels: Vec<String> = order.iter().filter(|l| counts.contains_key(*l)).cloned().collect();
     levels.extend(counts.keys().filter(|k| !order.contains(k)).cloned());
@@ -214,7 +252,7 @@ pub fn comparisons(groups: &[Group]) -> Vec<Comparison> {
 
 /// The pass rate of these outcomes.
 pub fn pass_rate(outcomes: &[Outcome]) -> Proportion {
-    Proportion::new(outcomes.iter().filter(|o| o.passed).count() as u64, outcomes.len() as u64)
+    Proportion::new(outcomes.iter().map(|o| o.successes).sum(), outcomes.iter().map(|o| o.trials).sum())
 }
 
 /// The evidence by `by` (levels ordered as the matrix plans them: `order`).
@@ -251,6 +289,7 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
         failures_by_factor,
         failures_by_reason,
         scope: String::new(),
+        count: CountUnit::Cells,
         charts: EvidenceCharts::default(),
     };
     #[cfg(feature = "charts")]
@@ -320,6 +359,7 @@ mod tests {
             tokens: Some(10),
             score,
             log: None,
+            ..Default::default()
         }
     }
 
@@ -338,12 +378,60 @@ mod tests {
             RunSetRecords { name: "a", model: Some("qwen"), cells: &early },
             RunSetRecords { name: "b", model: Some("gpt"), cells: &late },
         ];
-        let o = outcomes(&sets, None);
+        let o = outcomes(&sets, &ResultsConfig::default());
         assert_eq!(o.len(), 2, "the stopped cell is not counted; the retried one once");
         assert!(o.iter().all(|o| o.passed && o.model.as_deref() == Some("gpt")));
-        let o = outcomes(&sets, Some(0.5));
+        let o = outcomes(&sets, &ResultsConfig { pass_score: Some(0.5), ..ResultsConfig::default() });
         let base = o.iter().find(|o| o.factors["condition"] == "base").unwrap();
         assert_eq!((base.passed, base.reason.as_deref()), (false, Some("score 0.40 below 0.50")));
+    }
+
+    #[test]
+    fn a_cells_own_verdict_reason_and_samples_count() {
+        use crate::drive::result::Samples;
+        use CellStatus::*;
+        let with = |r: CellRecord, passed, samples, reason: Option<&str>| CellRecord {
+            passed,
+            samples,
+            reason: reason.map(str::to_owned),
+            ..r
+        };
+        let cells = vec![
+            // 4 of 6 samples; its own verdict says it passed despite a low score.
+            with(
+                rec("base", "t1", 1, Done, "2026-12-01T00:00:00Z", Some(0.1)),
+                Some(true),
+                Some(Samples { passed: 4, total: 6 }),
+                None,
+            ),
+            // 1 of 6 and the cell's own "no".
+            with(
+                rec("base", "t2", 1, Done, "2026-12-01T00:00:00Z", None),
+                Some(false),
+                Some(Samples { passed: 1, total: 6 }),
+                Some("1 of 6"),
+            ),
+            // Failed with the harness's words: one trial, whatever the mode.
+            with(
+                rec("base", "t3", 1, Failed, "2026-12-01T00:00:00Z", None),
+                None,
+                None,
+                Some("inspect: ValueError('x')"),
+            ),
+        ];
+        let sets = [RunSetRecords { name: "a", model: None, cells: &cells }];
+        let rules = ResultsConfig { pass_score: Some(0.5), ..ResultsConfig::default() };
+        let o = outcomes(&sets, &rules);
+        let reasons: Vec<_> = o.iter().filter_map(|o| o.reason.as_deref()).collect();
+        assert_eq!(reasons.len(), 2);
+        assert!(reasons.contains(&"1 of 6") && reasons.contains(&"inspect: ValueError('x')"), "{reasons:?}");
+        assert_eq!(pass_rate(&o).successes, 1, "cells: the cell's own verdict wins over pass_score");
+        assert_eq!(pass_rate(&o).n, 3);
+        let o = outcomes(&sets, &ResultsConfig { count: CountUnit::Samples, ..rules });
+        // Samples: 4 + 1 of 6 + 6, and the failed cell once: 5 of 13.
+        assert_eq!((pass_rate(&o).successes, pass_rate(&o).n), (5, 13));
+        let by_task: Vec<_> = groups(&o, "task", &[]).into_iter().map(|g| (g.passes.successes, g.passes.n)).collect();
+        assert_eq!(by_task, [(4, 6), (1, 6), (0, 1)]);
     }
 
     #[test]
@@ -357,7 +445,7 @@ mod tests {
         }
         let sets = [RunSetRecords { name: "a", model: Some("qwen"), cells: &cells }];
         let order = BTreeMap::from([("condition".to_owned(), vec!["base".to_owned(), "treat".to_owned()])]);
-        let e = evidence(&outcomes(&sets, None), "condition", &order);
+        let e = evidence(&outcomes(&sets, &ResultsConfig::default()), "condition", &order);
         assert_eq!((e.n, e.overall.successes), (20, 11));
         assert_eq!(
             e.groups.iter().map(|g| (g.level.as_str(), g.passes.successes, g.passes.n)).collect::<Vec<_>>(),

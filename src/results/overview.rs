@@ -219,6 +219,7 @@ mod tests {
             tokens: None,
             score: None,
             log: None,
+            ..Default::default()
         }
     }
 

@@ -196,6 +196,7 @@ mod tests {
             tokens,
             score: None,
             log: Some(format!("logs/cell-{cell}.log")),
+            ..Default::default()
         }
     }
 

@@ -603,6 +603,7 @@ mod tests {
             tokens,
             score: None,
             log: None,
+            ..Default::default()
         }
     }
 

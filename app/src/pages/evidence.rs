@@ -107,7 +107,7 @@ fn body(e: &Evidence) -> impl IntoView {
         return view! { <p class="empty">{why}</p> }.into_any();
     }
     view! {
-        <p class="overall">{format!("{} ended cells{}; passed {}.", e.n,
+        <p class="overall">{format!("{}{}; passed {}.", e.counted_words(),
             if e.scope.is_empty() { String::new() } else { format!(" in {}", e.scope) }, rate_words(&e.overall))}</p>
         <div class="charts">
             <ChartFigure chart=e.charts.rates.clone() empty="" class="rates-chart"/>

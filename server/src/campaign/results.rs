@@ -82,7 +82,10 @@ fn by_factor<'a>(matrix: &runboard::matrix::Matrix, by: Option<&'a str>) -> Resu
     Err(ApiError::bad_query(&runboard::runview::trials::BadQuery {
         field: "by".into(),
         value: asked.to_owned(),
-        problem: format!("not a factor of the matrix (factors: {}, or model)", matrix.factors.join(", ")),
+        problem: match matrix.factors.is_empty() {
+            true => "not a factor: the campaign has no matrix.csv (only model can group it)".into(),
+            false => format!("not a factor of the matrix (factors: {}, or model)", matrix.factors.join(", ")),
+        },
     }))
 }
 
@@ -141,7 +144,7 @@ impl Campaign {
         let key = MemoKey {
             sets: scoped.run_sets.iter().map(|(rs, _)| rs.clone()).collect(),
             matrix: matrix.clone(),
-            question: format!("{by}\n{}\n{:?}", scoped.scope.text(), cfg.results.pass_score),
+            question: format!("{by}\n{}\n{:?}", scoped.scope.text(), cfg.results),
         };
         let mut made = self.results_made.evidence.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((k, e)) = made.as_ref() {
@@ -149,9 +152,10 @@ impl Campaign {
                 return Ok(e.clone());
             }
         }
-        let outcomes = outcomes(&scoped, cfg.results.pass_score);
+        let outcomes = outcomes(&scoped, &cfg.results);
         let mut e = core::evidence(&outcomes, by, &level_order(&matrix));
         e.scope = scoped.scope.text();
+        e.count = cfg.results.count;
         *made = Some((key, e.clone()));
         Ok(e)
     }
@@ -168,13 +172,7 @@ impl Campaign {
             matrix: matrix.clone(),
             // The committed specs come from the run index; the private
             // factors from campaign.toml.
-            question: format!(
-                "{}\n{:?}\n{:?}\n{}",
-                scoped.scope.text(),
-                cfg.results.pass_score,
-                cfg.results.private_factors,
-                index.len()
-            ),
+            question: format!("{}\n{:?}\n{}", scoped.scope.text(), cfg.results, index.len()),
         };
         let mut made = self.results_made.export.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((k, x)) = made.as_ref() {
@@ -184,7 +182,7 @@ impl Campaign {
                 return Ok(x);
             }
         }
-        let outcomes = outcomes(&scoped, cfg.results.pass_score);
+        let outcomes = outcomes(&scoped, &cfg.results);
         let mut counted: Vec<&str> = outcomes.iter().map(|o| o.run_set.as_str()).collect();
         counted.sort_unstable();
         counted.dedup();
@@ -441,13 +439,14 @@ impl Campaign {
         for name in names {
             let preset = presets.get(name).cloned().unwrap_or_else(|| unreachable!("checked above"));
             let scoped = self.scoped(self.scope(Some(&preset.scope))?)?;
-            let outcomes = outcomes(&scoped, cfg.results.pass_score);
+            let outcomes = outcomes(&scoped, &cfg.results);
             let all = self.timings_of(&scoped);
             let mut evidence = core::evidence(&outcomes, by, &order);
             // The comparison draws its own charts; each cohort's would be
             // sent for nothing.
             evidence.charts = Default::default();
             evidence.scope = preset.scope.clone();
+            evidence.count = cfg.results.count;
             figures.push(CohortFigures {
                 name: preset.name.clone(),
                 scope: preset.scope.clone(),
@@ -473,13 +472,13 @@ impl Campaign {
     fn research_view(&self, loaded: runboard::results::research::Loaded) -> runboard::results::research::ResearchView {
         use runboard::results::research::{linked_cohorts, summary, ResearchView};
         let presets = self.presets().unwrap_or_default();
-        let pass_score = self.config().ok().and_then(|c| c.results.pass_score);
+        let rules = self.config().map(|c| c.results.clone()).unwrap_or_default();
         let mut rates = BTreeMap::new();
         for name in linked_cohorts(&loaded.state) {
             let Some(p) = presets.get(&name) else { continue };
             let Ok(scope) = self.scope(Some(&p.scope)) else { continue };
             let Ok(scoped) = self.scoped(scope) else { continue };
-            rates.insert(name, core::pass_rate(&outcomes(&scoped, pass_score)));
+            rates.insert(name, core::pass_rate(&outcomes(&scoped, &rules)));
         }
         let summary = summary(&loaded.state, &rates);
         ResearchView { state: loaded.state, repaired: loaded.repaired, summary }
@@ -528,11 +527,11 @@ impl Campaign {
 }
 
 /// Every cell's latest ended record in scope, as an outcome.
-fn outcomes(scoped: &Scoped, pass_score: Option<f64>) -> Vec<core::Outcome> {
+fn outcomes(scoped: &Scoped, rules: &runboard::campaign::ResultsConfig) -> Vec<core::Outcome> {
     let records: Vec<RunSetRecords> = scoped
         .run_sets
         .iter()
         .map(|(rs, kept)| RunSetRecords { name: &rs.name, model: model_of(rs), cells: cells_of(rs, kept) })
         .collect();
-    core::outcomes(&records, pass_score)
+    core::outcomes(&records, rules)
 }

@@ -39,18 +39,13 @@ pub(crate) async fn run(
     ctx: &BatchCtx<'_>,
     sup: &mut Supervisor,
 ) -> Result<RunnerEnd, DriveError> {
-    let BatchCtx { runset, env, grace, interactive, stop, .. } = ctx;
+    let BatchCtx { runset, grace, interactive, stop, batch_vars, .. } = ctx;
     let (runset, grace, interactive, stop) = (*runset, *grace, *interactive, *stop);
     let mut monitor = Monitor::new(interactive);
-    let base: BTreeMap<String, String> = [
-        ("runset".to_owned(), env["RUNBOARD_RUNSET"].clone()),
-        ("out".to_owned(), env["RUNBOARD_OUTPUT_DIR"].clone()),
-        ("logs".to_owned(), env["RUNBOARD_LOG_DIR"].clone()),
-    ]
-    .into_iter()
-    .collect();
+    // `{out}` is the run set's out/ here: the batch's fixed values as they are.
+    let base: &BTreeMap<String, String> = &batch_vars.fixed;
 
-    let startup = start(cfg, sup, &mut monitor, runset, &base, stop).await;
+    let startup = start(cfg, sup, &mut monitor, runset, base, stop).await;
     let startup = match startup {
         Ok(s) => s,
         Err(e) => Startup::Failed(format!("{e:#}")),

@@ -8,10 +8,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use runboard::drive::config::RunnerConfig;
-use runboard::drive::plan::{cell_vars, fill};
+use runboard::drive::plan::{fill, runner_vars};
 use runboard::drive::records::{BatchStatus, CellRecord, CellStatus, ProcessStatus};
+use runboard::drive::result::{CellResult, RESULT_FILE};
 use runboard::spec::Cell;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::monitor::Monitor;
 use super::supervisor::Supervisor;
@@ -50,7 +51,7 @@ pub(crate) async fn run(
         // A cell held for its verdict keeps the time it really ended.
         rec.ended_at.get_or_insert_with(|| crate::clock::now().to_rfc3339());
         rec.status = if stopped { CellStatus::Stopped } else { CellStatus::Failed };
-        read_result(&ctx.runset.out_dir().join(&rec.cell), &mut rec);
+        read_result(ctx.runset, &mut rec);
         ctx.runset.event("cell_end", json!({"cell": rec.cell, "status": rec.status, "exit_code": rec.exit_code}));
         if let Err(e) = ctx.runset.write_cell(&rec) {
             ctx.runset.log(&format!("cell {}: its record could not be written: {e:#}", rec.cell));
@@ -70,7 +71,7 @@ async fn drive_cells(
     running: &mut Running,
     attempted: &mut usize,
 ) -> Result<(BatchStatus, String), DriveError> {
-    let BatchCtx { runset, env, stop, route, pool, .. } = ctx;
+    let BatchCtx { runset, stop, route, pool, batch_vars, .. } = ctx;
     let existing = runset.read_cells();
     let mut queue = cells.iter();
     let parallel = cfg.parallel.max(1) as usize;
@@ -82,13 +83,15 @@ async fn drive_cells(
             let Some(cell) = queue.next() else { break };
             let out = runset.out_dir().join(&cell.id);
             std::fs::create_dir_all(&out).map_err(DriveError::io("creating", &out))?;
-            let mut vars = cell_vars(route, cell);
-            if let Some(e) = pool.get(&cell.id) {
-                vars.insert("endpoint".into(), e.clone());
+            // A report is always the latest attempt's: an earlier one's goes.
+            match std::fs::remove_file(out.join(RESULT_FILE)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(DriveError::io("removing", &out.join(RESULT_FILE))(e))
+                }
+                _ => {}
             }
+            let mut vars = runner_vars(route, pool, cell, batch_vars);
             vars.insert("out".into(), out.display().to_string());
-            vars.insert("runset".into(), env["RUNBOARD_RUNSET"].clone());
-            vars.insert("logs".into(), env["RUNBOARD_LOG_DIR"].clone());
             let argv = fill(&cfg.command, &vars).map_err(DriveError::Template)?;
             let mut cell_env = cfg.env.clone();
             cell_env.insert("RUNBOARD_CELL".into(), cell.id.clone());
@@ -152,7 +155,7 @@ async fn drive_cells(
                 _ if stop.is_cancelled() => CellStatus::Stopped,
                 _ => CellStatus::Failed,
             };
-            read_result(&runset.out_dir().join(&rec.cell), &mut rec);
+            read_result(runset, &mut rec);
             if rec.status != CellStatus::Stopped {
                 finished += 1;
             }
@@ -180,14 +183,14 @@ async fn drive_cells(
     Ok((BatchStatus::Completed, format!("ran {} cells", cells.len())))
 }
 
-/// Reads the tokens and score a cell reported in `result.json`, if it did.
-fn read_result(out: &std::path::Path, rec: &mut CellRecord) {
-    let Some(v) = crate::fsread::read_regular(&out.join("result.json"))
-        .ok()
-        .and_then(|b| runboard::json::from_slice_lenient::<Value>(&b).ok())
-    else {
-        return;
-    };
-    rec.tokens = v.get("tokens").and_then(Value::as_u64);
-    rec.score = v.get("score").and_then(Value::as_f64);
+/// Takes what a cell reported in `result.json`, if it wrote one; a field
+/// that does not fit the contract is left out and named in the run set's log.
+fn read_result(runset: &super::runset::RunSet, rec: &mut CellRecord) {
+    let path = runset.out_dir().join(&rec.cell).join(RESULT_FILE);
+    let Ok(bytes) = crate::fsread::read_regular(&path) else { return };
+    let (result, problems) = CellResult::parse(&bytes);
+    for p in problems {
+        runset.log(&format!("cell {}: {p}", rec.cell));
+    }
+    rec.take_result(result);
 }

@@ -157,6 +157,26 @@ pub fn load_spec(path: &Path) -> Result<BatchSpec, Refusal> {
     spec::merge(docs).map_err(|e| Refusal::Input(e.to_string()))
 }
 
+/// `{runboard}`: this program, so a runner command can call `runboard cell …`
+/// whether or not runboard is on the cells' PATH.
+fn runboard_program() -> String {
+    std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "runboard".into())
+}
+
+/// The catalogue's endpoint URLs, by endpoint name.
+fn endpoint_urls(cfg: &CampaignConfig) -> BTreeMap<String, String> {
+    cfg.endpoints.iter().map(|e| (e.name.clone(), e.url.clone())).collect()
+}
+
+fn batch_vars(cfg: &CampaignConfig, env: &BTreeMap<String, String>) -> runboard::drive::plan::BatchVars {
+    let fixed = [("runset", "RUNBOARD_RUNSET"), ("logs", "RUNBOARD_LOG_DIR"), ("out", "RUNBOARD_OUTPUT_DIR")]
+        .into_iter()
+        .map(|(k, var)| (k.to_owned(), env.get(var).cloned().unwrap_or_default()))
+        .chain([("runboard".to_owned(), runboard_program())])
+        .collect();
+    runboard::drive::plan::BatchVars { fixed, endpoint_urls: endpoint_urls(cfg) }
+}
+
 fn find_root(spec: &Path) -> Option<PathBuf> {
     let start = std::path::absolute(spec).ok()?;
     start.ancestors().find(|d| d.join(CONFIG_FILE).is_file()).map(Path::to_path_buf)
@@ -178,7 +198,6 @@ fn port_taken(port: u16) -> bool {
 /// long a terminated process may take, how to show progress, and when to stop.
 pub(crate) struct BatchCtx<'a> {
     pub runset: &'a RunSet,
-    pub env: BTreeMap<String, String>,
     pub grace: Duration,
     pub interactive: bool,
     pub stop: &'a CancellationToken,
@@ -186,6 +205,8 @@ pub(crate) struct BatchCtx<'a> {
     pub route: BTreeMap<String, String>,
     /// A resource pool's endpoint of each cell (its `{endpoint}`).
     pub pool: BTreeMap<String, String>,
+    /// The batch's folders, `{runboard}` and the endpoints' URLs.
+    pub batch_vars: runboard::drive::plan::BatchVars,
 }
 
 /// What a runner reports when it returns.
@@ -356,7 +377,8 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
     }
     let route = runboard::drive::plan::route_vars(&spec);
     let pool = runboard::drive::plan::pool_assignment(&spec);
-    let ctx = BatchCtx { runset: &runset, env, grace, interactive: opts.interactive, stop: &stop, route, pool };
+    let batch_vars = batch_vars(&cfg, &env);
+    let ctx = BatchCtx { runset: &runset, grace, interactive: opts.interactive, stop: &stop, route, pool, batch_vars };
     let ended = match (&cfg.cluster, &cfg.runner) {
         (Some(cluster), _) => cluster::run(cluster, &spec, &left, &ctx, &mut sup).await,
         (None, Some(runner)) => exec::run(runner, &left, &ctx, &mut sup).await,
@@ -416,7 +438,7 @@ pub fn doctor_findings(
 ) -> Vec<doctor::Finding> {
     let mut facts = Facts::default();
     for program in doctor::programs(cfg.cluster.as_ref(), cfg.runner.as_ref()) {
-        let found = program_found(&program, root);
+        let found = program == "{runboard}" || program_found(&program, root);
         facts.programs.insert(program, found);
     }
     if let Some(c) = &cfg.cluster {
@@ -430,5 +452,6 @@ pub fn doctor_findings(
         facts.artefacts.insert(a.clone(), root.join(a).exists());
     }
     facts.resume_label = resume_label;
+    facts.endpoint_urls = endpoint_urls(cfg);
     doctor::diagnose(spec, cfg.cluster.as_ref(), cfg.runner.as_ref(), cfg.roster.as_deref(), &facts)
 }

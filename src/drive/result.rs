@@ -1,0 +1,172 @@
+//! A cell's own report, `{out}/result.json`: the part of the cell contract a
+//! harness writes (docs/formats.md, *The cell contract*; schema
+//! `docs/schemas/cell-result.schema.json`). The driver reads it once the cell
+//! has ended and copies what it says into the cell's record.
+//!
+//! Every field is optional, and a field of the wrong shape is left out with a
+//! problem named (never a guess): a half-broken report still gives what it
+//! can, and no content makes the reader fail.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How many of a cell's samples passed: a cell that ran several (an Inspect
+/// eval of a task's dataset, say). Evidence counts these instead of the cell
+/// when `[results] count = "samples"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Samples {
+    pub passed: u64,
+    pub total: u64,
+}
+
+/// What `result.json` reported, each field only when it was there and fit
+/// (and what an adapter writes: the fields it has, no nulls).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CellResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// The cell's own verdict; wins over `[results] pass_score` for a `done` cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Samples>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// In the campaign's currency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    /// Why the cell failed, in its own words (cut to [`REASON_MAX`] bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The report's name in the cell's folder.
+pub const RESULT_FILE: &str = "result.json";
+
+/// The longest reason kept from a report (a traceback is not a reason).
+pub const REASON_MAX: usize = 300;
+
+impl CellResult {
+    /// Reads a report leniently: what fits is kept, each field that does not
+    /// is named in the problems. Not a JSON object: nothing kept, one problem.
+    pub fn parse(bytes: &[u8]) -> (Self, Vec<String>) {
+        let mut problems = Vec::new();
+        let v = match crate::json::from_slice_lenient::<Value>(bytes) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => return (Self::default(), vec!["result.json: not a JSON object".into()]),
+            Err(e) => return (Self::default(), vec![format!("result.json: {e}")]),
+        };
+        let mut field = |name: &str, ok: fn(&Value) -> bool, want: &str| -> Option<Value> {
+            let x = v.get(name).filter(|x| !x.is_null())?;
+            if ok(x) {
+                Some(x.clone())
+            } else {
+                problems
+                    .push(format!("result.json: {name}: must be {want}, not {}", crate::spec::shorten(&x.to_string())));
+                None
+            }
+        };
+        fn count(x: &Value) -> bool {
+            x.as_u64().is_some()
+        }
+        fn number(x: &Value) -> bool {
+            x.as_f64().is_some_and(f64::is_finite)
+        }
+        fn money(x: &Value) -> bool {
+            number(x) && x.as_f64().is_some_and(|c| c >= 0.0)
+        }
+        let samples = field(
+            "samples",
+            |x| {
+                let (p, t) = (x.get("passed").and_then(Value::as_u64), x.get("total").and_then(Value::as_u64));
+                matches!((p, t), (Some(p), Some(t)) if p <= t && t > 0)
+            },
+            "{\"passed\": n, \"total\": m} with 0 <= n <= m and m > 0",
+        )
+        .map(|x| Samples { passed: x["passed"].as_u64().unwrap_or(0), total: x["total"].as_u64().unwrap_or(0) });
+        let r = Self {
+            score: field("score", number, "a number").and_then(|x| x.as_f64()),
+            passed: field("passed", Value::is_boolean, "true or false").and_then(|x| x.as_bool()),
+            samples,
+            tokens: field("tokens", count, "a whole number >= 0").and_then(|x| x.as_u64()),
+            input_tokens: field("input_tokens", count, "a whole number >= 0").and_then(|x| x.as_u64()),
+            output_tokens: field("output_tokens", count, "a whole number >= 0").and_then(|x| x.as_u64()),
+            cost: field("cost", money, "a number >= 0").and_then(|x| x.as_f64()),
+            reason: field("reason", Value::is_string, "a string")
+                .and_then(|x| x.as_str().map(|s| cut(s.trim(), REASON_MAX)))
+                .filter(|s| !s.is_empty()),
+        };
+        (r, problems)
+    }
+}
+
+/// `s` cut to at most `max` bytes at a character boundary, with `…` when cut.
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_report_is_read_field_by_field() {
+        let (r, problems) = CellResult::parse(
+            br#"{"score": 0.5, "passed": false, "samples": {"passed": 3, "total": 6}, "tokens": 138,
+                "input_tokens": 120, "output_tokens": 18, "cost": 0.02, "reason": " 3 of 6 wrong "}"#,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            r,
+            CellResult {
+                score: Some(0.5),
+                passed: Some(false),
+                samples: Some(Samples { passed: 3, total: 6 }),
+                tokens: Some(138),
+                input_tokens: Some(120),
+                output_tokens: Some(18),
+                cost: Some(0.02),
+                reason: Some("3 of 6 wrong".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn a_field_that_does_not_fit_is_left_out_and_named() {
+        let (r, problems) = CellResult::parse(
+            br#"{"tokens": -3, "score": "high", "samples": {"passed": 7, "total": 6}, "cost": 1.5, "passed": 1}"#,
+        );
+        assert_eq!(r, CellResult { cost: Some(1.5), ..CellResult::default() });
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(
+            problems.iter().any(|p| p == "result.json: tokens: must be a whole number >= 0, not -3"),
+            "{problems:?}"
+        );
+        assert!(problems.iter().any(|p| p.starts_with("result.json: samples: must be {\"passed\"")), "{problems:?}");
+    }
+
+    #[test]
+    fn broken_content_keeps_nothing_and_says_why() {
+        for bytes in [&b"{\"tokens\": 1"[..], b"[1, 2]", b"\xff\xfe", b""] {
+            let (r, problems) = CellResult::parse(bytes);
+            assert_eq!(r, CellResult::default());
+            assert_eq!(problems.len(), 1, "{:?}", String::from_utf8_lossy(bytes));
+        }
+        // A long reason is cut at a character boundary.
+        let long = format!("{{\"reason\": \"{}\"}}", "é".repeat(400));
+        let (r, _) = CellResult::parse(long.as_bytes());
+        let reason = r.reason.unwrap();
+        assert!(reason.len() <= REASON_MAX + '…'.len_utf8() && reason.ends_with('…'), "{}", reason.len());
+    }
+}
