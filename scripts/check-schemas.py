@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that what runboard writes matches the JSON Schemas in docs/schemas/:
 a simulated run (snapshot, state, ledger, events, calls, acceptance reports, trial graphs), a driven batch
-(spec, cell records, batch outcome), and the console's records (a saved draft, the committed spec, the
+(spec, cell records, each cell's result.json, batch outcome; the Inspect AI adapter's result.json), and the console's records (a saved draft, the committed spec, the
 active-batch marker, run tags, unit records, the auto event log, cohort presets, the research state). A third party writing to those schemas
 writes what runboard reads."""
 import glob, json, os, subprocess, sys, tempfile
@@ -44,8 +44,13 @@ with tempfile.TemporaryDirectory() as tmp:
 
     camp = os.path.join(tmp, "campaign")
     os.makedirs(os.path.join(camp, "specs"))
+    # Each cell reports every field of the cell contract's result.json.
+    report = {"score": 0.5, "passed": True, "samples": {"passed": 3, "total": 6}, "tokens": 168,
+              "input_tokens": 150, "output_tokens": 18, "cost": 0.02, "reason": "none"}
+    command = ["sh", "-c", "printf '%s' \"$0\" > {out}/result.json", json.dumps(report)]
     with open(os.path.join(camp, "campaign.toml"), "w") as f:
-        f.write('schema_version = 1\nname = "schemas"\n[runner]\ncommand = ["sh", "-c", "exit 0"]\nparallel = 2\n')
+        f.write('schema_version = 1\nname = "schemas"\n[runner]\ncommand = %s\nparallel = 2\n'
+                % json.dumps(command).replace("{", "{{").replace("}", "}}").replace("{{out}}", "{out}"))
     spec = {"schema_version": 1, "label": "s1", "cells": [{"factors": {"task": t, "seed": 1}} for t in "abc"]}
     with open(os.path.join(camp, "specs", "s1.json"), "w") as f:
         json.dump(spec, f)
@@ -54,7 +59,32 @@ with tempfile.TemporaryDirectory() as tmp:
     for runset in glob.glob(os.path.join(camp, "runsets", "*")):
         check("batch-outcome.schema.json", "batch_outcome.json", json.load(open(os.path.join(runset, "batch_outcome.json"))))
         for f in glob.glob(os.path.join(runset, "cells", "*.json")):
-            check("cell-record.schema.json", f, json.load(open(f)))
+            rec = json.load(open(f))
+            check("cell-record.schema.json", f, rec)
+            if rec.get("samples") != report["samples"]:
+                bad.append(f"{f}: the cell's reported samples were not recorded: {rec}")
+        for f in glob.glob(os.path.join(runset, "out", "*", "result.json")):
+            check("cell-result.schema.json", f, json.load(open(f)))
+
+    # What runboard's Inspect AI adapter reports (with the pinned Inspect that
+    # scripts/setup.sh installs, against the example's stand-in model).
+    python = os.path.join(root, ".tools", "inspect", "bin", "python")
+    standin = subprocess.Popen([sys.executable, os.path.join(root, "examples", "inspect", "standin_model.py"),
+                                "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = standin.stdout.readline().split()[-1]
+        cell = os.path.join(tmp, "inspect-cell")
+        os.makedirs(cell)
+        subprocess.run([binary, "cell", "inspect", os.path.join(root, "examples", "inspect", "suite.py") + "@reverse",
+                        "--model", "openai/standin-hasty", "--base-url", url, "--python", python, "--out", cell],
+                       check=True, stdout=subprocess.DEVNULL, timeout=300)
+        result = json.load(open(os.path.join(cell, "result.json")))
+        check("cell-result.schema.json", "runboard cell inspect: result.json", result)
+        if "samples" not in result or "tokens" not in result:
+            bad.append(f"runboard cell inspect: result.json lacks samples or tokens: {result}")
+    finally:
+        standin.kill()
+        standin.wait()
 
     # The console's records: a draft saved, launched through the one launch
     # path (local launcher), then stopped and aborted.

@@ -14,6 +14,8 @@ CARGO_LEPTOS_VERSION=0.3.10
 # Must equal the wasm-bindgen version in Cargo.lock (pinned with `=` in Cargo.toml).
 WASM_BINDGEN_VERSION=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
 BINARYEN_VERSION=132.0.0
+INSPECT_VERSION=0.3.285
+OPENAI_VERSION=3.57.0
 
 log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 # CI may start us with a bare environment.
@@ -80,6 +82,21 @@ if ! python3 -c "import jsonschema" 2>/dev/null; then
   else
     python3 -m pip install --quiet --disable-pip-version-check jsonschema
   fi
+fi
+
+# Inspect AI, pinned, in a private virtual environment: the harness tests run
+# real `inspect eval`s as cells (docs/formats.md, "Inspect AI as a cell").
+INSPECT_PINS="inspect-ai==$INSPECT_VERSION openai==$OPENAI_VERSION"
+if ! "$TOOLS/inspect/bin/python" -c "import inspect_ai, sys; sys.exit(inspect_ai.__version__ != '$INSPECT_VERSION')" 2>/dev/null; then
+  log "installing $INSPECT_PINS into .tools/inspect/"
+  if ! python3 -c "import ensurepip, venv" 2>/dev/null; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+  fi
+  rm -rf "$TOOLS/inspect"
+  python3 -m venv "$TOOLS/inspect"
+  "$TOOLS/inspect/bin/pip" install --quiet --disable-pip-version-check $INSPECT_PINS
 fi
 
 if [ ! -d end2end/node_modules/playwright-core ]; then

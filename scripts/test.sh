@@ -17,14 +17,15 @@ trap 'rm -rf "$RUNBOARD_DATA_DIR"' EXIT
 step "format"
 cargo fmt --all --check
 step "lints (native crates; app with ssr)"
-cargo clippy -p runboard -p server --all-targets --features server/daemon-tests -- -D warnings
+cargo clippy -p runboard -p server --all-targets --features server/daemon-tests,server/harness-tests -- -D warnings
 step "the core and the front end build for wasm32"
 # The front end depends on the core: this also proves the core builds for wasm32.
 cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 step "unit and integration tests"
 # Never build `app` with both ssr and hydrate: test the native crates only.
-# daemon-tests: the backends' suite against real systemd and Slurm, always here.
-cargo test -p runboard -p app -p server --features server/daemon-tests
+# daemon-tests: the backends' suite against real systemd and Slurm, always here;
+# harness-tests: real Inspect AI evals as cells (the pinned inspect-ai setup installs).
+cargo test -p runboard -p app -p server --features server/daemon-tests,server/harness-tests
 step "release build of the site"
 # cargo-leptos builds the front end, then the server, one after the other, and
 # the front's tail (LTO in one codegen unit, wasm-bindgen, wasm-opt) keeps one

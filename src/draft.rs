@@ -117,7 +117,7 @@ pub fn from_gaps(
             }
         }
     }
-    let (model, endpoint) = route(cfg, req, &mut bad);
+    let (model, endpoint) = route(cfg, req, matrix.factors.iter().any(|f| f == "model"), &mut bad);
     if !bad.is_empty() {
         return Err(bad);
     }
@@ -180,9 +180,12 @@ pub fn from_gaps(
 }
 
 /// The model and endpoint the request names, checked against the catalogue.
+/// A matrix with a `model` factor needs no model named: each cell carries
+/// its own (the preflight checks each against the catalogue).
 fn route<'c>(
     cfg: &'c CampaignConfig,
     req: &DraftRequest,
+    cells_name_models: bool,
     bad: &mut Vec<String>,
 ) -> (Option<String>, Option<&'c crate::campaign::EndpointEntry>) {
     let given = |o: &Option<String>| o.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
@@ -218,10 +221,10 @@ fn route<'c>(
                 bad.push(format!("endpoint {:?} does not serve {m:?} (it serves {})", e.name, e.models.join(", ")));
             }
         }
-    } else if !cfg.models.is_empty() {
+    } else if !cfg.models.is_empty() && !cells_name_models {
         let names: Vec<&str> = cfg.models.iter().map(|m| m.name.as_str()).collect();
         bad.push(format!(
-            "model: name one (the catalogue has {}: {}; it is implied only by an endpoint serving one model or a catalogue of one)",
+            "model: name one (the catalogue has {}: {}; it is implied only by an endpoint serving one model, a catalogue of one, or a model factor in the matrix)",
             names.len(),
             names.join(", ")
         ));

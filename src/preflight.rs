@@ -167,32 +167,46 @@ fn catalogue(spec: &BatchSpec, cfg: &CampaignConfig, launches_today: &BTreeMap<S
     if let Some((name, None)) = endpoint {
         out.push(format!("endpoint {name:?} is not in the catalogue"));
     }
-    match spec.model.as_deref() {
-        None if !cfg.models.is_empty() => out.push("the spec names no model".into()),
-        None => {}
-        Some(m) => match cfg.model(m) {
-            None if !cfg.models.is_empty() => out.push(format!("model {m:?} is not in the catalogue")),
-            None => {}
-            Some(entry) => {
-                match endpoint {
-                    // A pool's endpoints are checked by `pool::check`.
-                    None if !spec.endpoints.is_empty() => {}
-                    Some((name, Some(e))) if !e.models.iter().any(|s| s == m) => {
-                        out.push(format!("endpoint {name:?} does not serve {m:?} (it serves {})", e.models.join(", ")))
-                    }
-                    None if entry.kind == ModelKind::Local => {
-                        out.push(format!("model {m:?} is local and the spec names no endpoint"))
-                    }
-                    _ => {}
+    // The batch's models: the spec's, else each cell's `model` factor.
+    let models: Vec<String> = match &spec.model {
+        Some(m) => vec![m.clone()],
+        None => {
+            let per_cell: Vec<Option<String>> =
+                spec.cells.iter().map(|c| c.factors.get("model").map(crate::matrix::value_text)).collect();
+            if per_cell.iter().any(Option::is_none) {
+                if !cfg.models.is_empty() {
+                    out.push("the spec names no model (no `model`, and not every cell has a model factor)".into());
                 }
-                let today = launches_today.get(m).copied().unwrap_or(0);
-                if let Some(cap) = entry.daily_cap.filter(|cap| today >= *cap) {
-                    out.push(format!(
-                        "model {m:?}: its daily cap of {cap} batch(es) is reached ({today} launched today, UTC)"
-                    ));
-                }
+                return out;
             }
-        },
+            let mut m: Vec<String> = per_cell.into_iter().flatten().collect();
+            m.sort();
+            m.dedup();
+            m
+        }
+    };
+    for m in &models {
+        let Some(entry) = cfg.model(m) else {
+            if !cfg.models.is_empty() {
+                out.push(format!("model {m:?} is not in the catalogue"));
+            }
+            continue;
+        };
+        match endpoint {
+            // A pool's endpoints are checked by `pool::check`.
+            None if !spec.endpoints.is_empty() => {}
+            Some((name, Some(e))) if !e.models.iter().any(|s| s == m) => {
+                out.push(format!("endpoint {name:?} does not serve {m:?} (it serves {})", e.models.join(", ")))
+            }
+            None if entry.kind == ModelKind::Local => {
+                out.push(format!("model {m:?} is local and the spec names no endpoint"))
+            }
+            _ => {}
+        }
+        let today = launches_today.get(m.as_str()).copied().unwrap_or(0);
+        if let Some(cap) = entry.daily_cap.filter(|cap| today >= *cap) {
+            out.push(format!("model {m:?}: its daily cap of {cap} batch(es) is reached ({today} launched today, UTC)"));
+        }
     }
     out
 }

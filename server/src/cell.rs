@@ -165,7 +165,7 @@ pub async fn run(opts: InspectCell) -> anyhow::Result<ExitCode> {
         }
         let kept = read_logs(&logs_dir).into_iter().max_by(|a, b| a.0.cmp(&b.0));
         if let Some((log, h)) = kept {
-            let n = h.samples.map_or(0, |s| s.len());
+            let n = h.finished_samples();
             say(&format!("stopped: {LOG_DIR}/{log} keeps {n} finished samples; a resume retries the rest"));
         }
         return Ok(ExitCode::from(143));

@@ -41,6 +41,7 @@ pub mod fixture;
 pub mod follow;
 pub mod fsread;
 pub mod http;
+pub mod init;
 pub mod listen;
 pub mod publish;
 pub mod runview;

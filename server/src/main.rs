@@ -42,6 +42,26 @@ enum Command {
         #[arg(long, conflicts_with = "resume_into")]
         run_set: Option<String>,
     },
+    /// Start a campaign: write a commented campaign.toml, matrix.csv, a draft
+    /// spec and what its cells run into DIR (made if missing; nothing is
+    /// overwritten).
+    Init {
+        dir: PathBuf,
+        /// exec: cells as plain commands; inspect: cells as Inspect AI evals;
+        /// cluster: a manager, rooms and a player.
+        #[arg(long, value_enum, default_value = "exec")]
+        example: server::init::Example,
+    },
+    /// Every finding in a campaign folder: campaign.toml, matrix.csv, the
+    /// records, and the preflight of each spec under specs/ (exit 1 when one
+    /// would stop a batch).
+    Check {
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// Print JSON: [{severity, place, message}].
+        #[arg(long)]
+        json: bool,
+    },
     /// (Internal) A batch's sentinel: ends what the batch started if `runboard drive` is killed.
     #[command(name = "__sentinel", hide = true)]
     Sentinel {
@@ -249,6 +269,39 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let f = server::fixture::ConsoleFixture { name, command, parallel, models, default_graces };
             server::fixture::write_console_campaign(&dir, &f)?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Init { dir, example } => match server::init::init(&dir, example) {
+            Ok(written) => {
+                println!("runboard init: wrote {} files into {}:", written.len(), dir.display());
+                for w in &written {
+                    println!("  {}", w.strip_prefix(&dir).unwrap_or(w).display());
+                }
+                print!("next:\n{}", example.next_steps(&dir));
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("runboard init: {e}");
+                Ok(ExitCode::from(2))
+            }
+        },
+        Command::Check { root, json } => {
+            anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
+            let findings = tokio::task::spawn_blocking(move || server::init::check(&root)).await?;
+            let blocking = findings.iter().filter(|f| f.severity == server::init::Severity::Blocking).count();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&findings)?);
+            } else {
+                for f in &findings {
+                    let word = if f.severity == server::init::Severity::Blocking { "blocking" } else { "warning " };
+                    println!("{word}  {}: {}", f.place, f.message);
+                }
+                println!(
+                    "runboard check: {blocking} blocking, {} warning(s){}",
+                    findings.len() - blocking,
+                    if blocking == 0 { "; a batch can start" } else { "" }
+                );
+            }
+            Ok(if blocking == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Cell { command: CellCommand::Inspect(opts) } => server::cell::run(opts).await,
         Command::Console(cmd) => Ok(tokio::task::spawn_blocking(move || server::cli::run(cmd)).await?),

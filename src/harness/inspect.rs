@@ -62,7 +62,24 @@ pub struct LogHeader {
     pub error: Option<EvalError>,
     /// One entry per sample the log holds (their content is skipped).
     #[serde(default)]
-    pub samples: Option<Vec<IgnoredAny>>,
+    pub samples: Option<Vec<SampleHead>>,
+}
+
+/// Of a sample, only whether it ended in an error: a cancelled eval's log
+/// holds the samples it finished and those it was running when interrupted
+/// (error `CancelledError()`), which a retry runs again.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SampleHead {
+    #[serde(default)]
+    pub error: Option<IgnoredAny>,
+}
+
+impl LogHeader {
+    /// The samples the log holds that finished without an error: what a
+    /// retry keeps.
+    pub fn finished_samples(&self) -> u64 {
+        self.samples.as_ref().map_or(0, |s| s.iter().filter(|s| s.error.is_none()).count() as u64)
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -155,7 +172,7 @@ pub fn start(logs: &[(String, LogHeader)]) -> Start {
         Some(LogStatus::Success) => Start::Report { log: name.clone() },
         _ => Start::Retry {
             log: name.clone(),
-            kept: h.samples.as_ref().map_or(0, |s| s.len() as u64),
+            kept: h.finished_samples(),
             total: h.results.as_ref().and_then(|r| r.total_samples),
         },
     }
@@ -303,15 +320,19 @@ mod tests {
     #[test]
     fn the_newest_log_decides_how_a_cell_starts() {
         assert_eq!(start(&[]), Start::Eval);
-        let cancelled =
-            header(r#"{"status": "cancelled", "results": null, "samples": [{"id": 1}, {"id": 2}, {"id": 3}]}"#);
+        // Cut from a real cancelled log: two samples finished, the third was
+        // running when the eval was interrupted.
+        let cancelled = header(
+            r#"{"status": "cancelled", "results": null, "samples": [{"id": 1, "error": null}, {"id": 2},
+                {"id": 3, "error": {"message": "CancelledError()", "traceback": "..."}}]}"#,
+        );
         let logs = vec![
             ("2026-12-02T09-41-00-00-00_reverse_a.json".to_owned(), header(r#"{"status": "error"}"#)),
             ("2026-12-02T09-42-26-00-00_reverse_b.json".to_owned(), cancelled),
         ];
         assert_eq!(
             start(&logs),
-            Start::Retry { log: "2026-12-02T09-42-26-00-00_reverse_b.json".into(), kept: 3, total: None }
+            Start::Retry { log: "2026-12-02T09-42-26-00-00_reverse_b.json".into(), kept: 2, total: None }
         );
         let mut done = logs.clone();
         done.push(("2026-12-02T09-43-00-00-00_reverse_b.json".into(), header(SUCCESS)));

@@ -113,22 +113,15 @@ pub fn outcomes(run_sets: &[RunSetRecords], rules: &ResultsConfig) -> Vec<Outcom
 /// Whether an ended cell passed, and why not. A `done` cell's own `passed`
 /// wins; else `pass_score`, when set, needs a score at least that.
 fn verdict(c: &CellRecord, pass_score: Option<f64>) -> (bool, Option<String>) {
-    let said = || c.reason.clone();
     match (c.status, c.passed, pass_score, c.score) {
         (CellStatus::Done, Some(true), _, _) | (CellStatus::Done, None, None, _) => (true, None),
         (CellStatus::Done, Some(false), _, _) => {
-            (false, Some(said().unwrap_or_else(|| "the cell said it did not pass".into())))
+            (false, Some(c.reason.clone().unwrap_or_else(|| "the cell said it did not pass".into())))
         }
         (CellStatus::Done, None, Some(min), Some(s)) if s >= min => (true, None),
         (CellStatus::Done, None, Some(min), Some(s)) => (false, Some(format!("score {s:.2} below {min:.2}"))),
         (CellStatus::Done, None, Some(_), None) => (false, Some("no score reported".into())),
-        _ => (
-            false,
-            Some(said().unwrap_or_else(|| match c.exit_code {
-                Some(code) => format!("exit {code}"),
-                None => "ended without an exit status".into(),
-            })),
-        ),
+        _ => (false, report::failure_words(c)),
     }
 }
 

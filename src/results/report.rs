@@ -73,10 +73,14 @@ pub struct Report {
     pub problems: Vec<String>,
 }
 
-/// Why a cell failed, in words; none when it did not.
+/// Why a cell failed, in words — the reason it reported, else how it
+/// exited; none when it did not fail.
 pub fn failure_words(c: &CellRecord) -> Option<String> {
     if c.status != CellStatus::Failed {
         return None;
+    }
+    if let Some(r) = &c.reason {
+        return Some(r.clone());
     }
     Some(match c.exit_code {
         Some(code) if code > 128 && code < 160 => format!("killed by signal {} (exit {code})", code - 128),

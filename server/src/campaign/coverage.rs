@@ -57,6 +57,11 @@ impl Campaign {
         c
     }
 
+    /// What `matrix.csv` could not give: each row not taken, or the file's absence.
+    pub fn matrix_problems(&self) -> Vec<String> {
+        self.records.matrix().problems.clone()
+    }
+
     pub fn coverage_view(&self, rows: Option<&str>, cols: Option<&str>) -> Result<CoverageView, ApiError> {
         let made = self.coverage();
         let (matrix, cov, run_sets) = (&made.0, &made.1, made.2);

@@ -96,6 +96,16 @@ async fn drive_cells(
             let mut cell_env = cfg.env.clone();
             cell_env.insert("RUNBOARD_CELL".into(), cell.id.clone());
             cell_env.insert("RUNBOARD_CELL_DIR".into(), out.display().to_string());
+            cell_env.insert("RUNBOARD_FACTORS".into(), serde_json::to_string(&cell.factors).unwrap_or_default());
+            for (var, name) in [
+                ("RUNBOARD_MODEL", "model"),
+                ("RUNBOARD_ENDPOINT", "endpoint"),
+                ("RUNBOARD_ENDPOINT_URL", "endpoint_url"),
+            ] {
+                if let Some(v) = vars.get(name) {
+                    cell_env.insert(var.into(), v.clone());
+                }
+            }
             let name = format!("cell-{}", cell.id);
             let mut rec = existing.get(&cell.id).cloned().unwrap_or_else(|| CellRecord::new(cell, CellStatus::Pending));
             rec.status = CellStatus::Running;

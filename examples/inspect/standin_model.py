@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""A stand-in for an OpenAI-compatible model server, to try the example
+without a GPU (no model server can run on runboard's test machines). It is
+deterministic: it answers the suite's questions by rule, and a model whose name
+contains "hasty" answers some of them wrong:
+
+- "What is A + B?": the sum; hasty adds one to an odd sum.
+- "Reverse the word: W": W backwards; hasty leaves words longer than five letters as they are.
+
+It speaks the Responses API (what Inspect's OpenAI provider uses) and chat
+completions, lists its models at GET /v1/models, and reports token usage.
+
+    python3 standin_model.py --port 8791 [--delay 0.5] [--log requests.jsonl]
+
+--port 0 picks a free port; the first line on stdout names the base URL.
+--log appends one JSON line per model request: {"model", "prompt"}.
+"""
+import argparse
+import json
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def answer(model, prompt):
+    hasty = "hasty" in model
+    m = re.search(r"What is (\d+) \+ (\d+)\?", prompt)
+    if m:
+        s = int(m.group(1)) + int(m.group(2))
+        return f"ANSWER: {s + 1 if hasty and s % 2 else s}"
+    m = re.search(r"Reverse the word: (\w+)", prompt)
+    if m:
+        w = m.group(1)
+        return f"ANSWER: {w if hasty and len(w) > 5 else w[::-1]}"
+    return "ANSWER: I do not know"
+
+
+def text_of(value):
+    """Every string inside a request's input or messages, joined."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(text_of(v) for v in value)
+    if isinstance(value, dict):
+        return "\n".join(text_of(v) for k, v in value.items() if k in ("content", "text", "input"))
+    return ""
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def send(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path.rstrip("/").endswith("/models"):
+            return self.send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in ARGS.models]})
+        self.send(404, {"error": {"message": "not found"}})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            return self.send(400, {"error": {"message": "the body is not JSON"}})
+        model = str(body.get("model", ""))
+        prompt = text_of(body.get("input", body.get("messages", "")))
+        if LOG:
+            with LOCK:
+                LOG.write(json.dumps({"model": model, "prompt": prompt}) + "\n")
+                LOG.flush()
+        time.sleep(ARGS.delay)
+        text = answer(model, prompt)
+        used_in, used_out = len(prompt.split()) + 10, len(text.split())
+        if self.path.endswith("/responses"):
+            return self.send(200, {
+                "id": "resp-standin", "object": "response", "created_at": int(time.time()), "model": model,
+                "status": "completed",
+                "output": [{"type": "message", "id": "msg-standin", "role": "assistant", "status": "completed",
+                            "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+                "usage": {"input_tokens": used_in, "output_tokens": used_out, "total_tokens": used_in + used_out},
+            })
+        if self.path.endswith("/chat/completions"):
+            return self.send(200, {
+                "id": "chat-standin", "object": "chat.completion", "created": int(time.time()), "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": used_in, "completion_tokens": used_out, "total_tokens": used_in + used_out},
+            })
+        self.send(404, {"error": {"message": "not found"}})
+
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+parser.add_argument("--port", type=int, default=8791)
+parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+parser.add_argument("--models", type=lambda s: s.split(","), default=["standin-careful", "standin-hasty"])
+parser.add_argument("--log", help="append each request here, one JSON line")
+ARGS = parser.parse_args()
+LOG = open(ARGS.log, "a") if ARGS.log else None
+LOCK = threading.Lock()
+server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+print(f"stand-in model at http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
+try:
+    server.serve_forever()
+except KeyboardInterrupt:
+    sys.exit(0)
