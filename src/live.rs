@@ -350,6 +350,12 @@ pub struct LiveCell {
     /// Seconds from its latest start to its end (or to now while it runs).
     pub duration_s: Option<f64>,
     pub score: Option<f64>,
+    /// Samples passed of those run, when the cell reported them.
+    #[serde(default)]
+    pub samples: Option<crate::drive::result::Samples>,
+    /// Why it failed, in words (the reason it reported, else how it exited).
+    #[serde(default)]
+    pub failure: Option<String>,
     pub run: Option<OwnedRun>,
 }
 
@@ -529,6 +535,8 @@ pub fn cell_rows(
                 cost: cost_of(tokens),
                 duration_s,
                 score: rec.and_then(|r| r.score),
+                samples: rec.and_then(|r| r.samples),
+                failure: rec.and_then(|r| crate::results::report::failure_words(r)),
                 run: None,
             }
         })
@@ -916,6 +924,8 @@ mod tests {
             cost: None,
             duration_s: None,
             score: None,
+            samples: None,
+            failure: None,
             run: None,
         };
         let view = LiveView {

@@ -279,6 +279,15 @@ fn summary(v: &LiveView) -> impl IntoView {
 }
 
 fn cells_table(cells: Vec<LiveCell>, currency: String) -> impl IntoView {
+    /// A score, with the samples behind it when the cell reported them.
+    fn score_words(score: Option<f64>, samples: Option<runboard::drive::result::Samples>) -> String {
+        match (score, samples) {
+            (Some(s), Some(n)) => format!("{s:.2} ({} of {} samples)", n.passed, n.total),
+            (None, Some(n)) => format!("{} of {} samples", n.passed, n.total),
+            (Some(s), None) => format!("{s:.2}"),
+            (None, None) => String::new(),
+        }
+    }
     if cells.is_empty() {
         return view! { <p class="empty">"No cells to show."</p> }.into_any();
     }
@@ -315,8 +324,8 @@ fn cells_table(cells: Vec<LiveCell>, currency: String) -> impl IntoView {
                             <td class="num">{c.tokens.map(runboard::numfmt::thousands).unwrap_or_default()}</td>
                             <td class="num">{c.cost.map(|x| runboard::numfmt::money(x, &currency)).unwrap_or_default()}</td>
                             <td>{c.duration_s.map(duration_words).unwrap_or_default()}</td>
-                            <td>{c.score.map(|s| format!("{s:.2}")).unwrap_or_default()}</td>
-                            <td>{run}</td>
+                            <td class="score">{score_words(c.score, c.samples)}</td>
+                            <td>{run}{c.failure.map(|f| view! { <span class="failure">{f}</span> })}</td>
                         </tr>
                     }
                 }).collect_view()}
