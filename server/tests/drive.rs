@@ -595,3 +595,58 @@ fi
     assert!(e.took < Duration::from_secs(20), "{:?}", e.took);
     assert!(marked(&c.marker).is_empty(), "cell b was left running: {:?}", marked(&c.marker));
 }
+
+/// What `runboard init` writes runs as it is: the exec and cluster examples'
+/// drafts drive to `completed` (the cluster's manager on a free port), each
+/// cell's report recorded. (The Inspect example runs in `tests/inspect.rs`.)
+#[test]
+fn the_exec_and_cluster_examples_run_their_first_draft() {
+    for example in ["exec", "cluster"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join(example);
+        let init = Command::new(BIN).args(["init", root.to_str().unwrap(), "--example", example]).output().unwrap();
+        assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+        if example == "cluster" {
+            let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+            std::fs::write(root.join("campaign.toml"), toml.replace("9100", &free_port().to_string())).unwrap();
+        }
+        let check = Command::new(BIN).args(["check", "--root", root.to_str().unwrap()]).output().unwrap();
+        let said = String::from_utf8_lossy(&check.stdout);
+        assert!(check.status.success() && said.contains("0 blocking"), "{example}: {said}");
+        let drive = Command::new(BIN)
+            .args(["drive", "specs/drafts/first.json"])
+            .current_dir(&root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(drive.status.success(), "{example}: {}", String::from_utf8_lossy(&drive.stderr));
+        let runset = std::fs::read_dir(root.join("runsets")).unwrap().flatten().find(|e| e.path().is_dir()).unwrap();
+        let outcome: Value =
+            serde_json::from_slice(&std::fs::read(runset.path().join("batch_outcome.json")).unwrap()).unwrap();
+        assert_eq!(
+            (outcome["status"].as_str(), outcome["completed"].as_u64()),
+            (Some("completed"), Some(2)),
+            "{example}: {outcome}"
+        );
+        for cell in std::fs::read_dir(runset.path().join("cells")).unwrap().flatten() {
+            let rec: Value = serde_json::from_slice(&std::fs::read(cell.path()).unwrap()).unwrap();
+            let seed = rec["factors"]["seed"].as_u64().unwrap();
+            if example == "exec" {
+                // cell.sh's report: 100 tokens a seed, and its own verdict:
+                // even seeds pass.
+                assert_eq!(rec["tokens"], seed * 100, "{rec}");
+                assert_eq!(rec["passed"], seed.is_multiple_of(2), "{rec}");
+            } else {
+                assert_eq!(rec["tokens"], 100, "the manager's record: {rec}");
+            }
+        }
+    }
+    // A second init into a folder holding a campaign writes nothing and says why.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("campaign.toml"), "mine").unwrap();
+    let again = Command::new(BIN).args(["init", tmp.path().to_str().unwrap()]).output().unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already holds campaign.toml: nothing written"));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("campaign.toml")).unwrap(), "mine");
+}
