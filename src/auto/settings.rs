@@ -23,8 +23,8 @@ pub enum Objective {
     FillGaps,
     /// The slot whose cells are least covered.
     LeastCovered,
-    /// The slot whose results would most narrow the widest open comparison
-    /// (the condition with the fewest counted cells of its task).
+    /// The slot whose next cells would most narrow a comparison still open,
+    /// at the rates observed so far (`results::impact`).
     ExpectedImpact,
 }
 

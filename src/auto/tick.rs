@@ -834,30 +834,79 @@ fn objective(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64,
             let why = format!("the least covered slot ({done} of {} cells counted): {}", cells.len(), slot.name());
             (1.0 - frac, why, None)
         }
-        Objective::ExpectedImpact => {
-            // The condition with the fewest counted cells: its interval
-            // is the widest of the comparison.
-            let mut by: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-            for c in cells {
-                let k = c.factors.get("condition").map(value_text).unwrap_or_default();
-                let e = by.entry(k).or_insert((0, 0));
-                e.0 += usize::from(counted(settings, c.state));
-                e.1 += usize::from(open(settings, c));
+        Objective::ExpectedImpact => expected_impact(settings, slot, cells),
+    }
+}
+
+/// The expected-impact objective: of the slot's conditions with cells still
+/// to draft, the one whose next cells (up to a batch) would most narrow the
+/// 95 % interval of its difference to the baseline — the slot's first
+/// condition, in matrix order — at the rates observed so far
+/// (`results::impact`: open comparisons before settled ones). A cell counts
+/// as a pass when covered, a trial when covered or failed.
+fn expected_impact(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64, String, Option<String>) {
+    use crate::results::impact::{narrowing, Counts};
+    // Per condition, in first-seen (matrix) order: passes, trials, open cells.
+    let mut by: Vec<(String, (u64, u64, usize))> = Vec::new();
+    for c in cells {
+        let k = c.factors.get("condition").map(value_text).unwrap_or_default();
+        let i = match by.iter().position(|(name, _)| *name == k) {
+            Some(i) => i,
+            None => {
+                by.push((k, (0, 0, 0)));
+                by.len() - 1
             }
-            match by.into_iter().filter(|(_, (_, open))| *open > 0).min_by_key(|(_, (n, _))| *n) {
-                None => (0.0, slot.name(), None),
-                Some((cond, (n, open))) => {
-                    let k = open.min(settings.max_cells) as f64;
-                    let half = |n: f64| 1.96 * 0.5 / n.max(1.0).sqrt();
-                    let (before, after) = (half(n as f64), half(n as f64 + k));
-                    let why = format!(
-                        "condition {cond:?} has {n} counted cell(s), the fewest of its comparison: {k} more narrow its 95 % interval from ±{before:.2} to ±{after:.2} ({})",
-                        slot.name()
-                    );
-                    (before - after, why, Some(cond))
-                }
+        };
+        let e = &mut by[i].1;
+        e.0 += u64::from(c.state == CellState::Covered);
+        e.1 += u64::from(matches!(c.state, CellState::Covered | CellState::Failed));
+        e.2 += usize::from(open(settings, c));
+    }
+    let Some((base, (bs, bn, _))) = by.first().cloned() else { return (0.0, slot.name(), None) };
+    let base_counts = Counts { successes: bs, n: bn };
+    let pct = |x: f64| format!("{:+.0}", x * 100.0);
+    let mut best: Option<(f64, String, String)> = None;
+    for (cond, (s, n, open_cells)) in &by {
+        if *open_cells == 0 {
+            continue;
+        }
+        let k = (*open_cells).min(settings.max_cells) as u64;
+        let level = Counts { successes: *s, n: *n };
+        // The baseline feeds every comparison: its cells narrow the widest.
+        let options: Vec<(String, Counts, Counts, u64, u64)> = if *cond == base {
+            by.iter().skip(1).map(|(o, (s, n, _))| (o.clone(), Counts { successes: *s, n: *n }, level, 0, k)).collect()
+        } else {
+            vec![(cond.clone(), level, base_counts, k, 0)]
+        };
+        for (compared, lv, bs_counts, kl, kb) in options {
+            let Some(nw) = narrowing(lv, bs_counts, kl, kb) else { continue };
+            let now = match (
+                nw.now,
+                crate::results::stats::difference(
+                    lv.successes,
+                    lv.n,
+                    bs_counts.successes,
+                    bs_counts.n,
+                    crate::results::stats::Z95,
+                ),
+            ) {
+                (Some(_), Some((d, i))) => format!("now {} pp [{}, {}]", pct(d), pct(i.lo), pct(i.hi)),
+                _ => "not measured yet".to_owned(),
+            };
+            let why = format!(
+                "{k} more cell(s) of condition {cond:?}: the difference {compared:?} − {base:?}, {now}{}, would narrow to about ±{:.0} pp ({})",
+                if nw.settled { " (settled: its interval excludes 0)" } else { "" },
+                nw.after * 100.0,
+                slot.name()
+            );
+            if best.as_ref().is_none_or(|(r, _, _)| nw.rank() > *r) {
+                best = Some((nw.rank(), why, cond.clone()));
             }
         }
+    }
+    match best {
+        Some((rank, why, cond)) => (rank, why, Some(cond)),
+        None => (0.0, slot.name(), None),
     }
 }
 
@@ -1077,6 +1126,80 @@ mod tests {
     use super::tests_support::*;
     use super::*;
     use serde_json::json;
+
+    fn slot() -> Slot {
+        Slot {
+            lane: "gpu-a".into(),
+            model: "qwen".into(),
+            endpoint: Some("gpu-a".into()),
+            prompt_variant: "p".into(),
+            retry_feedback: false,
+            filters: BTreeMap::new(),
+        }
+    }
+
+    /// A slot's cells: per condition, (passed, failed, gaps).
+    fn slot_cells(groups: &[(&str, usize, usize, usize)]) -> Vec<CellCoverage> {
+        let mut out = Vec::new();
+        for &(cond, passed, failed, gaps) in groups {
+            let states = std::iter::repeat_n(CellState::Covered, passed)
+                .chain(std::iter::repeat_n(CellState::Failed, failed))
+                .chain(std::iter::repeat_n(CellState::Gap, gaps));
+            for (i, state) in states.enumerate() {
+                out.push(CellCoverage {
+                    cell: format!("c-{cond}-{i}"),
+                    factors: [("condition".to_owned(), json!(cond))].into_iter().collect(),
+                    state,
+                    attempts: u32::from(state != CellState::Gap),
+                    run_sets: Vec::new(),
+                    status: None,
+                    score: None,
+                    tokens: None,
+                });
+            }
+        }
+        out
+    }
+
+    fn score(settings: &Settings, groups: &[(&str, usize, usize, usize)]) -> (f64, String, Option<String>) {
+        let cells = slot_cells(groups);
+        objective(settings, &slot(), &cells.iter().collect::<Vec<_>>())
+    }
+
+    /// `expected_impact` ranks by what the next cells would do to a
+    /// comparison at the rates observed: an open question (memory 3 of 6
+    /// against baseline 5 of 10) before a settled one (memory 0 of 6 against
+    /// 10 of 10), though the settled slot's condition has fewer passes (what
+    /// the objective ranked by before); among open ones the less measured.
+    /// `least_covered` ranks by the share of cells counted.
+    #[test]
+    fn the_objectives_rank_slots_by_what_each_measures() {
+        let impact = Settings { objective: Objective::ExpectedImpact, max_cells: 6, ..Settings::default() };
+        let open = score(&impact, &[("base", 5, 5, 0), ("memory", 3, 3, 6)]);
+        let settled = score(&impact, &[("base", 10, 0, 0), ("memory", 0, 6, 6)]);
+        assert!(open.0 > settled.0, "{open:?} {settled:?}");
+        assert_eq!(open.2.as_deref(), Some("memory"));
+        assert!(settled.1.contains("settled"), "{}", settled.1);
+        assert!(
+            open.1.starts_with(
+                "6 more cell(s) of condition \"memory\": the difference \"memory\" − \"base\", now +0 pp ["
+            ),
+            "{}",
+            open.1
+        );
+        let less_measured = score(&impact, &[("base", 5, 5, 0), ("memory", 1, 1, 6)]);
+        assert!(less_measured.0 > open.0, "fewer trials: more to gain ({less_measured:?} {open:?})");
+        // The baseline's own open cells narrow the comparisons it feeds.
+        let base_open = score(&impact, &[("base", 1, 1, 6), ("memory", 5, 5, 0)]);
+        assert_eq!(base_open.2.as_deref(), Some("base"));
+        // Nothing left to draft (failed cells are drafted again when only
+        // passes count, so none failed here): no condition to draw from.
+        assert_eq!(score(&impact, &[("base", 5, 0, 0), ("memory", 3, 0, 0)]).2, None);
+
+        let least = Settings { objective: Objective::LeastCovered, ..Settings::default() };
+        let (a, b) = (score(&least, &[("base", 1, 0, 3)]), score(&least, &[("base", 3, 0, 1)]));
+        assert!(a.0 > b.0 && a.1.contains("(1 of 4 cells counted)"), "{a:?} {b:?}");
+    }
 
     /// Every branch of the tick, in the seed's order, with `now` passed in.
     #[test]

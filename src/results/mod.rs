@@ -12,6 +12,7 @@
 
 pub mod cohorts;
 pub mod export;
+pub mod impact;
 pub mod overview;
 pub mod publish;
 pub mod report;

@@ -33,23 +33,33 @@ impl Proportion {
 
 /// The Wilson score interval for `successes` of `n` (none when `n` is 0).
 pub fn wilson(successes: u64, n: u64, z: f64) -> Option<Interval> {
-    if n == 0 || successes > n {
+    wilson_counts(successes as f64, n as f64, z)
+}
+
+/// [`wilson`] over counts that may be fractional (expected successes: the
+/// proposal guide's projections); none unless `0 ≤ successes ≤ n` and `n > 0`.
+pub fn wilson_counts(successes: f64, n: f64, z: f64) -> Option<Interval> {
+    if !(n > 0.0 && (0.0..=n).contains(&successes)) {
         return None;
     }
-    let n_f = n as f64;
-    let p = successes as f64 / n_f;
+    let p = successes / n;
     let z2 = z * z;
-    let denom = 1.0 + z2 / n_f;
-    let centre = (p + z2 / (2.0 * n_f)) / denom;
-    let half = z / denom * (p * (1.0 - p) / n_f + z2 / (4.0 * n_f * n_f)).sqrt();
+    let denom = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denom;
+    let half = z / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
     Some(Interval { lo: (centre - half).max(0.0), hi: (centre + half).min(1.0) })
 }
 
 /// The difference `p1 - p2` of two independent proportions and its
 /// Newcombe hybrid score interval (none when either `n` is 0).
 pub fn difference(s1: u64, n1: u64, s2: u64, n2: u64, z: f64) -> Option<(f64, Interval)> {
-    let (a, b) = (wilson(s1, n1, z)?, wilson(s2, n2, z)?);
-    let (p1, p2) = (s1 as f64 / n1 as f64, s2 as f64 / n2 as f64);
+    difference_counts(s1 as f64, n1 as f64, s2 as f64, n2 as f64, z)
+}
+
+/// [`difference`] over counts that may be fractional.
+pub fn difference_counts(s1: f64, n1: f64, s2: f64, n2: f64, z: f64) -> Option<(f64, Interval)> {
+    let (a, b) = (wilson_counts(s1, n1, z)?, wilson_counts(s2, n2, z)?);
+    let (p1, p2) = (s1 / n1, s2 / n2);
     let d = p1 - p2;
     let lo = d - ((p1 - a.lo).powi(2) + (b.hi - p2).powi(2)).sqrt();
     let hi = d + ((a.hi - p1).powi(2) + (p2 - b.lo).powi(2)).sqrt();
