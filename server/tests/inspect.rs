@@ -67,10 +67,14 @@ fn sample_requests(log: &Path) -> BTreeMap<(String, String), usize> {
     for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
         let Ok(r) = serde_json::from_str::<Value>(line) else { continue };
         let prompt = r["prompt"].as_str().unwrap_or("");
-        let task = if prompt.contains("What is") {
+        // The suite's prompts: arithmetic asks for a reply format, the task
+        // that raises ("What is 1 + 1?") does not.
+        let task = if prompt.contains("Reply as ANSWER") {
             "arithmetic"
         } else if prompt.contains("Reverse the word") {
             "reverse"
+        } else if prompt.contains("What is 1 + 1?") {
+            "broken"
         } else {
             continue;
         };
@@ -139,7 +143,16 @@ fn inspect_evals_run_as_cells_pause_resume_with_eval_retry_and_evidence_equals_i
     assert_eq!(code, 200, "{r}");
     let (state, v) = live_state(&s.addr);
     assert_eq!(state, "stopped_resumable", "{v}");
-    let before = sample_requests(&model.log);
+    // A request the stopped evals sent just before the pause may still be
+    // being logged by the stand-in's thread: count once the log is still.
+    let mut before = sample_requests(&model.log);
+    wait_for("the stand-in's request log to settle", Duration::from_secs(15), || {
+        std::thread::sleep(Duration::from_millis(700));
+        let now = sample_requests(&model.log);
+        let still = now == before;
+        before = now;
+        still
+    });
 
     // What each stopped cell's Inspect saved: a cancelled log with the
     // samples it finished.
