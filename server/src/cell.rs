@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use runboard::drive::result::{CellResult, RESULT_FILE};
-use runboard::harness::inspect::{ending, start, LogHeader, Start};
+use runboard::harness::inspect::{ending, newest, start, LogHeader, Start};
 
 /// The folder in a cell's `{out}` that holds Inspect's eval logs.
 pub const LOG_DIR: &str = "inspect";
@@ -163,8 +163,7 @@ pub async fn run(opts: InspectCell) -> anyhow::Result<ExitCode> {
         if ended.is_none() {
             let _ = child.kill().await;
         }
-        let kept = read_logs(&logs_dir).into_iter().max_by(|a, b| a.0.cmp(&b.0));
-        if let Some((log, h)) = kept {
+        if let Some((log, h)) = newest(&read_logs(&logs_dir)) {
             let n = h.finished_samples();
             say(&format!("stopped: {LOG_DIR}/{log} keeps {n} finished samples; a resume retries the rest"));
         }
@@ -175,10 +174,9 @@ pub async fn run(opts: InspectCell) -> anyhow::Result<ExitCode> {
 
 /// Writes `result.json` from the newest log; exits 0 when the eval succeeded.
 fn report(out: &Path, logs_dir: &Path, code: Option<i32>) -> anyhow::Result<ExitCode> {
-    let newest = read_logs(logs_dir).into_iter().max_by(|a, b| a.0.cmp(&b.0));
-    let (result, done) = match newest {
+    let (result, done) = match newest(&read_logs(logs_dir)) {
         Some((log, h)) => {
-            let e = ending(&h);
+            let e = ending(h);
             let what = match (&e.result.score, &e.result.samples) {
                 (_, Some(s)) => format!("{} of {} samples passed", s.passed, s.total),
                 (Some(score), None) => format!("score {score}"),

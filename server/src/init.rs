@@ -121,10 +121,11 @@ pub fn check(root: &Path) -> Vec<Finding> {
             );
         }
     }
-    for p in &campaign.matrix_problems() {
+    let (matrix, run_sets) = campaign.record_problems();
+    for p in &matrix {
         add(Severity::Warning, "matrix.csv", p.strip_prefix("matrix.csv: ").unwrap_or(p).to_owned());
     }
-    for p in campaign.live().problems {
+    for p in run_sets.into_iter().chain(campaign.marker_problem()) {
         add(Severity::Warning, "runsets", p);
     }
     if cfg.is_some() {

@@ -880,22 +880,13 @@ fn expected_impact(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) ->
         };
         for (compared, lv, bs_counts, kl, kb) in options {
             let Some(nw) = narrowing(lv, bs_counts, kl, kb) else { continue };
-            let now = match (
-                nw.now,
-                crate::results::stats::difference(
-                    lv.successes,
-                    lv.n,
-                    bs_counts.successes,
-                    bs_counts.n,
-                    crate::results::stats::Z95,
-                ),
-            ) {
-                (Some(_), Some((d, i))) => format!("now {} pp [{}, {}]", pct(d), pct(i.lo), pct(i.hi)),
-                _ => "not measured yet".to_owned(),
+            let now = match nw.today {
+                Some((d, i)) => format!("now {} pp [{}, {}]", pct(d), pct(i.lo), pct(i.hi)),
+                None => "not measured yet".to_owned(),
             };
             let why = format!(
                 "{k} more cell(s) of condition {cond:?}: the difference {compared:?} − {base:?}, {now}{}, would narrow to about ±{:.0} pp ({})",
-                if nw.settled { " (settled: its interval excludes 0)" } else { "" },
+                if nw.settled() { " (settled: its interval excludes 0)" } else { "" },
                 nw.after * 100.0,
                 slot.name()
             );

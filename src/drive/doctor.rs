@@ -68,6 +68,12 @@ pub fn programs(cluster: Option<&ClusterConfig>, runner: Option<&RunnerConfig>) 
     out
 }
 
+/// The names the driver fills for every command, each with a placeholder
+/// value: what a template may name before the batch has its folders.
+fn blank_fixed_vars() -> BTreeMap<String, String> {
+    FIXED_VARS.iter().map(|k| ((*k).to_owned(), String::new())).collect()
+}
+
 /// Decides the findings. `roster`: the participants the campaign knows (models
 /// and players); when given, every model a cell names must be on it.
 pub fn diagnose(
@@ -106,8 +112,7 @@ pub fn diagnose(
                 // What a cluster command may name: the batch's folders, and the
                 // process's index for rooms and players. Anything else would start
                 // the process with a literal `{placeholder}`.
-                let mut vars: BTreeMap<String, String> =
-                    FIXED_VARS.iter().map(|k| ((*k).to_owned(), String::new())).collect();
+                let mut vars = blank_fixed_vars();
                 if what != "cluster.manager" {
                     vars.insert("index".into(), String::new());
                 }
@@ -123,10 +128,7 @@ pub fn diagnose(
             if r.command.is_empty() {
                 block("runner.command is empty".into());
             }
-            let batch = BatchVars {
-                fixed: FIXED_VARS.iter().map(|k| ((*k).to_owned(), String::new())).collect(),
-                endpoint_urls: facts.endpoint_urls.clone(),
-            };
+            let batch = BatchVars { fixed: blank_fixed_vars(), endpoint_urls: facts.endpoint_urls.clone() };
             let route = route_vars(spec);
             let pool = pool_assignment(spec);
             for cell in &spec.cells {

@@ -163,11 +163,15 @@ pub enum Start {
     Report { log: String },
 }
 
-/// The newest log decides: Inspect names logs after their start time
-/// (`2026-12-02T09-41-00-00-00_<task>_<id>.json`), so the greatest name is
-/// the latest attempt's.
+/// The latest attempt's log: Inspect names logs after their start time
+/// (`2026-12-02T09-41-00-00-00_<task>_<id>.json`), so the greatest name.
+pub fn newest(logs: &[(String, LogHeader)]) -> Option<&(String, LogHeader)> {
+    logs.iter().max_by(|a, b| a.0.cmp(&b.0))
+}
+
+/// The newest log decides.
 pub fn start(logs: &[(String, LogHeader)]) -> Start {
-    let Some((name, h)) = logs.iter().max_by(|a, b| a.0.cmp(&b.0)) else { return Start::Eval };
+    let Some((name, h)) = newest(logs) else { return Start::Eval };
     match h.status {
         Some(LogStatus::Success) => Start::Report { log: name.clone() },
         _ => Start::Retry {

@@ -55,27 +55,35 @@ impl Counts {
 /// What `k` more cells of a level would do to its comparison with the baseline.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Narrowing {
-    /// The interval's half-width now (none when a group has no trial yet).
-    pub now: Option<f64>,
+    /// Today's difference and its interval (none when a group has no trial yet).
+    pub today: Option<(f64, Interval)>,
     /// The expected half-width after the cells.
     pub after: f64,
     /// The expected interval after the cells.
     pub interval: Interval,
-    /// Whether today's interval excludes 0: the comparison is settled.
-    pub settled: bool,
 }
 
 impl Narrowing {
+    /// Today's half-width.
+    pub fn now(&self) -> Option<f64> {
+        self.today.map(|(_, i)| (i.hi - i.lo) / 2.0)
+    }
+
+    /// Whether today's interval excludes 0: the comparison is settled.
+    pub fn settled(&self) -> bool {
+        self.today.is_some_and(|(_, i)| i.lo > 0.0 || i.hi < 0.0)
+    }
+
     /// How much the half-width shrinks (a comparison with no interval yet
     /// gains from the widest possible, 1).
     pub fn gain(&self) -> f64 {
-        (self.now.unwrap_or(1.0) - self.after).max(0.0)
+        (self.now().unwrap_or(1.0) - self.after).max(0.0)
     }
 
     /// The ranking score: open comparisons (today's interval includes 0)
     /// first, by their gain; settled ones after every open one.
     pub fn rank(&self) -> f64 {
-        if self.settled {
+        if self.settled() {
             self.gain()
         } else {
             1.0 + self.gain()
@@ -91,12 +99,7 @@ pub fn narrowing(level: Counts, baseline: Counts, k_level: u64, k_base: u64) -> 
     let (_, interval) = difference_counts(s1, n1, s2, n2, Z95)?;
     let today =
         difference_counts(level.successes as f64, level.n as f64, baseline.successes as f64, baseline.n as f64, Z95);
-    Some(Narrowing {
-        now: today.map(|(_, i)| (i.hi - i.lo) / 2.0),
-        after: (interval.hi - interval.lo) / 2.0,
-        interval,
-        settled: today.is_some_and(|(_, i)| i.lo > 0.0 || i.hi < 0.0),
-    })
+    Some(Narrowing { today, after: (interval.hi - interval.lo) / 2.0, interval })
 }
 
 /// The standard normal quantile: the `z` with Φ(z) = `p`, for 0 < p < 1
@@ -185,15 +188,15 @@ mod tests {
     fn ten_more_cells_narrow_a_comparison_as_worked_by_hand() {
         let n = narrowing(c(3, 10), c(6, 10), 10, 0).unwrap();
         let r4 = |x: f64| (x * 1e4).round() / 1e4;
-        assert_eq!(r4(n.now.unwrap()), 0.3594);
+        assert_eq!(r4(n.now().unwrap()), 0.3594);
         assert_eq!(r4(n.after), 0.3199);
         assert_eq!((r4(n.interval.lo), r4(n.interval.hi)), (-0.5786, 0.0613));
-        assert!(!n.settled);
+        assert!(!n.settled());
         assert_eq!(r4(n.gain()), 0.0395);
         // Nothing observed of the level: it is expected at ½, and it gains
         // from the widest interval.
         let fresh = narrowing(c(0, 0), c(6, 10), 10, 0).unwrap();
-        assert_eq!(fresh.now, None);
+        assert_eq!(fresh.now(), None);
         assert!(fresh.gain() > n.gain());
         assert_eq!(narrowing(c(0, 0), c(0, 0), 0, 0), None, "no trials on either side: no interval");
     }
@@ -222,7 +225,7 @@ mod tests {
             let (a, b) = (c(s1, s1 + extra1), c(s2, s2 + extra2));
             if let (Some(x), Some(y)) = (narrowing(a, b, k, 0), narrowing(a, b, k + 1, 0)) {
                 prop_assert!(y.after <= x.after + 1e-12, "{x:?} then {y:?}");
-                if let Some(now) = x.now {
+                if let Some(now) = x.now() {
                     prop_assert!(x.after <= now + 1e-12);
                 }
             }
@@ -236,8 +239,8 @@ mod tests {
         ) {
             let x = narrowing(c(s1, s1 + f1), c(s2, s2 + f2), k, 0).unwrap();
             let y = narrowing(c(t1, t1 + g1), c(t2, t2 + g2), k, 0).unwrap();
-            if x.settled != y.settled {
-                let (settled, open) = if x.settled { (x, y) } else { (y, x) };
+            if x.settled() != y.settled() {
+                let (settled, open) = if x.settled() { (x, y) } else { (y, x) };
                 prop_assert!(open.rank() > settled.rank());
             }
         }

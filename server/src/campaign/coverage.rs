@@ -57,18 +57,31 @@ impl Campaign {
         c
     }
 
-    /// What `matrix.csv` could not give: each row not taken, or the file's absence.
-    pub fn matrix_problems(&self) -> Vec<String> {
-        self.records.matrix().problems.clone()
+    /// What the records the coverage is made from could not give:
+    /// `matrix.csv`'s rows not taken (or its absence), and each run set's
+    /// unreadable records (`runsets/<run set>/…`). The coverage view and
+    /// `runboard check` list them.
+    pub fn record_problems(&self) -> (Vec<String>, Vec<String>) {
+        let matrix = self.records.matrix().problems.clone();
+        let run_sets = self
+            .records
+            .run_sets()
+            .iter()
+            .flat_map(|rs| rs.problems.iter().map(|p| format!("{RUNSETS_DIR}/{}/{p}", rs.name)).collect::<Vec<_>>())
+            .collect();
+        (matrix, run_sets)
+    }
+
+    /// Why `runsets/active_batch.json` cannot be read, if it cannot.
+    pub fn marker_problem(&self) -> Option<String> {
+        self.records.marker().and_then(Result::err)
     }
 
     pub fn coverage_view(&self, rows: Option<&str>, cols: Option<&str>) -> Result<CoverageView, ApiError> {
         let made = self.coverage();
         let (matrix, cov, run_sets) = (&made.0, &made.1, made.2);
-        let mut problems = matrix.problems.clone();
-        for rs in self.records.run_sets() {
-            problems.extend(rs.problems.iter().map(|p| format!("{RUNSETS_DIR}/{}/{p}", rs.name)));
-        }
+        let (mut problems, of_run_sets) = self.record_problems();
+        problems.extend(of_run_sets);
         runboard::coverage::view(matrix, cov, rows, cols, run_sets, problems).map_err(|e| {
             ApiError::bad_query(&runboard::runview::trials::BadQuery {
                 field: "rows/cols".into(),
