@@ -47,6 +47,27 @@ pub struct Prediction {
     /// The currency of `cost` (the campaign's).
     #[serde(default)]
     pub currency: Option<String>,
+    /// The range the same history allows (none when no cell has history).
+    #[serde(default)]
+    pub range: Option<Range>,
+}
+
+/// A prediction's low and high ends: each cell at the 10th and at the 90th
+/// percentile of the earlier attempts it is predicted from. The ends are
+/// sums of per-cell percentiles — as if the cells all ran cheap, or all
+/// dear, together — so the range is wide rather than falsely narrow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Range {
+    pub low: Estimate,
+    pub high: Estimate,
+}
+
+/// Tokens, cost and hours at one end of a [`Range`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub tokens: u64,
+    pub cost: Option<f64>,
+    pub hours: f64,
 }
 
 impl Prediction {
@@ -63,6 +84,25 @@ impl Prediction {
             crate::timefmt::duration_words(self.hours * 3600.0),
             self.cells
         )
+    }
+
+    /// "80,000–150,000 tokens, 0.80 USD–1.50 USD, 30 min–1 h" (none without history).
+    pub fn range_words(&self) -> Option<String> {
+        let Range { low, high } = self.range.as_ref()?;
+        let currency = self.currency.as_deref().unwrap_or("USD");
+        let cost = match (low.cost, high.cost) {
+            (Some(l), Some(h)) => {
+                format!(", {}–{}", crate::numfmt::money(l, currency), crate::numfmt::money(h, currency))
+            }
+            _ => String::new(),
+        };
+        Some(format!(
+            "{}–{} tokens{cost}, {}–{}",
+            crate::numfmt::thousands(low.tokens),
+            crate::numfmt::thousands(high.tokens),
+            crate::timefmt::duration_words(low.hours * 3600.0),
+            crate::timefmt::duration_words(high.hours * 3600.0)
+        ))
     }
 }
 
@@ -215,55 +255,75 @@ fn catalogue(spec: &BatchSpec, cfg: &CampaignConfig, launches_today: &BTreeMap<S
 /// own earlier attempts, else the median of its task's, else unknown.
 pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Prediction {
     let mut p = Prediction { cells: spec.cells.len(), currency: Some(cfg.currency.clone()), ..Default::default() };
-    let mut seconds = 0.0;
+    // Expected, low and high: tokens and seconds.
+    let mut sums = [(0.0f64, 0.0f64); 3];
     for cell in &spec.cells {
         let own = history.by_cell.get(&cell.id).filter(|s| !s.is_empty());
         let task = cell.factors.get("task").map(crate::matrix::value_text);
-        let (tokens, secs) = if let Some(samples) = own {
+        let (samples, central): (&[Sample], fn(&[f64]) -> Option<f64>) = if let Some(samples) = own {
             p.from_cell_history += 1;
-            (
-                mean(samples.iter().filter_map(|s| s.tokens.map(|t| t as f64))),
-                mean(samples.iter().filter_map(|s| s.seconds)),
-            )
+            (samples, mean)
         } else if let Some(samples) = task.and_then(|t| history.by_task.get(&t)).filter(|s| !s.is_empty()) {
             p.from_task_history += 1;
-            (
-                median(samples.iter().filter_map(|s| s.tokens.map(|t| t as f64))),
-                median(samples.iter().filter_map(|s| s.seconds)),
-            )
+            (samples, median)
         } else {
             p.unknown += 1;
-            (None, None)
+            continue;
         };
-        p.tokens += tokens.map_or(0, |t| t.round() as u64);
-        seconds += secs.unwrap_or(0.0);
+        let tokens: Vec<f64> = samples.iter().filter_map(|s| s.tokens.map(|t| t as f64)).collect();
+        let secs: Vec<f64> = samples.iter().filter_map(|s| s.seconds).collect();
+        for (sum, at) in sums.iter_mut().zip([None, Some(0.1), Some(0.9)]) {
+            let pick = |xs: &[f64]| match at {
+                None => central(xs),
+                Some(q) => quantile(xs, q),
+            };
+            sum.0 += pick(&tokens).map_or(0.0, f64::round);
+            sum.1 += pick(&secs).unwrap_or(0.0);
+        }
     }
     let parallel = cfg.runner.as_ref().map_or(1, |r| r.parallel.max(1)) as f64;
-    p.hours = seconds / parallel / 3600.0;
-    p.cost = spec
+    let price = spec
         .model
         .as_deref()
         .and_then(|m| cfg.model(m))
         .filter(|m| m.price_per_1k_tokens > 0.0)
         // No cell predicted from history: the cost is unknown, not zero.
         .filter(|_| p.unknown < p.cells)
-        .map(|m| p.tokens as f64 / 1000.0 * m.price_per_1k_tokens);
+        .map(|m| m.price_per_1k_tokens);
+    let [expected, low, high] = sums.map(|(tokens, secs)| Estimate {
+        tokens: tokens as u64,
+        cost: price.map(|per_1k| tokens / 1000.0 * per_1k),
+        hours: secs / parallel / 3600.0,
+    });
+    p.tokens = expected.tokens;
+    p.cost = expected.cost;
+    p.hours = expected.hours;
+    if p.unknown < p.cells {
+        p.range = Some(Range { low, high });
+    }
     p
 }
 
-fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
-    let (n, sum) = xs.fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
-    (n > 0).then(|| sum / n as f64)
+fn mean(xs: &[f64]) -> Option<f64> {
+    let xs: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
-fn median(xs: impl Iterator<Item = f64>) -> Option<f64> {
-    let mut v: Vec<f64> = xs.filter(|x| x.is_finite()).collect();
+fn median(xs: &[f64]) -> Option<f64> {
+    quantile(xs, 0.5)
+}
+
+/// The `q` quantile of `xs` (linear between the two nearest ranks, as
+/// numpy's default), ignoring values that are not finite.
+pub fn quantile(xs: &[f64], q: f64) -> Option<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    Some(if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 })
+    let at = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+    Some(v[lo] + (v[hi] - v[lo]) * (at - lo as f64))
 }
 
 #[cfg(test)]
@@ -325,6 +385,18 @@ mod tests {
         assert_eq!(p.cost, Some(2.5));
         assert!((p.hours - 300.0 / 3600.0).abs() < 1e-9);
         assert_eq!(p.words(), "about 5,000 tokens, 2.50 USD in cost, 5 min (2 of 3 cells from history)");
+        // The ends, by hand: cell a's two attempts at their 10th/90th
+        // percentiles (1000 + 0.1·2000 = 1200 and 2800; 72 s and 168 s);
+        // cell b from t1's three (1000 + 0.2·2000 = 1400 and 3000 + 0.8·2000
+        // = 4600; 60 + 0.2·120 = 84 s and 180 + 0.8·420 = 516 s).
+        let r = p.range.clone().unwrap();
+        assert_eq!((r.low.tokens, r.high.tokens), (1200 + 1400, 2800 + 4600));
+        assert_eq!((r.low.cost, r.high.cost), (Some(1.3), Some(3.7)));
+        assert!((r.low.hours * 3600.0 - 156.0).abs() < 1e-6 && (r.high.hours * 3600.0 - 684.0).abs() < 1e-6);
+        assert_eq!(p.range_words().unwrap(), "2,600–7,400 tokens, 1.30 USD–3.70 USD, 2 min–11 min");
+        assert_eq!(predict(&spec("gpt", None, vec![cell("t9", 1)]), &cfg(), &h).range, None, "no history, no range");
+        assert_eq!(quantile(&[3.0, 1.0, 2.0, f64::NAN], 0.5), Some(2.0));
+        assert_eq!(quantile(&[], 0.5), None);
     }
 
     #[test]

@@ -112,6 +112,33 @@ pub enum ConsoleCommand {
         #[arg(long)]
         scope: Option<String>,
     },
+    /// What to run next: the batches whose cells would most narrow an open
+    /// difference to the baseline, each with its predicted cost and time and
+    /// the command that drafts it (`--save N` saves proposal N's draft).
+    Propose {
+        #[command(flatten)]
+        at: RootArg,
+        /// The factor compared within each task (default: condition).
+        #[arg(long)]
+        by: Option<String>,
+        /// Cells per proposed batch (1–10,000; default 20).
+        #[arg(long)]
+        max_cells: Option<String>,
+        /// How many proposals (1–50; default 5).
+        #[arg(long)]
+        top: Option<String>,
+        /// The drafts' model (default: the newest batch's route).
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// The difference, in percentage points, the cells-needed figure is for (default 20).
+        #[arg(long)]
+        delta: Option<String>,
+        /// Save proposal N's draft under specs/drafts/ (it is not launched).
+        #[arg(long, value_name = "N")]
+        save: Option<usize>,
+    },
     /// Publish the evidence: run `[publish] command` (one push at a time,
     /// bounded by `[publish] timeout_s`) and print how it ended and its
     /// output; with `--status`, only say what was last published and what
@@ -371,6 +398,33 @@ fn evidence_text(e: &runboard::results::Evidence) -> String {
     out
 }
 
+fn proposals_text(p: &runboard::results::propose::Proposals) -> String {
+    let mut out = format!("{}\nroute: {}\n", p.how, p.route);
+    for note in &p.notes {
+        out += &format!("{note}\n");
+    }
+    for (i, x) in p.proposals.iter().enumerate() {
+        out += &format!("\n{}. {}\n", i + 1, x.words);
+        if let Some(n) = x.cells_needed {
+            out += &format!(
+                "   to tell a {:.0} pp difference from {} at 95 % confidence and 80 % power: about {n} cells per {}; counted now {} and {}\n",
+                p.delta_pp, x.baseline, p.by, x.n_compared, x.n_baseline
+            );
+        }
+        match &x.prediction {
+            Some(pr) => {
+                out += &format!("   predicted: {}", pr.words());
+                out += &pr.range_words().map(|r| format!("; range {r}")).unwrap_or_default();
+                out += "\n";
+            }
+            None => out += &format!("   cannot be drafted as it is: {}\n", x.refused.join("; ")),
+        }
+        let route = if x.prediction.is_none() { " and a route (--model, --endpoint)" } else { "" };
+        out += &format!("   draft it: this command again with --save {}{route}\n", i + 1);
+    }
+    out
+}
+
 fn report_text(r: &runboard::auto::view::TickReport) -> String {
     let mut out = format!("{}\n", r.verdict);
     for g in &r.guards {
@@ -463,6 +517,7 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Stop { at, .. }
         | ConsoleCommand::Resume { at, .. }
         | ConsoleCommand::Evidence { at, .. }
+        | ConsoleCommand::Propose { at, .. }
         | ConsoleCommand::Timing { at, .. }
         | ConsoleCommand::Catalogue { at, .. }
         | ConsoleCommand::Publish { at, .. } => at.clone(),
@@ -477,6 +532,21 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
         ConsoleCommand::Evidence { by, scope, .. } => {
             ask::<op::evidence>(&console, EvidenceQuery { by, scope }, json, evidence_text)
+        }
+        ConsoleCommand::Propose { by, max_cells, top, model, endpoint, delta, save, .. } => {
+            let q = runboard::results::propose::ProposeParams { by, max_cells, top, model, endpoint, delta };
+            match save {
+                None => ask::<op::propose>(&console, q, json, proposals_text),
+                Some(n) => op::propose::call(&console, q).and_then(|p| match n.checked_sub(1).and_then(|i| p.proposals.get(i)) {
+                    None => Err(ApiError::refused(vec![format!(
+                        "--save {n}: there are {} proposal(s) (numbered from 1)",
+                        p.proposals.len()
+                    )])),
+                    Some(chosen) => ask::<op::draft_save>(&console, chosen.request.clone(), json, |s| {
+                        format!("saved {} ({} cells)\nlaunch it: {}\n", s.path, s.cells, s.launch_hint)
+                    }),
+                }),
+            }
         }
         ConsoleCommand::Publish { status: true, .. } => {
             ask::<op::publish_status>(&console, Nothing {}, json, |s| format!("{}\n", s.words))

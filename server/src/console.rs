@@ -332,6 +332,10 @@ impl Console for LocalConsole {
         self.campaign.overview()
     }
 
+    fn propose(&self, q: ProposeParams) -> Result<Proposals, ApiError> {
+        self.campaign.propose(&q)
+    }
+
     fn timing(&self, q: TimingQuery) -> Result<TimingView, ApiError> {
         self.campaign.timing(q.scope.as_deref(), q.run_set.as_deref())
     }

@@ -109,7 +109,7 @@ pub async fn prepare(data_dir: &Path) -> anyhow::Result<(PathBuf, DemoWriter)> {
     for condition in ["baseline", "memory"] {
         for task in ["momentum", "reversal"] {
             for phase in ["explore", "exploit"] {
-                for seed in 1..=3 {
+                for seed in 1..=6 {
                     rows.push(vec![condition.into(), task.into(), phase.into(), seed.to_string(), "0".into()]);
                 }
             }
@@ -117,25 +117,30 @@ pub async fn prepare(data_dir: &Path) -> anyhow::Result<(PathBuf, DemoWriter)> {
     }
     let matrix = runboard::matrix::to_csv(&["condition", "task", "phase", "seed", "repetition"], &rows);
     write_atomic(&root.join(runboard::matrix::MATRIX_FILE), matrix.as_bytes())?;
-    // History: the baseline's explore cells, run earlier.
-    let cells: Vec<serde_json::Value> = ["momentum", "reversal"]
-        .iter()
-        .flat_map(|task| {
-            (1..=2).map(move |seed| {
-                serde_json::json!({"factors": {"condition": "baseline", "task": task, "phase": "explore", "seed": seed, "repetition": 0}})
-            })
-        })
-        .collect();
-    let spec = serde_json::json!({
-        "schema_version": 1,
-        "label": "demo-a",
-        "model": "qwen3-32b",
-        "endpoint": "gpu-local",
-        "backend": "stand-in",
-        "cells": cells,
-    });
+    // History: each condition's explore cells, seeds 1–4, run earlier as
+    // two batches — enough for Evidence to show a difference (the simulated
+    // agent's verdicts depend on condition and task: `simulate::PASS_RATES`)
+    // and leave one open for the proposal guide.
     std::fs::create_dir_all(root.join("specs"))?;
-    write_atomic(&root.join("specs/demo-a.json"), &serde_json::to_vec_pretty(&spec)?)?;
+    for (label, condition) in [("demo-a", "baseline"), ("demo-b", "memory")] {
+        let cells: Vec<serde_json::Value> = ["momentum", "reversal"]
+            .iter()
+            .flat_map(|task| {
+                (1..=4).map(move |seed| {
+                    serde_json::json!({"factors": {"condition": condition, "task": task, "phase": "explore", "seed": seed, "repetition": 0}})
+                })
+            })
+            .collect();
+        let spec = serde_json::json!({
+            "schema_version": 1,
+            "label": label,
+            "model": "qwen3-32b",
+            "endpoint": "gpu-local",
+            "backend": "stand-in",
+            "cells": cells,
+        });
+        write_atomic(&root.join(format!("specs/{label}.json")), &serde_json::to_vec_pretty(&spec)?)?;
+    }
 
     let finished = [
         ("runs/batch-a/momentum-qwen", "qwen3-32b", 5, 11),
@@ -172,18 +177,21 @@ pub async fn prepare(data_dir: &Path) -> anyhow::Result<(PathBuf, DemoWriter)> {
         "{\"schema_version\": 1,\n  \"name\": \"broken-snapshot\",\n  \"settings\": {\"model\": ",
     )?;
 
-    // One batch driven the way a launcher runs it: `runboard drive` with the exec runner.
-    let status = Command::new(&exe)
-        .args(["drive", "--root"])
-        .arg(&root)
-        .arg(root.join("specs/demo-a.json"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await
-        .context("driving the demo batch")?;
-    anyhow::ensure!(status.success(), "the demo batch failed: {status}");
+    // The history's batches driven the way a launcher runs them: `runboard
+    // drive` with the exec runner.
+    for label in ["demo-a", "demo-b"] {
+        let status = Command::new(&exe)
+            .args(["drive", "--root"])
+            .arg(&root)
+            .arg(root.join(format!("specs/{label}.json")))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .with_context(|| format!("driving the demo batch {label}"))?;
+        anyhow::ensure!(status.success(), "the demo batch {label} failed: {status}");
+    }
     // From here on the cells take their time: the batch launched at start runs
     // for a minute or two.
     write_atomic(&root.join(runboard::campaign::CONFIG_FILE), config(&exe, 2000).as_bytes())?;

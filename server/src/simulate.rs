@@ -45,6 +45,36 @@ impl Default for SimOptions {
     }
 }
 
+/// The simulated agent's pass rate by condition and task — the demo's
+/// ground truth, so its Evidence has differences to find: memory helps a
+/// little on momentum and a lot on reversal.
+pub const PASS_RATES: [(&str, &str, f64); 4] =
+    [("baseline", "momentum", 0.70), ("memory", "momentum", 0.80), ("baseline", "reversal", 0.35), ("memory", "reversal", 0.75)];
+
+/// Whether a simulated cell with these factors passes, and why not: a draw,
+/// deterministic by the cell's factors (FNV-1a of `condition|task|phase|
+/// seed|repetition`, mixed by splitmix64's finaliser so keys that differ in
+/// one character spread, as a fraction of 2⁶⁴), under its [`PASS_RATES`] rate.
+/// None for a cell without a condition and task in the table (it reports no
+/// verdict, so it passes when it ends cleanly).
+pub fn cell_verdict(factors: &serde_json::Map<String, Value>) -> Option<(bool, Option<String>)> {
+    let text = |k: &str| factors.get(k).map(runboard::matrix::value_text).unwrap_or_default();
+    let (condition, task) = (text("condition"), text("task"));
+    let rate = PASS_RATES.iter().find(|(c, t, _)| *c == condition && *t == task)?.2;
+    let key = [condition.as_str(), task.as_str(), &text("phase"), &text("seed"), &text("repetition")].join("|");
+    let mut z = runboard::hash::fnv1a(key.as_bytes());
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    let draw = (z ^ (z >> 31)) as f64 / 2f64.powi(64);
+    Some(if draw < rate {
+        (true, None)
+    } else if task == "reversal" {
+        (false, Some("no factor cleared the admission threshold in time".into()))
+    } else {
+        (false, Some("the hold-out IC fell below the acceptance bar".into()))
+    })
+}
+
 /// How a simulation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SimEnd {
@@ -502,10 +532,58 @@ pub async fn simulate_run(
     w.state(rounds_written, &opened_at, Some((&at, "finished all rounds")))?;
     // Run as a batch's cell (the exec runner sets RUNBOARD_CELL_DIR), report
     // what the runner reads from `{out}/result.json`: the tokens this attempt
-    // used, and accepted factors per round as its score.
+    // used, accepted factors per round as its score, and whether it passed
+    // (by its factors, `cell_verdict`).
     if std::env::var_os("RUNBOARD_CELL_DIR").is_some() {
         let score = f64::from(factors) / f64::from(opts.rounds.max(1));
-        write_atomic(&dir.join("result.json"), &serde_json::to_vec(&json!({"tokens": w.tokens, "score": score}))?)?;
+        let factors: serde_json::Map<String, Value> = std::env::var("RUNBOARD_FACTORS")
+            .ok()
+            .and_then(|f| serde_json::from_str(&f).ok())
+            .unwrap_or_default();
+        let mut result = json!({"tokens": w.tokens, "score": score});
+        if let Some((passed, reason)) = cell_verdict(&factors) {
+            result["passed"] = json!(passed);
+            if let Some(r) = reason {
+                result["reason"] = json!(r);
+            }
+        }
+        write_atomic(&dir.join("result.json"), &serde_json::to_vec(&result)?)?;
     }
     Ok(SimEnd::Finished)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn factors(condition: &str, task: &str, phase: &str, seed: i64) -> serde_json::Map<String, Value> {
+        json!({"condition": condition, "task": task, "phase": phase, "seed": seed, "repetition": 0})
+            .as_object()
+            .cloned()
+            .unwrap()
+    }
+
+    /// The demo's history (explore, seeds 1–4) as the draws fall: memory
+    /// passes all four on both tasks; the baseline 3 of 4 on momentum and 1
+    /// of 4 on reversal — so reversal's difference is settled, momentum's open.
+    #[test]
+    fn the_simulated_verdicts_depend_on_condition_and_task_and_are_deterministic() {
+        let passes = |c: &str, t: &str| -> Vec<bool> {
+            (1..=4).map(|seed| cell_verdict(&factors(c, t, "explore", seed)).unwrap().0).collect()
+        };
+        assert_eq!(passes("baseline", "momentum"), [true, false, true, true]);
+        assert_eq!(passes("memory", "momentum"), [true; 4]);
+        assert_eq!(passes("baseline", "reversal"), [false, false, false, true]);
+        assert_eq!(passes("memory", "reversal"), [true; 4]);
+        assert_eq!(
+            cell_verdict(&factors("baseline", "reversal", "explore", 1)),
+            Some((false, Some("no factor cleared the admission threshold in time".into())))
+        );
+        assert_eq!(
+            cell_verdict(&factors("baseline", "momentum", "explore", 2)).unwrap().1.as_deref(),
+            Some("the hold-out IC fell below the acceptance bar")
+        );
+        assert_eq!(cell_verdict(&factors("other", "momentum", "explore", 1)), None, "not in the table: no verdict");
+        assert_eq!(cell_verdict(&serde_json::Map::new()), None);
+    }
 }

@@ -95,6 +95,7 @@ pub mod types {
     pub use crate::preflight::Preflight;
     pub use crate::results::cohorts::{CohortsView, Comparison, DeleteRequest, Preset, RenameRequest};
     pub use crate::results::overview::OverviewView;
+    pub use crate::results::propose::{ProposeParams, Proposals};
     pub use crate::results::publish::{PublishStatus, Running};
     pub use crate::results::report::Report;
     pub use crate::results::research::{DecisionRequest, ResearchState, ResearchView};
@@ -176,6 +177,9 @@ macro_rules! operations {
             /// Every counted cell with its provenance, as JSON or CSV.
             evidence_export "evidence_export": GET "/api/evidence/export", ExportQuery => Exported, "exporting the evidence",
                 file = $crate::results::export::as_file;
+            /// The proposal guide: the next batches ranked by what they would
+            /// resolve, each with its predicted cost and its draft request.
+            propose "propose": GET "/api/propose", ProposeParams => Proposals, "ranking the next batches";
             /// Where the cells' time went and which timings count.
             timing "timing": GET "/api/timing", TimingQuery => TimingView, "reading the timings";
             /// The provider catalogue: each model and endpoint, whether it can

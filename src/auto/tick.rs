@@ -845,7 +845,7 @@ fn objective(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64,
 /// (`results::impact`: open comparisons before settled ones). A cell counts
 /// as a pass when covered, a trial when covered or failed.
 fn expected_impact(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64, String, Option<String>) {
-    use crate::results::impact::{narrowing, Counts};
+    use crate::results::impact::{best_comparison, Counts};
     // Per condition, in first-seen (matrix) order: passes, trials, open cells.
     let mut by: Vec<(String, (u64, u64, usize))> = Vec::new();
     for c in cells {
@@ -862,37 +862,29 @@ fn expected_impact(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) ->
         e.1 += u64::from(matches!(c.state, CellState::Covered | CellState::Failed));
         e.2 += usize::from(open(settings, c));
     }
-    let Some((base, (bs, bn, _))) = by.first().cloned() else { return (0.0, slot.name(), None) };
-    let base_counts = Counts { successes: bs, n: bn };
+    let Some(base) = by.first().map(|(name, _)| name.clone()) else { return (0.0, slot.name(), None) };
+    let counts: Vec<Counts> = by.iter().map(|(_, (s, n, _))| Counts { successes: *s, n: *n }).collect();
     let pct = |x: f64| format!("{:+.0}", x * 100.0);
     let mut best: Option<(f64, String, String)> = None;
-    for (cond, (s, n, open_cells)) in &by {
+    for (at, (cond, (_, _, open_cells))) in by.iter().enumerate() {
         if *open_cells == 0 {
             continue;
         }
         let k = (*open_cells).min(settings.max_cells) as u64;
-        let level = Counts { successes: *s, n: *n };
-        // The baseline feeds every comparison: its cells narrow the widest.
-        let options: Vec<(String, Counts, Counts, u64, u64)> = if *cond == base {
-            by.iter().skip(1).map(|(o, (s, n, _))| (o.clone(), Counts { successes: *s, n: *n }, level, 0, k)).collect()
-        } else {
-            vec![(cond.clone(), level, base_counts, k, 0)]
+        let Some((j, nw)) = best_comparison(&counts, at, k) else { continue };
+        let compared = &by[j].0;
+        let now = match nw.today {
+            Some((d, i)) => format!("now {} pp [{}, {}]", pct(d), pct(i.lo), pct(i.hi)),
+            None => "not measured yet".to_owned(),
         };
-        for (compared, lv, bs_counts, kl, kb) in options {
-            let Some(nw) = narrowing(lv, bs_counts, kl, kb) else { continue };
-            let now = match nw.today {
-                Some((d, i)) => format!("now {} pp [{}, {}]", pct(d), pct(i.lo), pct(i.hi)),
-                None => "not measured yet".to_owned(),
-            };
-            let why = format!(
-                "{k} more cell(s) of condition {cond:?}: the difference {compared:?} − {base:?}, {now}{}, would narrow to about ±{:.0} pp ({})",
-                if nw.settled() { " (settled: its interval excludes 0)" } else { "" },
-                nw.after * 100.0,
-                slot.name()
-            );
-            if best.as_ref().is_none_or(|(r, _, _)| nw.rank() > *r) {
-                best = Some((nw.rank(), why, cond.clone()));
-            }
+        let why = format!(
+            "{k} more cell(s) of condition {cond:?}: the difference {compared:?} − {base:?}, {now}{}, would narrow to about ±{:.0} pp ({})",
+            if nw.settled() { " (settled: its interval excludes 0)" } else { "" },
+            nw.after * 100.0,
+            slot.name()
+        );
+        if best.as_ref().is_none_or(|(r, _, _)| nw.rank() > *r) {
+            best = Some((nw.rank(), why, cond.clone()));
         }
     }
     match best {

@@ -102,6 +102,28 @@ pub fn narrowing(level: Counts, baseline: Counts, k_level: u64, k_base: u64) -> 
     Some(Narrowing { today, after: (interval.hi - interval.lo) / 2.0, interval })
 }
 
+/// The comparison that `k` more trials of `levels[at]` would narrow most,
+/// among a task's levels (`levels[0]` is the baseline): a level after the
+/// first feeds its own difference to the baseline; the baseline feeds every
+/// difference, and the one it would narrow most (by [`Narrowing::rank`]) is
+/// chosen. The index of the level compared with the baseline, and the
+/// narrowing; none without an interval to narrow.
+pub fn best_comparison(levels: &[Counts], at: usize, k: u64) -> Option<(usize, Narrowing)> {
+    let base = *levels.first()?;
+    if at > 0 {
+        return narrowing(*levels.get(at)?, base, k, 0).map(|n| (at, n));
+    }
+    let mut best: Option<(usize, Narrowing)> = None;
+    for (j, level) in levels.iter().enumerate().skip(1) {
+        if let Some(n) = narrowing(*level, base, 0, k) {
+            if best.as_ref().is_none_or(|(_, b)| n.rank() > b.rank()) {
+                best = Some((j, n));
+            }
+        }
+    }
+    best
+}
+
 /// The standard normal quantile: the `z` with Φ(z) = `p`, for 0 < p < 1
 /// (Acklam's rational approximation, relative error below 1.2·10⁻⁹).
 pub fn normal_quantile(p: f64) -> Option<f64> {
@@ -216,6 +238,19 @@ mod tests {
         let z = |p| normal_quantile(p).unwrap();
         assert!((z(0.975) - Z95).abs() < 1e-8 && (z(0.8) - 0.841_621_233_6).abs() < 1e-8);
         assert!((z(0.01) + 2.326_347_874).abs() < 1e-8 && normal_quantile(1.0).is_none());
+    }
+
+    #[test]
+    fn the_baseline_narrows_the_comparison_it_helps_most() {
+        // Baseline 6/10; level 1 at 3/10 (open), level 2 at 10/10 (settled).
+        let levels = [c(6, 10), c(3, 10), c(10, 10)];
+        let (j, n) = best_comparison(&levels, 0, 10).unwrap();
+        assert_eq!(j, 1, "the open comparison first");
+        assert_eq!(Some(n), narrowing(c(3, 10), c(6, 10), 0, 10));
+        let (j, n) = best_comparison(&levels, 2, 5).unwrap();
+        assert_eq!((j, Some(n)), (2, narrowing(c(10, 10), c(6, 10), 5, 0)));
+        assert_eq!(best_comparison(&levels[..1], 0, 10), None, "a baseline alone has nothing to compare");
+        assert_eq!(best_comparison(&[], 0, 10), None);
     }
 
     proptest! {

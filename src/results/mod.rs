@@ -14,6 +14,7 @@ pub mod cohorts;
 pub mod export;
 pub mod impact;
 pub mod overview;
+pub mod propose;
 pub mod publish;
 pub mod report;
 pub mod research;

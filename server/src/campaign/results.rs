@@ -160,6 +160,30 @@ impl Campaign {
         Ok(e)
     }
 
+    /// `GET /api/propose`: the next batches ranked by what they would
+    /// resolve (`runboard::results::propose`), over every run set's counted
+    /// cells; each drafted with the asked route, else the newest batch's.
+    pub fn propose(
+        &self,
+        q: &runboard::results::propose::ProposeParams,
+    ) -> Result<runboard::results::propose::Proposals, ApiError> {
+        use runboard::results::propose::{propose, ProposeInput};
+        let cfg = self.config()?;
+        let made = self.coverage();
+        let (matrix, coverage) = (&made.0, &made.1);
+        let query = q.parse(matrix).map_err(|e| ApiError::bad_query(&e))?;
+        let scoped = self.scoped(Scope::default())?;
+        let outcomes = outcomes(&scoped, &cfg.results);
+        // Newest first: the first run set whose spec reads names the route.
+        let newest_route = scoped.run_sets.iter().find_map(|(rs, _)| {
+            let spec = rs.spec.as_ref()?.as_ref().ok()?;
+            Some((spec.model.clone(), spec.endpoint.clone()))
+        });
+        let history = self.history();
+        let input = ProposeInput { matrix, coverage, outcomes: &outcomes, cfg: &cfg, history: &history, newest_route };
+        Ok(propose(&input, &query))
+    }
+
     /// `GET /api/evidence/export?scope=`: every counted cell, private
     /// factors left out, with its provenance.
     pub fn evidence_export(&self, scope: Option<&str>) -> Result<core::export::Export, ApiError> {
