@@ -85,6 +85,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=pages::overview::OverviewPage/>
                     <Route path=path!("/live") view=pages::live::LivePage/>
                     <Route path=path!("/coverage") view=pages::coverage::CoveragePage/>
+                    <Route path=path!("/next") view=pages::next::NextPage/>
                     <Route path=path!("/auto") view=pages::auto::AutoPage/>
                     <Route path=path!("/catalogue") view=pages::catalogue::CataloguePage/>
                     <Route path=path!("/evidence") view=pages::evidence::EvidencePage/>
@@ -115,6 +116,7 @@ fn Nav() -> impl IntoView {
             <A href="/" exact=true>"Overview"</A>
             <A href="/live">"Live"</A>
             <A href="/coverage">"Coverage"</A>
+            <A href="/next">"Next"</A>
             <A href="/auto">"Auto"</A>
             <A href="/catalogue">"Catalogue"</A>
             <A href=scoped("/evidence")>"Evidence"</A>

@@ -95,7 +95,7 @@ test('overview: the landing page draws the progress and lists the batch', async 
   const items = await page.$$eval('li.attention-item', (lis) => lis.map((li) => [li.dataset.kind, li.textContent, li.querySelector('a').getAttribute('href')]));
   assert.deepEqual(items, api.attention.map((a) => [a.kind, a.words, a.href]));
   if (api.totals.planned > api.totals.covered + api.totals.failed + api.totals.running) {
-    assert.ok(items.some(([k, w, h]) => k === 'next_step' && /draft the next batch/.test(w) && h === '/coverage'), JSON.stringify(items));
+    assert.ok(items.some(([k, w, h]) => k === 'next_step' && /draft the next batch/.test(w) && h === '/next'), JSON.stringify(items));
   }
   await shot(page, 'overview');
   assert.deepEqual(errors, [], 'no console errors');

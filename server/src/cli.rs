@@ -537,14 +537,16 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
             let q = runboard::results::propose::ProposeParams { by, max_cells, top, model, endpoint, delta };
             match save {
                 None => ask::<op::propose>(&console, q, json, proposals_text),
-                Some(n) => op::propose::call(&console, q).and_then(|p| match n.checked_sub(1).and_then(|i| p.proposals.get(i)) {
-                    None => Err(ApiError::refused(vec![format!(
-                        "--save {n}: there are {} proposal(s) (numbered from 1)",
-                        p.proposals.len()
-                    )])),
-                    Some(chosen) => ask::<op::draft_save>(&console, chosen.request.clone(), json, |s| {
-                        format!("saved {} ({} cells)\nlaunch it: {}\n", s.path, s.cells, s.launch_hint)
-                    }),
+                Some(n) => op::propose::call(&console, q).and_then(|p| {
+                    match n.checked_sub(1).and_then(|i| p.proposals.get(i)) {
+                        None => Err(ApiError::refused(vec![format!(
+                            "--save {n}: there are {} proposal(s) (numbered from 1)",
+                            p.proposals.len()
+                        )])),
+                        Some(chosen) => ask::<op::draft_save>(&console, chosen.request.clone(), json, |s| {
+                            format!("saved {} ({} cells)\nlaunch it: {}\n", s.path, s.cells, s.launch_hint)
+                        }),
+                    }
                 }),
             }
         }

@@ -48,8 +48,12 @@ impl Default for SimOptions {
 /// The simulated agent's pass rate by condition and task — the demo's
 /// ground truth, so its Evidence has differences to find: memory helps a
 /// little on momentum and a lot on reversal.
-pub const PASS_RATES: [(&str, &str, f64); 4] =
-    [("baseline", "momentum", 0.70), ("memory", "momentum", 0.80), ("baseline", "reversal", 0.35), ("memory", "reversal", 0.75)];
+pub const PASS_RATES: [(&str, &str, f64); 4] = [
+    ("baseline", "momentum", 0.70),
+    ("memory", "momentum", 0.80),
+    ("baseline", "reversal", 0.35),
+    ("memory", "reversal", 0.75),
+];
 
 /// Whether a simulated cell with these factors passes, and why not: a draw,
 /// deterministic by the cell's factors (FNV-1a of `condition|task|phase|
@@ -536,10 +540,8 @@ pub async fn simulate_run(
     // (by its factors, `cell_verdict`).
     if std::env::var_os("RUNBOARD_CELL_DIR").is_some() {
         let score = f64::from(factors) / f64::from(opts.rounds.max(1));
-        let factors: serde_json::Map<String, Value> = std::env::var("RUNBOARD_FACTORS")
-            .ok()
-            .and_then(|f| serde_json::from_str(&f).ok())
-            .unwrap_or_default();
+        let factors: serde_json::Map<String, Value> =
+            std::env::var("RUNBOARD_FACTORS").ok().and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default();
         let mut result = json!({"tokens": w.tokens, "score": score});
         if let Some((passed, reason)) = cell_verdict(&factors) {
             result["passed"] = json!(passed);

@@ -385,3 +385,78 @@ fn every_results_view_answers_over_the_demo() {
     let (code, report) = request(&s.addr, &format!("GET /api/reports/{name} HTTP/1.1\r\n"));
     assert!(code == 200 && report.contains("\"cells\":[{"), "{report}");
 }
+
+/// The demo's outcomes differ by condition and task (the simulated agent's
+/// verdicts, `simulate::PASS_RATES`), so Evidence has a settled difference
+/// (reversal) and an open one (momentum); the proposal guide ranks the open
+/// one first over REST and the CLI alike, and `--save` drafts it.
+#[test]
+fn the_proposal_guide_ranks_the_demos_open_question_first_and_drafts_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let site = common::site(tmp.path());
+    let data = tmp.path().join("data");
+    let s = serve(&["--data-dir", data.to_str().unwrap()], &site);
+    let root = data.join("demo");
+    let (code, body) = request(&s.addr, "GET /api/evidence HTTP/1.1\r\n");
+    assert_eq!(code, 200, "{body}");
+    let json =
+        |text: &str| -> serde_json::Value { serde_json::from_str(text.split_once("\r\n\r\n").unwrap().1).unwrap() };
+    let e = json(&body);
+    // History: baseline 3/4 momentum + 1/4 reversal, memory 4/4 + 4/4.
+    assert_eq!(
+        (e["groups"][0]["level"].as_str(), e["groups"][0]["passes"]["successes"].as_u64()),
+        (Some("baseline"), Some(4))
+    );
+    assert_eq!(e["groups"][1]["passes"]["successes"].as_u64(), Some(8));
+    let reasons = e["failures_by_reason"].to_string();
+    assert!(reasons.contains("no factor cleared the admission threshold in time"), "{reasons}");
+
+    let (code, body) = request(&s.addr, "GET /api/propose HTTP/1.1\r\n");
+    assert_eq!(code, 200, "{body}");
+    let rest = json(&body);
+    let first = &rest["proposals"][0];
+    assert_eq!((first["task"].as_str(), first["level"].as_str()), (Some("momentum"), Some("memory")), "{body}");
+    assert_eq!(first["settled"], false);
+    assert!(first["words"].as_str().unwrap().contains("the difference to baseline, now +25 pp"), "{first}");
+    assert!(
+        first["prediction"]["range"]["high"]["tokens"].as_u64()
+            >= first["prediction"]["range"]["low"]["tokens"].as_u64()
+    );
+    let proposals = rest["proposals"].as_array().unwrap();
+    let settled: Vec<bool> = proposals.iter().map(|p| p["settled"].as_bool().unwrap()).collect();
+    assert!(settled.windows(2).all(|w| !w[0] || w[1]), "open before settled: {settled:?}");
+    assert!(proposals.iter().any(|p| p["task"] == "reversal" && p["settled"] == true), "{body}");
+
+    // The CLI answers the same, and its words say it.
+    let cli = Command::new(BIN).args(["propose", "--json", "--root"]).arg(&root).output().unwrap();
+    assert!(cli.status.success(), "{}", String::from_utf8_lossy(&cli.stderr));
+    let answered: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
+    assert_eq!(answered["proposals"], rest["proposals"]);
+    let text = Command::new(BIN).args(["propose", "--root"]).arg(&root).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&format!("1. {}", first["words"].as_str().unwrap())), "{text}");
+    assert!(text.contains("draft it: this command again with --save 1"), "{text}");
+
+    // --save 1 saves that draft, ready for the usual launch.
+    let saved = Command::new(BIN).args(["propose", "--save", "1", "--json", "--root"]).arg(&root).output().unwrap();
+    assert!(saved.status.success(), "{}", String::from_utf8_lossy(&saved.stderr));
+    let saved: serde_json::Value = serde_json::from_slice(&saved.stdout).unwrap();
+    let spec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(saved["path"].as_str().unwrap())).unwrap()).unwrap();
+    let cells = spec["cells"].as_array().unwrap();
+    assert_eq!(cells.len() as u64, first["cells"].as_u64().unwrap());
+    assert!(cells.iter().all(|c| c["factors"]["condition"] == "memory" && c["factors"]["task"] == "momentum"));
+    assert_eq!(spec["model"], "qwen3-32b", "the newest batch's route");
+
+    // Refusals: a bad query names its field; a proposal that is not there.
+    let bad = Command::new(BIN).args(["propose", "--by", "task", "--root"]).arg(&root).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("by=\"task\": the guide compares levels within a task"));
+    let none = Command::new(BIN).args(["propose", "--save", "99", "--root"]).arg(&root).output().unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("--save 99: there are"),
+        "{}",
+        String::from_utf8_lossy(&none.stderr)
+    );
+}

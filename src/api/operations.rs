@@ -95,7 +95,7 @@ pub mod types {
     pub use crate::preflight::Preflight;
     pub use crate::results::cohorts::{CohortsView, Comparison, DeleteRequest, Preset, RenameRequest};
     pub use crate::results::overview::OverviewView;
-    pub use crate::results::propose::{ProposeParams, Proposals};
+    pub use crate::results::propose::{Proposals, ProposeParams};
     pub use crate::results::publish::{PublishStatus, Running};
     pub use crate::results::report::Report;
     pub use crate::results::research::{DecisionRequest, ResearchState, ResearchView};

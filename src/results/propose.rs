@@ -78,17 +78,18 @@ pub struct ProposeQuery {
 impl ProposeParams {
     /// The query, or the first field that cannot be read and why.
     pub fn parse(&self, matrix: &Matrix) -> Result<ProposeQuery, BadQuery> {
-        let bad = |field: &str, value: &str, problem: String| BadQuery {
-            field: field.into(),
-            value: value.into(),
-            problem,
-        };
+        let bad =
+            |field: &str, value: &str, problem: String| BadQuery { field: field.into(), value: value.into(), problem };
         let text = |o: &Option<String>| o.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
         let whole = |field: &str, o: &Option<String>, default: usize, max: usize| match text(o) {
             None => Ok(default),
             Some(t) => match t.parse::<usize>() {
                 Ok(n) if (1..=max).contains(&n) => Ok(n),
-                _ => Err(bad(field, &t, format!("must be a whole number from 1 to {}", crate::numfmt::thousands(max as u64)))),
+                _ => Err(bad(
+                    field,
+                    &t,
+                    format!("must be a whole number from 1 to {}", crate::numfmt::thousands(max as u64)),
+                )),
             },
         };
         // The default is always answered (a campaign without a matrix gets
@@ -112,7 +113,9 @@ impl ProposeParams {
             None => DEFAULT_DELTA_PP,
             Some(t) => match t.trim_end_matches("pp").trim().parse::<f64>() {
                 Ok(d) if d > 0.0 && d < 100.0 => d,
-                _ => return Err(bad("delta", &t, "must be a number of percentage points above 0 and below 100".into())),
+                _ => {
+                    return Err(bad("delta", &t, "must be a number of percentage points above 0 and below 100".into()))
+                }
             },
         };
         Ok(ProposeQuery {
@@ -412,13 +415,8 @@ fn drafted(
                     narrowing = n;
                 }
             }
-            let failed: std::collections::HashSet<&str> = input
-                .coverage
-                .cells
-                .iter()
-                .filter(|x| x.state == CellState::Failed)
-                .map(|x| x.cell.as_str())
-                .collect();
+            let failed: std::collections::HashSet<&str> =
+                input.coverage.cells.iter().filter(|x| x.state == CellState::Failed).map(|x| x.cell.as_str()).collect();
             reruns = d.spec.cells.iter().filter(|x| failed.contains(x.id.as_str())).count();
             held_back = d.held_back;
             (Some(crate::preflight::predict(&d.spec, input.cfg, input.history)), Vec::new())
@@ -555,9 +553,7 @@ mod tests {
         let cell = |cond: &str, task: &str, seed: i64| {
             m.cells
                 .iter()
-                .find(|c| {
-                    c.factors["condition"] == cond && c.factors["task"] == task && c.factors["seed"] == seed
-                })
+                .find(|c| c.factors["condition"] == cond && c.factors["task"] == task && c.factors["seed"] == seed)
                 .unwrap()
         };
         let mut recs = Vec::new();

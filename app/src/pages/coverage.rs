@@ -195,6 +195,7 @@ fn Drafting() -> impl IntoView {
     view! {
         <section class="drafting">
             <h2>"Draft the next batch"</h2>
+            <p class="hint">"Not sure which cells? "<a class="to-next" href="/next">"The proposal guide"</a>" ranks the batches by what their cells would resolve, with what each would cost."</p>
             <Transition fallback=|| ()>
                 {move || form.get().map(|res| match res {
                     Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
@@ -329,7 +330,7 @@ fn saved_view(s: SavedDraft) -> impl IntoView {
 /// Launch a spec: its preflight first (every refusal listed beside the
 /// button), then the one launch path; a launch goes to the Live view.
 #[component]
-fn Launching(spec_path: RwSignal<String>) -> impl IntoView {
+pub(crate) fn Launching(spec_path: RwSignal<String>) -> impl IntoView {
     let check = Action::new(|p: &String| {
         let p = p.clone();
         async move { api::preflight(api::SpecPath { path: p }).await }

@@ -130,6 +130,9 @@ fn body(e: &Evidence) -> impl IntoView {
                 </tbody>
             </table>
         })}
+        {(!e.comparisons.is_empty()).then(|| view! {
+            <p class="hint">"Which cells would narrow these intervals most? "<a class="to-next" href=if e.by == "model" { "/next".to_owned() } else { format!("/next?by={}", crate::url::encode(&e.by)) }>"The proposal guide"</a>" ranks the next batches by it."</p>
+        })}
         {rates_table("by-task", "By task".into(), &e.by_task)}
         {rates_table("by-model", "By model".into(), &e.by_model)}
         <h2>"Where the failures fall"</h2>

@@ -6,6 +6,7 @@ pub mod cohorts;
 pub mod coverage;
 pub mod evidence;
 pub mod live;
+pub mod next;
 pub mod overview;
 pub mod publish;
 pub mod reports;

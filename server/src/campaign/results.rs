@@ -310,12 +310,12 @@ impl Campaign {
             attention.push(Attention {
                 kind: "next_step".into(),
                 words: format!(
-                    "{} planned cell{} {} gaps: draft the next batch on the Coverage page.",
+                    "{} planned cell{} {} gaps: see what the next cells would resolve, and draft the next batch, on the proposal guide (Next).",
                     runboard::numfmt::thousands(gaps as u64),
                     if gaps == 1 { "" } else { "s" },
                     if gaps == 1 { "is a" } else { "are" }
                 ),
-                href: "/coverage".into(),
+                href: "/next".into(),
             });
         }
         let points = ov::progress(sets.iter().flat_map(|rs| rs.cells.iter()), crate::clock::now(), ov::SAMPLES);
