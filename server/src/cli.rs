@@ -383,6 +383,20 @@ fn evidence_text(e: &runboard::results::Evidence) -> String {
             if c.clear { "" } else { " (the interval includes 0)" }
         );
     }
+    for p in &e.paired {
+        out += &format!("  paired: {}\n", p.words());
+        for t in p.by_task.iter().filter(|t| t.table.b + t.table.c > 0) {
+            out += &format!(
+                "    {:18} {} pairs: {} only {}, {} only {}\n",
+                t.task,
+                t.table.n(),
+                t.table.b,
+                p.level,
+                t.table.c,
+                p.baseline
+            );
+        }
+    }
     for (title, groups) in [("by task", &e.by_task), ("by model", &e.by_model)] {
         out += &format!("{title}:\n");
         for g in groups {

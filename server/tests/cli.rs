@@ -408,6 +408,17 @@ fn the_proposal_guide_ranks_the_demos_open_question_first_and_drafts_it() {
         (Some("baseline"), Some(4))
     );
     assert_eq!(e["groups"][1]["passes"]["successes"].as_u64(), Some(8));
+    // Paired (the same task, phase, seed and repetition): memory passed
+    // where the baseline failed in 4 of the 8 pairs, never the other way;
+    // reversal drives it (3 of the 4).
+    let paired = &e["paired"][0];
+    assert_eq!(paired["table"], serde_json::json!({"a": 4, "b": 4, "c": 0, "d": 0}), "{paired}");
+    assert_eq!(
+        (paired["by_task"][0]["task"].as_str(), paired["by_task"][0]["table"]["b"].as_u64()),
+        (Some("reversal"), Some(3))
+    );
+    assert_eq!(paired["p_value"].as_f64(), Some(0.125), "McNemar exact: 2·½⁴");
+    assert_eq!(paired["discordant"].as_array().unwrap().len(), 4);
     let reasons = e["failures_by_reason"].to_string();
     assert!(reasons.contains("no factor cleared the admission threshold in time"), "{reasons}");
 

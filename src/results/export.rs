@@ -39,17 +39,38 @@ pub struct Export {
     pub provenance: Provenance,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Value>>,
+    /// The paired comparisons by `condition` (Evidence's), without their
+    /// discordant pairs (which name cells), and without the per-task split
+    /// when `task` is private.
+    #[serde(default)]
+    pub paired: Vec<super::paired::PairedComparison>,
 }
 
-/// The export of `outcomes`, leaving out `private` factors.
+/// The export of `outcomes`, leaving out `private` factors; `levels` are the
+/// `condition` factor's, in matrix order (the paired comparisons').
 pub fn export(
     outcomes: &[Outcome],
     factors: &[String],
     private: &[String],
+    levels: &[String],
     specs: Vec<String>,
     now: Timestamp,
     version: &str,
 ) -> Export {
+    let paired = if private.iter().any(|p| p == "condition") {
+        Vec::new()
+    } else {
+        super::paired::paired(outcomes, "condition", levels)
+            .into_iter()
+            .map(|mut p| {
+                p.discordant.clear();
+                if private.iter().any(|f| f == "task") {
+                    p.by_task.clear();
+                }
+                p
+            })
+            .collect()
+    };
     let shown: Vec<&String> = factors.iter().filter(|f| !private.contains(f)).collect();
     let mut columns: Vec<String> = shown.iter().map(|f| (*f).clone()).collect();
     columns.extend(["model", "run_set", "passed", "score", "tokens"].map(String::from));
@@ -81,6 +102,7 @@ pub fn export(
         },
         columns,
         rows,
+        paired,
     }
 }
 
@@ -108,6 +130,9 @@ pub fn to_csv(e: &Export) -> String {
         if p.private_factors.is_empty() { "(none)".to_owned() } else { p.private_factors.join(" ") },
         if p.scope.is_empty() { "(every cell)" } else { &p.scope }
     );
+    for c in &e.paired {
+        out += &format!("# paired: {}\n", c.words());
+    }
     let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
     let _ = w.write_record(&e.columns);
     for r in &e.rows {
@@ -149,7 +174,16 @@ mod tests {
         let o = vec![outcome("alice", "base", true), outcome("bob", "treat", false)];
         let factors = vec!["participant".to_owned(), "condition".to_owned()];
         let now = Timestamp(0);
-        let e = export(&o, &factors, &["participant".into()], vec!["specs/committed/0001-x.json".into()], now, "0.1.0");
+        let levels = ["base".to_owned(), "treat".to_owned()];
+        let e = export(
+            &o,
+            &factors,
+            &["participant".into()],
+            &levels,
+            vec!["specs/committed/0001-x.json".into()],
+            now,
+            "0.1.0",
+        );
         assert_eq!(e.columns, ["condition", "model", "run_set", "passed", "score", "tokens"]);
         let csv = to_csv(&e);
         assert!(!csv.contains("alice") && !csv.contains("bob") && !csv.contains("c-"), "{csv}");
@@ -164,9 +198,18 @@ mod tests {
         assert!(csv.contains("# private_factors: participant\n"), "{csv}");
         assert!(csv.contains("condition,model,run_set,passed,score,tokens\nbase,qwen,rs1,true,0.5,10\n"), "{csv}");
         // The same content, the same hash; other content, another.
-        let again = export(&o, &factors, &["participant".into()], vec![], Timestamp(99), "0.1.0");
+        let again = export(&o, &factors, &["participant".into()], &levels, vec![], Timestamp(99), "0.1.0");
         assert_eq!(again.provenance.content_hash, e.provenance.content_hash);
-        let other = export(&o[..1], &factors, &["participant".into()], vec![], now, "0.1.0");
+        let other = export(&o[..1], &factors, &["participant".into()], &levels, vec![], now, "0.1.0");
         assert_ne!(other.provenance.content_hash, e.provenance.content_hash);
+        // Paired by condition over the other factors: alice and bob differ, so no pair.
+        assert!(e.paired.is_empty());
+        let paired = vec![outcome("alice", "base", false), outcome("alice", "treat", true)];
+        let p = export(&paired, &factors, &["participant".into()], &levels, vec![], now, "0.1.0");
+        assert_eq!(p.paired.len(), 1);
+        assert_eq!((p.paired[0].table.b, p.paired[0].discordant.len()), (1, 0), "counted, the cells not named");
+        let csv = to_csv(&p);
+        assert!(csv.contains("# paired: treat − base over 1 pair: +100 pp ["), "{csv}");
+        assert!(!csv.contains("alice") && !csv.contains("c-"), "{csv}");
     }
 }

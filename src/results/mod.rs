@@ -14,6 +14,7 @@ pub mod cohorts;
 pub mod export;
 pub mod impact;
 pub mod overview;
+pub mod paired;
 pub mod propose;
 pub mod publish;
 pub mod report;
@@ -176,6 +177,10 @@ pub struct Evidence {
     /// (`[results] count`).
     #[serde(default)]
     pub count: CountUnit,
+    /// Each level against the baseline over the cells run on both, every
+    /// other factor equal (empty when no such pair ended).
+    #[serde(default)]
+    pub paired: Vec<paired::PairedComparison>,
     /// Drawn by a server built with charts (empty otherwise).
     #[serde(default)]
     pub charts: EvidenceCharts,
@@ -255,6 +260,8 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
     let empty = Vec::new();
     let groups_by = groups(outcomes, by, order.get(by).unwrap_or(&empty));
     let comparisons = comparisons(&groups_by);
+    let levels: Vec<String> = groups_by.iter().map(|g| g.level.clone()).collect();
+    let paired = paired::paired(outcomes, by, &levels);
     let mut failures_by_factor = BTreeMap::new();
     let factors: std::collections::BTreeSet<&String> = outcomes.iter().flat_map(|o| o.factors.keys()).collect();
     for f in factors {
@@ -285,6 +292,7 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
         failures_by_reason,
         scope: String::new(),
         count: CountUnit::Cells,
+        paired,
         charts: EvidenceCharts::default(),
     };
     #[cfg(feature = "charts")]

@@ -7,6 +7,7 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
+use runboard::results::paired::PairedComparison;
 use runboard::results::stats::Proportion;
 use runboard::results::{Evidence, Group};
 
@@ -97,6 +98,45 @@ fn rates_table(class: &'static str, title: String, groups: &[Group]) -> impl Int
     }
 }
 
+/// How many discordant pairs a comparison lists on the page (the export
+/// and the API carry the counts; the API every pair).
+const PAIRS_SHOWN: usize = 50;
+
+/// Each level against the baseline over the cells run on both (every other
+/// factor equal): the paired difference, the tasks that drive it, and the
+/// pairs that disagree.
+fn paired_view(paired: &[PairedComparison]) -> impl IntoView {
+    view! {
+        <h2>"Paired: the same cells otherwise"</h2>
+        <p class="hint">"A pair is a level's cell and the baseline's with every other factor equal (task, phase, seed, repetition…). The difference is read from the pairs that disagree: Newcombe's paired interval, McNemar's exact test."</p>
+        {paired.iter().map(|p| {
+            let shown: Vec<_> = p.discordant.iter().take(PAIRS_SHOWN).cloned().collect();
+            let more = p.discordant.len().saturating_sub(PAIRS_SHOWN);
+            view! {
+                <div class="paired" data-level=p.level.clone()>
+                    <p class="paired-words" class:clear=p.clear>{p.words()}{if p.clear { " — clear" } else { " — the interval includes 0" }}</p>
+                    <table class="paired-tasks">
+                        <thead><tr><th>"Task"</th><th>"Pairs"</th><th>{format!("Only {}", p.level)}</th><th>{format!("Only {}", p.baseline)}</th><th>"Both"</th><th>"Neither"</th><th>"Difference"</th></tr></thead>
+                        <tbody>{p.by_task.iter().map(|t| view! {
+                            <tr data-task=t.task.clone()><td>{t.task.clone()}</td><td>{t.table.n()}</td><td>{t.table.b}</td><td>{t.table.c}</td><td>{t.table.a}</td><td>{t.table.d}</td>
+                            <td>{format!("{:+.0} pp", t.difference * 100.0)}</td></tr>
+                        }).collect_view()}</tbody>
+                    </table>
+                    {(!shown.is_empty()).then(|| view! {
+                        <details class="discordant">
+                            <summary>{format!("{} pairs that disagree", p.discordant.len())}</summary>
+                            <ul>{shown.into_iter().map(|d| view! {
+                                <li>{format!("{}: {} passed", d.key, if d.level_passed { &p.level } else { &p.baseline })}</li>
+                            }).collect_view()}</ul>
+                            {(more > 0).then(|| view! { <p class="more">{format!("and {more} more (GET /api/evidence lists every pair)")}</p> })}
+                        </details>
+                    })}
+                </div>
+            }
+        }).collect_view()}
+    }
+}
+
 fn body(e: &Evidence) -> impl IntoView {
     if e.n == 0 {
         let why = if e.scope.is_empty() {
@@ -130,6 +170,7 @@ fn body(e: &Evidence) -> impl IntoView {
                 </tbody>
             </table>
         })}
+        {(!e.paired.is_empty()).then(|| paired_view(&e.paired))}
         {(!e.comparisons.is_empty()).then(|| view! {
             <p class="hint">"Which cells would narrow these intervals most? "<a class="to-next" href=if e.by == "model" { "/next".to_owned() } else { format!("/next?by={}", crate::url::encode(&e.by)) }>"The proposal guide"</a>" ranks the next batches by it."</p>
         })}

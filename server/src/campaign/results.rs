@@ -221,6 +221,7 @@ impl Campaign {
             &outcomes,
             &matrix.factors,
             &cfg.results.private_factors,
+            level_order(&matrix).get("condition").map_or(&[][..], Vec::as_slice),
             specs,
             crate::clock::now(),
             env!("CARGO_PKG_VERSION"),
