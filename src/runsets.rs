@@ -99,6 +99,125 @@ impl RunTags {
     }
 }
 
+/// The longest note a tag may carry, in characters.
+pub const TAG_NOTE_MAX: usize = 1000;
+
+/// `POST /api/tags`: one tag's edit — run sets added and removed, its note
+/// set, or the tag deleted (its run sets stay; only the grouping goes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TagEdit {
+    pub tag: String,
+    pub add: Vec<String>,
+    pub remove: Vec<String>,
+    /// The note's new text (empty clears it); left out, unchanged.
+    pub note: Option<String>,
+    pub delete: bool,
+}
+
+/// `GET /api/tags` (and every edit's answer): each tag, by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TagsView {
+    pub tags: Vec<TagView>,
+    /// What the edit changed, in words (empty for a read).
+    #[serde(default)]
+    pub changed: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TagView {
+    pub name: String,
+    pub note: String,
+    pub run_sets: Vec<String>,
+}
+
+impl RunTags {
+    /// Applies `edit`, with every reason it cannot be (then nothing
+    /// changes): the same name rule as at launch, run sets that exist
+    /// (`known`) to add, run sets the tag holds to remove, a note of at most
+    /// [`TAG_NOTE_MAX`] characters, something to do. What it changed, in words.
+    pub fn apply(&mut self, edit: &TagEdit, known: &dyn Fn(&str) -> bool) -> Result<Vec<String>, Vec<String>> {
+        let mut why = Vec::new();
+        let name = edit.tag.trim();
+        if !valid_tag(name) {
+            why.push(format!("tag {:?}: must be 1-40 letters, digits, '-', '_' or '.'", crate::spec::shorten(name)));
+        }
+        let held = self.tags.get(name);
+        for rs in &edit.add {
+            if !known(rs) {
+                why.push(format!(
+                    "add {:?}: no such run set (a launched one, or a folder under runsets/)",
+                    crate::spec::shorten(rs)
+                ));
+            }
+        }
+        for rs in &edit.remove {
+            if !held.is_some_and(|t| t.run_sets.contains(rs)) {
+                why.push(format!("remove {:?}: tag {name:?} does not hold it", crate::spec::shorten(rs)));
+            }
+        }
+        if let Some(note) = &edit.note {
+            let n = note.chars().count();
+            if n > TAG_NOTE_MAX {
+                why.push(format!("note: {n} characters; at most {TAG_NOTE_MAX}"));
+            }
+            if note.chars().any(|c| c.is_control() && c != '\n') {
+                why.push("note: control characters other than a line break are not kept".into());
+            }
+        }
+        if edit.delete && (!edit.add.is_empty() || edit.note.is_some()) {
+            why.push("delete: a tag is deleted alone (not with add or note)".into());
+        }
+        if edit.delete && held.is_none() && why.is_empty() {
+            why.push(format!("delete: there is no tag {name:?}"));
+        }
+        if edit.add.is_empty() && edit.remove.is_empty() && edit.note.is_none() && !edit.delete {
+            why.push("nothing to change: give add, remove, note or delete".into());
+        }
+        if !why.is_empty() {
+            return Err(why);
+        }
+        self.schema_version = 1;
+        let mut changed = Vec::new();
+        if edit.delete {
+            let gone = self.tags.remove(name).map_or(0, |t| t.run_sets.len());
+            changed.push(format!("deleted tag {name} (it grouped {gone} run set(s); they stay)"));
+            return Ok(changed);
+        }
+        if !self.tags.contains_key(name) {
+            changed.push(format!("made tag {name}"));
+        }
+        let t = self.tags.entry(name.to_owned()).or_default();
+        for rs in &edit.add {
+            if !t.run_sets.contains(rs) {
+                t.run_sets.push(rs.clone());
+                changed.push(format!("tagged {rs} {name}"));
+            }
+        }
+        for rs in &edit.remove {
+            t.run_sets.retain(|r| r != rs);
+            changed.push(format!("untagged {rs} from {name}"));
+        }
+        if let Some(note) = &edit.note {
+            if *note != t.note {
+                t.note = note.clone();
+                changed.push(format!("set the note of {name}"));
+            }
+        }
+        Ok(changed)
+    }
+
+    /// The tags as the API answers them, by name.
+    pub fn view(&self, changed: Vec<String>) -> TagsView {
+        let tags = self
+            .tags
+            .iter()
+            .map(|(name, t)| TagView { name: name.clone(), note: t.note.clone(), run_sets: t.run_sets.clone() })
+            .collect();
+        TagsView { tags, changed }
+    }
+}
+
 /// Whether a tag name can be used: 1–40 of `A-Za-z0-9-_.`.
 pub fn valid_tag(s: &str) -> bool {
     (1..=40).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
@@ -491,6 +610,53 @@ mod tests {
         let now = Timestamp::parse_rfc3339("2026-12-01T09:41:07.123Z").unwrap();
         assert_eq!(run_set_name("b1", now, &|_| false), "b1-20261201T094107");
         assert_eq!(run_set_name("b1", now, &|n| n == "b1-20261201T094107"), "b1-20261201T094107-2");
+    }
+
+    #[test]
+    fn a_tag_edit_is_checked_whole_and_says_what_it_changed() {
+        let known = |rs: &str| ["rs1", "rs2"].contains(&rs);
+        let mut t = RunTags::default();
+        t.attach("console", "rs1");
+        let before = t.clone();
+        let bad = TagEdit {
+            tag: "bad name!".into(),
+            add: vec!["nope".into()],
+            remove: vec!["rs2".into()],
+            note: Some("x".repeat(TAG_NOTE_MAX + 1)),
+            delete: false,
+        };
+        let why = t.apply(&bad, &known).unwrap_err();
+        assert_eq!(why.len(), 4, "{why:?}");
+        assert!(why[0].starts_with("tag \"bad name!\": must be 1-40"), "{why:?}");
+        assert!(why[1].starts_with("add \"nope\": no such run set"));
+        assert_eq!(why[2], "remove \"rs2\": tag \"bad name!\" does not hold it");
+        assert_eq!(why[3], format!("note: {} characters; at most 1000", TAG_NOTE_MAX + 1));
+        assert_eq!(t, before, "a refused edit changes nothing");
+        assert_eq!(
+            t.apply(&TagEdit { tag: "x".into(), ..Default::default() }, &known).unwrap_err(),
+            ["nothing to change: give add, remove, note or delete"]
+        );
+        let edit = TagEdit {
+            tag: "paper".into(),
+            add: vec!["rs1".into(), "rs2".into()],
+            note: Some("for §4".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            t.apply(&edit, &known).unwrap(),
+            ["made tag paper", "tagged rs1 paper", "tagged rs2 paper", "set the note of paper"]
+        );
+        assert_eq!(t.apply(&edit, &known).unwrap(), Vec::<String>::new(), "the same edit again changes nothing");
+        assert_eq!(t.of("rs2"), ["paper"]);
+        let remove = TagEdit { tag: "paper".into(), remove: vec!["rs1".into()], ..Default::default() };
+        assert_eq!(t.apply(&remove, &known).unwrap(), ["untagged rs1 from paper"]);
+        assert_eq!(
+            t.view(vec![]).tags[1],
+            TagView { name: "paper".into(), note: "for §4".into(), run_sets: vec!["rs2".into()] }
+        );
+        let delete = TagEdit { tag: "paper".into(), delete: true, ..Default::default() };
+        assert_eq!(t.apply(&delete, &known).unwrap(), ["deleted tag paper (it grouped 1 run set(s); they stay)"]);
+        assert_eq!(t.apply(&delete, &known).unwrap_err(), ["delete: there is no tag \"paper\""]);
     }
 
     #[test]

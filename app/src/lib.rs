@@ -18,6 +18,7 @@ pub mod live;
 pub mod pages;
 pub mod reveal;
 pub mod scope;
+pub mod tags;
 pub mod url;
 
 use leptos::prelude::*;

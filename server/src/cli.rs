@@ -139,6 +139,31 @@ pub enum ConsoleCommand {
         #[arg(long, value_name = "N")]
         save: Option<usize>,
     },
+    /// Every run-set tag, with its note and run sets.
+    Tags {
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// Edit a run-set tag (under the campaign lock, checked as at launch):
+    /// add or remove run sets, set its note, or delete it (its run sets stay).
+    Tag {
+        /// The tag: 1–40 letters, digits, '-', '_' or '.'.
+        tag: String,
+        #[command(flatten)]
+        at: RootArg,
+        /// A run set to tag (repeatable).
+        #[arg(long, value_name = "RUN_SET")]
+        add: Vec<String>,
+        /// A run set to untag (repeatable).
+        #[arg(long, value_name = "RUN_SET")]
+        remove: Vec<String>,
+        /// The tag's note (an empty one clears it).
+        #[arg(long)]
+        note: Option<String>,
+        /// Delete the tag.
+        #[arg(long)]
+        delete: bool,
+    },
     /// Publish the evidence: run `[publish] command` (one push at a time,
     /// bounded by `[publish] timeout_s`) and print how it ended and its
     /// output; with `--status`, only say what was last published and what
@@ -439,6 +464,24 @@ fn proposals_text(p: &runboard::results::propose::Proposals) -> String {
     out
 }
 
+fn tags_text(v: &runboard::runsets::TagsView) -> String {
+    if v.tags.is_empty() {
+        return "no tags yet (a launch tags its run set: console by default, --tag NAME, auto for the autopilot)\n"
+            .into();
+    }
+    v.tags
+        .iter()
+        .map(|t| {
+            let note = if t.note.is_empty() { String::new() } else { format!(" — {}", t.note.replace('\n', " ")) };
+            format!(
+                "{}{note}: {}\n",
+                t.name,
+                if t.run_sets.is_empty() { "(no run set)".into() } else { t.run_sets.join(", ") }
+            )
+        })
+        .collect()
+}
+
 fn report_text(r: &runboard::auto::view::TickReport) -> String {
     let mut out = format!("{}\n", r.verdict);
     for g in &r.guards {
@@ -532,6 +575,8 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Resume { at, .. }
         | ConsoleCommand::Evidence { at, .. }
         | ConsoleCommand::Propose { at, .. }
+        | ConsoleCommand::Tags { at }
+        | ConsoleCommand::Tag { at, .. }
         | ConsoleCommand::Timing { at, .. }
         | ConsoleCommand::Catalogue { at, .. }
         | ConsoleCommand::Publish { at, .. } => at.clone(),
@@ -563,6 +608,16 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
                     }
                 }),
             }
+        }
+        ConsoleCommand::Tags { .. } => ask::<op::tags>(&console, Nothing {}, json, tags_text),
+        ConsoleCommand::Tag { tag, add, remove, note, delete, .. } => {
+            ask::<op::tag_edit>(&console, runboard::runsets::TagEdit { tag, add, remove, note, delete }, json, |v| {
+                let mut out: String = v.changed.iter().map(|c| format!("{c}\n")).collect();
+                if v.changed.is_empty() {
+                    out += "nothing changed (the tag already says so)\n";
+                }
+                out + &tags_text(v)
+            })
         }
         ConsoleCommand::Publish { status: true, .. } => {
             ask::<op::publish_status>(&console, Nothing {}, json, |s| format!("{}\n", s.words))

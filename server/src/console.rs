@@ -332,6 +332,14 @@ impl Console for LocalConsole {
         self.campaign.overview()
     }
 
+    fn tags(&self, _: Nothing) -> Result<TagsView, ApiError> {
+        self.campaign.tags()
+    }
+
+    fn tag_edit(&self, edit: TagEdit) -> Result<TagsView, ApiError> {
+        self.campaign.tag_edit(&edit)
+    }
+
     fn propose(&self, q: ProposeParams) -> Result<Proposals, ApiError> {
         self.campaign.propose(&q)
     }

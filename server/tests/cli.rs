@@ -471,3 +471,62 @@ fn the_proposal_guide_ranks_the_demos_open_question_first_and_drafts_it() {
         String::from_utf8_lossy(&none.stderr)
     );
 }
+
+/// Tags edited after launch, over REST and the CLI alike: checked as at
+/// launch, a scope at once, and a damaged tags file is refused, never
+/// overwritten.
+#[test]
+fn run_set_tags_are_edited_checked_and_scope_the_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let site = common::site(tmp.path());
+    let data = tmp.path().join("data");
+    let s = serve(&["--data-dir", data.to_str().unwrap()], &site);
+    let root = data.join("demo");
+    let json =
+        |text: &str| -> serde_json::Value { serde_json::from_str(text.split_once("\r\n\r\n").unwrap().1).unwrap() };
+    let reports = json(&request(&s.addr, "GET /api/reports HTTP/1.1\r\n").1);
+    let demo_a = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .find(|n| n.starts_with("demo-a"))
+        .unwrap();
+    let tag = |args: &[&str]| Command::new(BIN).arg("tag").args(args).arg("--root").arg(&root).output().unwrap();
+    let out = tag(&["paper", "--add", &demo_a, "--note", "the baseline for §4"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("made tag paper\ntagged {demo_a} paper\nset the note of paper\n")), "{said}");
+    // REST sees it, with its note; the scope counts only its cells.
+    let tags = json(&request(&s.addr, "GET /api/tags HTTP/1.1\r\n").1);
+    let paper = tags["tags"].as_array().unwrap().iter().find(|t| t["name"] == "paper").unwrap().clone();
+    assert_eq!(paper["note"], "the baseline for §4");
+    assert_eq!(paper["run_sets"], serde_json::json!([demo_a]));
+    let scoped = json(&request(&s.addr, "GET /api/evidence?scope=tag%3Dpaper HTTP/1.1\r\n").1);
+    assert_eq!(scoped["n"], 8, "demo-a's eight cells");
+    // Refused with every reason (REST alike: the both-surfaces test in http.rs).
+    let bad = tag(&["paper", "--add", "nope", "--remove", "nope"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let why = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        why.contains("add \"nope\": no such run set")
+            && why.contains("remove \"nope\": tag \"paper\" does not hold it"),
+        "{why}"
+    );
+    // Removing and deleting.
+    assert!(tag(&["paper", "--remove", &demo_a]).status.success());
+    let listed = Command::new(BIN).args(["tags", "--root"]).arg(&root).output().unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("paper — the baseline for §4: (no run set)"));
+    assert!(tag(&["paper", "--delete"]).status.success());
+    // A damaged tags file: refused, left byte for byte.
+    let file = root.join("runsets/run_tags.json");
+    std::fs::write(&file, b"{\"schema_version\": 1, \"tags\": {").unwrap();
+    let damaged = tag(&["paper", "--add", &demo_a]);
+    assert_eq!(damaged.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&damaged.stderr).contains("it is not overwritten"),
+        "{}",
+        String::from_utf8_lossy(&damaged.stderr)
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"{\"schema_version\": 1, \"tags\": {");
+}

@@ -101,7 +101,7 @@ pub mod types {
     pub use crate::results::research::{DecisionRequest, ResearchState, ResearchView};
     pub use crate::results::timing::TimingView;
     pub use crate::results::Evidence;
-    pub use crate::runsets::RunSetSummary;
+    pub use crate::runsets::{RunSetSummary, TagEdit, TagsView};
     pub use crate::runview::acceptance::ReportEntry;
     pub use crate::runview::analysis::RunAnalysis;
     pub use crate::runview::lineage::Lineage;
@@ -206,6 +206,10 @@ macro_rules! operations {
             publish_status "publish_status": GET "/api/publish/status", Nothing => PublishStatus, "reading the publication status";
             /// Starts a push (one at a time: 409 while one runs); 202, its end is in the status.
             publish_push "publish_push": POST "/api/publish", Nothing => Running, "starting a push", status = 202;
+            /// Every run-set tag, with its note and run sets.
+            tags "tags": GET "/api/tags", Nothing => TagsView, "reading the tags";
+            /// One tag's edit: run sets added or removed, its note, or the tag deleted.
+            tag_edit "tag_edit": POST "/api/tags", TagEdit => TagsView, "editing a tag";
             /// The run sets with cells in scope, newest first.
             reports "reports": GET "/api/reports", ScopeQuery => Vec<RunSetSummary>, "listing the reports";
             /// One run set's report.

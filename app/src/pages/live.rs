@@ -13,6 +13,7 @@ use runboard::timefmt::duration_words;
 
 use crate::api;
 use crate::api::ApiError;
+use crate::tags::TagEditor;
 
 #[component]
 pub fn LivePage() -> impl IntoView {
@@ -42,6 +43,8 @@ pub fn LivePage() -> impl IntoView {
         || {},
     );
 
+    // The batch on screen, changing only when another batch is shown.
+    let run_set = Memo::new(move |_| live.get().and_then(Result::ok).and_then(|v| v.run_set));
     // What the last control did (or why it was refused), shown until the next.
     let said = RwSignal::new(None::<Result<String, ApiError>>);
     let after = move |r: Result<String, ApiError>| {
@@ -173,9 +176,32 @@ pub fn LivePage() -> impl IntoView {
                     }
                 })}
             </Transition>
+            // Outside the re-read view, so a live update never takes a tag
+            // being typed: made again only when the batch shown changes.
+            {move || run_set.get().map(|rs| view! { <LiveTags run_set=rs/> })}
         </section>
     }
     .into_any()
+}
+
+/// The tags of the batch on screen, editable.
+#[component]
+fn LiveTags(run_set: String) -> impl IntoView {
+    let tags = Resource::new(|| (), |_| api::tags(api::Nothing {}));
+    view! {
+        <div class="live-tags">
+            <strong>"Tags of " {run_set.clone()} ": "</strong>
+            <Transition fallback=|| ()>
+                {let rs = run_set.clone(); move || tags.get().map(|r| match r {
+                    Err(e) => view! { <span class="error">{e.to_string()}</span> }.into_any(),
+                    Ok(v) => {
+                        let held: Vec<String> = v.tags.iter().filter(|t| t.run_sets.contains(&rs)).map(|t| t.name.clone()).collect();
+                        view! { <TagEditor run_set=rs.clone() tags=held/> }.into_any()
+                    }
+                })}
+            </Transition>
+        </div>
+    }
 }
 
 /// A refusal with every reason it gave.

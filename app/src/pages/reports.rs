@@ -11,6 +11,7 @@ use runboard::timefmt::span_words;
 use crate::api;
 use crate::api::ScopeQuery;
 use crate::scope::{use_scope, with_scope, ScopeBar};
+use crate::tags::{TagEditor, TagNotes};
 
 #[component]
 pub fn ReportsPage() -> impl IntoView {
@@ -20,6 +21,7 @@ pub fn ReportsPage() -> impl IntoView {
         <section class="reports">
             <h1>"Reports"</h1>
             <ScopeBar/>
+            <TagNotes/>
             <Transition fallback=|| view! { <p class="loading">"Reading the run sets…"</p> }>
                 {move || list.get().map(|res| match res {
                     Err(e) => view! { <p class="error">"Could not list the reports: " {e.to_string()}</p> }.into_any(),
@@ -36,7 +38,7 @@ pub fn ReportsPage() -> impl IntoView {
                                             <td>{r.status.map(runboard::live::outcome_words).unwrap_or("no outcome")}</td>
                                             <td>{r.cells}</td><td>{r.done}</td><td>{r.failed}</td>
                                             <td>{r.started_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</td>
-                                            <td>{r.tags.join(", ")}</td>
+                                            <td><TagEditor run_set=r.name.clone() tags=r.tags.clone()/></td>
                                         </tr>
                                     }
                                 }).collect_view()}
@@ -97,7 +99,7 @@ fn body(r: &Report) -> impl IntoView {
             <dt>"Model"</dt><dd>{r.model.clone().unwrap_or_else(|| "—".into())}</dd>
             <dt>"Endpoints"</dt><dd>{if r.endpoints.is_empty() { "—".into() } else { r.endpoints.join(", ") }}</dd>
             <dt>"Spec"</dt><dd>{s.spec.clone().unwrap_or_else(|| "—".into())}</dd>
-            <dt>"Tags"</dt><dd>{s.tags.join(", ")}</dd>
+            <dt>"Tags"</dt><dd class="tags"><span class="print-only">{s.tags.join(", ")}</span><span class="no-print"><TagEditor run_set=s.name.clone() tags=s.tags.clone()/></span></dd>
             <dt>"Started"</dt><dd>{s.started_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</dd>
             <dt>"Ended"</dt><dd>{s.ended_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</dd>
             <dt>"Wall time"</dt><dd class="wall">{opt_secs(r.wall_s)}</dd>

@@ -340,10 +340,16 @@ impl Campaign {
         // The launch is accepted: the tag, the index line and the marker say
         // so even if the unit dies before it makes its run set.
         let mut problems = Vec::new();
-        let mut tags = self.records.tags().unwrap_or_default();
-        tags.attach(tag, run_set);
-        if let Err(e) = self.records.write_tags(&tags) {
-            problems.push(format!("run_tags.json: {e}"));
+        // A tags file that cannot be read is left as it is (never replaced
+        // by one holding only this tag): the launch says so instead.
+        match self.records.tags() {
+            Ok(mut tags) => {
+                tags.attach(tag, run_set);
+                if let Err(e) = self.records.write_tags(&tags) {
+                    problems.push(format!("run_tags.json: {e}"));
+                }
+            }
+            Err(e) => problems.push(format!("{e}; not rewritten, so {run_set} is not tagged {tag}")),
         }
         let entry = RunIndexEntry {
             run_set: run_set.to_owned(),

@@ -9,7 +9,7 @@
 //! One file per capability, each an `impl Campaign` with its own memo:
 //! `units` (the backends' view of each unit), `coverage`, `launch` (drafts,
 //! preflight, `start`, `resume`), `live`, `control` (pause, stop+abort),
-//! `results`, `catalogue` and `auto` (what the autopilot's tick observes).
+//! `results`, `tags` (run-set tags edited), `catalogue` and `auto` (what the autopilot's tick observes).
 //! Each answers [`ApiError`], the core's error, whose kind (refused, busy,
 //! not found, unreadable, internal, …) is the domain's; its HTTP status is
 //! chosen in one place, `ErrorKind::status`.
@@ -24,6 +24,7 @@ mod live;
 pub mod pool;
 pub mod records;
 pub mod results;
+mod tags;
 mod units;
 
 use std::fs;
