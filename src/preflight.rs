@@ -260,7 +260,7 @@ pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Pre
     for cell in &spec.cells {
         let own = history.by_cell.get(&cell.id).filter(|s| !s.is_empty());
         let task = cell.factors.get("task").map(crate::matrix::value_text);
-        let (samples, central): (&[Sample], fn(&[f64]) -> Option<f64>) = if let Some(samples) = own {
+        let (samples, central): (&[Sample], Central) = if let Some(samples) = own {
             p.from_cell_history += 1;
             (samples, mean)
         } else if let Some(samples) = task.and_then(|t| history.by_task.get(&t)).filter(|s| !s.is_empty()) {
@@ -303,6 +303,9 @@ pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Pre
     }
     p
 }
+
+/// How a cell's expected figure is taken from its samples (mean or median).
+type Central = fn(&[f64]) -> Option<f64>;
 
 fn mean(xs: &[f64]) -> Option<f64> {
     let xs: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();

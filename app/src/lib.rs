@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod chart;
+pub mod guide;
 pub mod live;
 pub mod pages;
 pub mod reveal;
@@ -75,6 +76,9 @@ pub fn App() -> impl IntoView {
                 </Transition>
                 <Nav/>
             </header>
+            <Transition fallback=|| ()>
+                {move || campaign.get().and_then(Result::ok).map(|c| view! { <guide::Guide demo=c.demo/> })}
+            </Transition>
             <main id="main" tabindex="-1">
                 <Routes fallback=|| view! {
                     <section class="not-found">

@@ -475,16 +475,7 @@ fn words(
     reruns: usize,
     n: &Narrowing,
 ) -> String {
-    let pp = |x: f64| {
-        let v = (x * 100.0).round();
-        if v == 0.0 {
-            "0".to_owned()
-        } else if v < 0.0 {
-            format!("−{}", -v)
-        } else {
-            format!("+{v}")
-        }
-    };
+    let pp = signed_pp;
     let on_model = model.map(|m| format!(", model {m}")).unwrap_or_default();
     let rerun = match reruns {
         0 => String::new(),
@@ -511,6 +502,19 @@ fn words(
         "{cells} more cell{} on task {task}, {by} {level}{on_model}{rerun}: {which}, {now}",
         if cells == 1 { "" } else { "s" }
     )
+}
+
+/// A fraction as signed whole percentage points, with a true minus sign:
+/// `+25`, `−8`, `0`.
+pub fn signed_pp(x: f64) -> String {
+    let v = (x * 100.0).round();
+    if v == 0.0 {
+        "0".to_owned()
+    } else if v < 0.0 {
+        format!("−{}", -v)
+    } else {
+        format!("+{v}")
+    }
 }
 
 /// A draft label from parts: letters, digits, `-`, `_`, `.` kept, anything

@@ -87,11 +87,16 @@ impl PairTable {
 /// for the difference between binomial proportions based on paired data*,
 /// Statistics in Medicine 17:2635–2650, method 10): the Wilson intervals
 /// (l₁, u₁) of p₁ = (a + b)/n and (l₂, u₂) of p₂ = (a + c)/n, combined with
-/// the correlation φ of the pairs — `D − √((p₁ − l₁)² − 2φ(p₁ − l₁)(u₂ − p₂)
-/// + (u₂ − p₂)²)` to `D + √((u₁ − p₁)² − 2φ(u₁ − p₁)(p₂ − l₂) + (p₂ −
-/// l₂)²)`, where φ = C/√((a+b)(c+d)(a+c)(b+d)) with C = ad − bc − n/2 when
-/// ad − bc > n/2, ad − bc when it is negative, else 0 (and φ = 0 when a
-/// margin is empty). None without a pair.
+/// the correlation φ of the pairs:
+///
+/// ```text
+/// lo = D − √((p₁ − l₁)² − 2φ(p₁ − l₁)(u₂ − p₂) + (u₂ − p₂)²)
+/// hi = D + √((u₁ − p₁)² − 2φ(u₁ − p₁)(p₂ − l₂) + (p₂ − l₂)²)
+/// φ  = C / √((a+b)(c+d)(a+c)(b+d)),  C = ad − bc − n/2 when ad − bc > n/2,
+///      ad − bc when it is negative, else 0 (φ = 0 when a margin is empty)
+/// ```
+///
+/// None without a pair.
 pub fn paired_difference(t: PairTable, z: f64) -> Option<(f64, Interval)> {
     let n = t.n();
     let (l1u1, l2u2) = (wilson(t.a + t.b, n, z)?, wilson(t.a + t.c, n, z)?);

@@ -8,7 +8,7 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
-use runboard::results::propose::{Proposal, Proposals, ProposeParams};
+use runboard::results::propose::{signed_pp as pp, Proposal, Proposals, ProposeParams};
 
 use super::coverage::Launching;
 use super::live::refusal;
@@ -101,15 +101,6 @@ fn body(p: Proposals, spec_path: RwSignal<String>) -> impl IntoView {
         <ol class="proposals">
             {p.proposals.into_iter().map(|x| proposal(x, &by, delta, spec_path)).collect_view()}
         </ol>
-    }
-}
-
-fn pp(x: f64) -> String {
-    let v = (x * 100.0).round();
-    match v {
-        v if v == 0.0 => "0".into(),
-        v if v < 0.0 => format!("−{}", -v),
-        v => format!("+{v}"),
     }
 }
 
