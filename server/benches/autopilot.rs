@@ -7,6 +7,9 @@
 //! draft): the first tick of a fresh server ("server-cold": files in the page
 //! cache, nothing parsed) and warm ticks (nothing changed), for each
 //! objective; reported as a fraction of the 30 s interval (target ≤ 1 %).
+//! Then the proposal guide's ranking over the same campaign (`GET
+//! /api/propose`: every task × condition weighed, the best five drafted and
+//! predicted), server-cold and warm, against the same budget.
 
 use std::path::Path;
 use std::time::Instant;
@@ -90,4 +93,27 @@ fn main() {
             cold.launches[0].why
         );
     }
+    let params = runboard::results::propose::ProposeParams::default();
+    let campaign = server::campaign::Campaign::open(root);
+    let t = Instant::now();
+    let cold = campaign.propose(&params).unwrap();
+    let cold_s = t.elapsed().as_secs_f64();
+    assert_eq!(cold.proposals.len(), 5, "{:?}", cold.notes);
+    let mut warm = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let p = campaign.propose(&params).unwrap();
+        warm.push(t.elapsed().as_secs_f64());
+        assert_eq!(p.proposals, cold.proposals);
+    }
+    warm.sort_by(f64::total_cmp);
+    println!(
+        "proposal guide, 100,000-row matrix, 1,000 run sets ({} candidates weighed, 5 drafted): server-cold {:.0} ms ({:.2} % of 30 s), warm {:.0} ms ({:.3} % of 30 s, median of 5); first: {}",
+        cold.considered,
+        cold_s * 1e3,
+        cold_s / 30.0 * 100.0,
+        warm[2] * 1e3,
+        warm[2] / 30.0 * 100.0,
+        cold.proposals[0].words
+    );
 }

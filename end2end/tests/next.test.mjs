@@ -1,0 +1,139 @@
+// Deciding what to run next, in a real browser on the demo: the first visit's
+// guide (pointing at the real controls, remembered when dismissed), the
+// proposal guide reached from Evidence with its paired view (Draft it, then
+// the usual check), and tags edited on Reports and Live.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { demoSession, postJson, watchErrors } from './support.mjs';
+
+const session = demoSession();
+const open = (page, path) => session.open(page, path);
+
+// First in this file: the profile is fresh, so the guide starts at step 1.
+test('a first visit is walked through the console, and a dismissal is remembered', async () => {
+  const page = await session.browser.context.newPage();
+  const errors = watchErrors(page);
+  await open(page, '/');
+  await page.waitForSelector('aside.guide[data-step="0"]');
+  assert.match(await page.textContent('aside.guide .guide-step'), /step 1 of 8: The Overview/);
+  await page.waitForSelector('.guide-target');
+  const walk = [
+    ['/coverage', 'table.coverage-grid'],
+    ['/coverage', 'form.draft-form'],
+    ['/coverage', 'div.launching'],
+    ['/live', 'div.live-state'],
+    ['/evidence', 'table.comparisons'],
+    ['/next', 'ol.proposals'],
+  ];
+  for (const [i, [path, target]] of walk.entries()) {
+    await page.click('aside.guide button.guide-next');
+    await page.waitForSelector(`aside.guide[data-step="${i + 1}"]`);
+    await page.waitForFunction((p) => location.pathname === p, path);
+    // The step outlines the real control, once the page has drawn it.
+    await page.waitForSelector(`${target}.guide-target`, { timeout: 15_000 });
+    assert.equal((await page.$$('.guide-target')).length, 1, `one control pointed at on step ${i + 2}`);
+  }
+  // Remembered across a reload, then dismissed for good.
+  await page.reload();
+  await page.waitForSelector('body[data-hydrated="true"]');
+  await page.waitForSelector('aside.guide[data-step="6"]');
+  await page.click('aside.guide button.guide-back');
+  await page.waitForSelector('aside.guide[data-step="5"]');
+  await page.click('aside.guide button.guide-dismiss');
+  await page.waitForSelector('aside.guide', { state: 'detached' });
+  assert.equal(await page.$('.guide-target'), null, 'the outline goes with it');
+  await open(page, '/');
+  await page.waitForTimeout(500);
+  assert.equal(await page.$('aside.guide'), null, 'a dismissed guide stays dismissed');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+// Second: the demo's batch is still running (it runs for a minute or two).
+test("the Live page edits the batch's tags and a live re-read keeps a half-typed one", async () => {
+  const page = await session.browser.context.newPage();
+  const errors = watchErrors(page);
+  await open(page, '/live');
+  await page.waitForSelector('.live-tags span.tag[data-tag="demo"]');
+  const runSet = (await page.textContent('dl.live-facts dd.run-set')).trim();
+  await page.fill('.live-tags input.add-tag', 'watched');
+  await page.click('.live-tags button.tag-add');
+  await page.waitForSelector('.live-tags span.tag[data-tag="watched"]');
+  // Half-typed, then the batch changes state (paused here): the page reads
+  // the live view again, and the field keeps what was typed.
+  await page.fill('.live-tags input.add-tag', 'half-typ');
+  const state = await page.getAttribute('div.live-state', 'data-state');
+  assert.equal(state, 'running', 'the demo batch still runs');
+  const paused = await postJson(session.server.url, '/api/control/pause', { run_set: runSet });
+  assert.equal(paused.status, 200, JSON.stringify(paused.body));
+  await page.waitForSelector('div.live-state[data-state="stopped_resumable"]', { timeout: 30_000 });
+  assert.equal(await page.inputValue('.live-tags input.add-tag'), 'half-typ', 'the live update kept the typed text');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('the proposal guide ranks the open question first and drafts it for the usual check', async () => {
+  const page = await session.browser.context.newPage();
+  const errors = watchErrors(page);
+  await open(page, '/evidence');
+  // The demo's conditions were run on the same cells: the paired view.
+  await page.waitForSelector('div.paired[data-level="memory"] p.paired-words');
+  assert.match(await page.textContent('div.paired p.paired-words'), /memory − baseline over \d+ pairs: \+\d+ pp \[/);
+  assert.equal(await page.textContent('table.paired-tasks tbody tr >> nth=0 >> td >> nth=0'), 'reversal');
+  await page.click('a.to-next');
+  await page.waitForURL(/\/next\?by=condition/);
+  await page.waitForSelector('ol.proposals li.proposal');
+  const first = page.locator('ol.proposals li.proposal').first();
+  assert.equal(await first.getAttribute('data-task'), 'momentum', 'the open difference first');
+  assert.equal(await first.evaluate((li) => li.classList.contains('settled')), false);
+  assert.match(await first.textContent('p.words'), /more cells? on task momentum, condition \w+.*would narrow to about ±\d+ pp/);
+  assert.match(await first.textContent('p.predicted'), /^Predicted about [\d,]+ tokens.*Range: [\d,]+–[\d,]+ tokens/);
+  assert.match(await first.textContent('p.needed'), /about \d+ cells per condition/);
+  const settled = await page.$$eval('ol.proposals li.proposal', (lis) => lis.map((li) => [li.dataset.task, li.classList.contains('settled')]));
+  const firstSettled = settled.findIndex(([, s]) => s);
+  assert.ok(firstSettled > 0 && settled.slice(firstSettled).every(([t, s]) => s && t === 'reversal'), JSON.stringify(settled));
+  // Draft it: saved, then checked below by the usual preflight.
+  await first.locator('button.draft-it').click();
+  await page.waitForSelector('ol.proposals li.proposal >> nth=0 >> p.saved');
+  assert.match(await first.textContent('p.saved'), /^Saved specs\/drafts\/next-momentum-\w+-.*\.json \(\d+ cells\)/);
+  await page.waitForSelector('.next-launch:not(.hidden) .preflight p.preflight-ok, .next-launch:not(.hidden) .preflight-refusals');
+  assert.ok(await page.isVisible('.next-launch button.launch'), 'Launch is offered, nothing launched by itself');
+  // Coverage points at it too.
+  await open(page, '/coverage');
+  assert.equal(await page.getAttribute('section.drafting a.to-next', 'href'), '/next');
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
+test('tags are added, refused, noted, scoped and removed on Reports', async () => {
+  const page = await session.browser.context.newPage();
+  const errors = watchErrors(page);
+  await open(page, '/reports');
+  const row = page.locator('table.report-list tr[data-run-set^="demo-a"]');
+  await row.locator('input.add-tag').fill('paper');
+  await row.locator('button.tag-add').click();
+  await row.locator('span.tag[data-tag="paper"]').waitFor();
+  // A bad name is refused with the launch's rule, beside the field.
+  await row.locator('input.add-tag').fill('no spaces');
+  await row.locator('button.tag-add').click();
+  await row.locator('.tag-refused').waitFor();
+  assert.match(await row.locator('.tag-refused').textContent(), /must be 1-40 letters, digits/);
+  // Its note, on the list of tags.
+  await open(page, '/reports');
+  await page.click('details.tag-notes summary');
+  const note = page.locator('li.tag-note[data-tag="paper"]');
+  await note.locator('textarea.note-text').fill('the baseline for §4');
+  await note.locator('button.save-note').click();
+  await page.waitForFunction(() => document.querySelector('li.tag-note[data-tag="paper"] p.note')?.textContent === 'the baseline for §4');
+  // A tag is a scope at once.
+  await open(page, '/evidence?scope=tag%3Dpaper');
+  await page.waitForSelector('p.overall');
+  assert.match(await page.textContent('p.overall'), /^8 ended cells in tag=paper/);
+  // Untagged with ×.
+  await open(page, '/reports');
+  await page.locator('table.report-list tr[data-run-set^="demo-a"] span.tag[data-tag="paper"] button.untag').click();
+  await page.locator('table.report-list tr[data-run-set^="demo-a"] span.tag[data-tag="paper"]').waitFor({ state: 'detached' });
+
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
