@@ -24,7 +24,7 @@ pub struct Step {
 pub const STEPS: [Step; 8] = [
     Step {
         path: "/",
-        target: "section.overview .totals, section.overview h1",
+        target: "section.overview dl.totals",
         title: "The Overview",
         words: "Where the campaign stands: cells covered and failed, progress over time, the latest batches, and what needs your attention (each item links to where it is dealt with).",
     },
@@ -54,7 +54,7 @@ pub const STEPS: [Step; 8] = [
     },
     Step {
         path: "/evidence",
-        target: "table.comparisons, div.charts, p.overall",
+        target: "table.comparisons",
         title: "Evidence",
         words: "What the ended cells say: pass rates with 95 % intervals, each condition's difference to the baseline, the paired view where the same cells ran under both, and where failures fall.",
     },
@@ -95,26 +95,17 @@ fn remember(value: &str) {
     let _ = value;
 }
 
-/// Outlines the first element matching `target` (and brings it into view),
-/// looking again for a few seconds while the page loads its data; clears the
-/// outline of any other.
+/// Brings the first element matching `target` into view, looking again for
+/// a few seconds while the page loads its data. (The outline is a style rule
+/// the guide draws, so it survives the page drawing the element again.)
 fn point(target: Option<&'static str>) {
     #[cfg(feature = "hydrate")]
     {
-        let doc = web_sys::window().and_then(|w| w.document());
-        if let Some(d) = &doc {
-            if let Ok(Some(old)) = d.query_selector(".guide-target") {
-                let _ = old.class_list().remove_1("guide-target");
-            }
-        }
         fn attempt(target: &'static str, tries: u32) {
             let found =
                 web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(target).ok().flatten());
             match found {
-                Some(el) => {
-                    let _ = el.class_list().add_1("guide-target");
-                    el.scroll_into_view_with_bool(false);
-                }
+                Some(el) => el.scroll_into_view_with_bool(false),
                 None if tries > 0 => leptos::prelude::set_timeout(
                     move || attempt(target, tries - 1),
                     std::time::Duration::from_millis(250),
@@ -145,22 +136,22 @@ pub fn Guide(demo: bool) -> impl IntoView {
         }
     });
     let location = use_location();
+    let pathname = location.pathname;
     Effect::new(move |_| {
-        let path = location.pathname.get();
+        let path = pathname.get();
         point(step.get().map(|i| &STEPS[i]).filter(|s| s.path == path).map(|s| s.target));
     });
     let navigate = use_navigate();
     let go = move |to: usize| {
         remember(&to.to_string());
         step.set(Some(to));
-        if location.pathname.get_untracked() != STEPS[to].path {
+        if pathname.get_untracked() != STEPS[to].path {
             navigate(STEPS[to].path, Default::default());
         }
     };
     let dismiss = move || {
         remember("dismissed");
         step.set(None);
-        point(None);
     };
     view! {
         {move || step.get().map(|i| {
@@ -169,6 +160,11 @@ pub fn Guide(demo: bool) -> impl IntoView {
             let (back, next) = (go.clone(), go.clone());
             view! {
                 <aside class="guide" role="dialog" aria-label="A walk through the console" data-step=i>
+                    // The step's control outlined by a rule of its own: it
+                    // holds while the page redraws the control (a live update).
+                    {move || (pathname.get() == s.path).then(|| view! {
+                        <style>{format!("{} {{ outline: 3px solid #d4a72c; outline-offset: 3px; }}", s.target)}</style>
+                    })}
                     <p class="guide-step">{format!("Guide, step {} of {}: ", i + 1, STEPS.len())}<strong>{s.title}</strong></p>
                     <p class="guide-words">{s.words}</p>
                     <div class="guide-controls">

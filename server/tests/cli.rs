@@ -397,6 +397,10 @@ fn the_proposal_guide_ranks_the_demos_open_question_first_and_drafts_it() {
     let data = tmp.path().join("data");
     let s = serve(&["--data-dir", data.to_str().unwrap()], &site);
     let root = data.join("demo");
+    // The demo's batch paused first, so nothing ends while REST and the CLI
+    // are compared.
+    let paused = Command::new(BIN).args(["pause", "--root"]).arg(&root).output().unwrap();
+    assert!(paused.status.success(), "{}", String::from_utf8_lossy(&paused.stderr));
     let (code, body) = request(&s.addr, "GET /api/evidence HTTP/1.1\r\n");
     assert_eq!(code, 200, "{body}");
     let json =

@@ -45,6 +45,8 @@ pub fn LivePage() -> impl IntoView {
 
     // The batch on screen, changing only when another batch is shown.
     let run_set = Memo::new(move |_| live.get().and_then(Result::ok).and_then(|v| v.run_set));
+    let mounted = RwSignal::new(false);
+    Effect::new(move |_| mounted.set(true));
     // What the last control did (or why it was refused), shown until the next.
     let said = RwSignal::new(None::<Result<String, ApiError>>);
     let after = move |r: Result<String, ApiError>| {
@@ -178,7 +180,9 @@ pub fn LivePage() -> impl IntoView {
             </Transition>
             // Outside the re-read view, so a live update never takes a tag
             // being typed: made again only when the batch shown changes.
-            {move || run_set.get().map(|rs| view! { <LiveTags run_set=rs/> })}
+            // Drawn once hydrated (the server's first render has no live
+            // view yet, so drawing it earlier would not match).
+            {move || mounted.get().then(|| run_set.get()).flatten().map(|rs| view! { <LiveTags run_set=rs/> })}
         </section>
     }
     .into_any()
