@@ -4,6 +4,8 @@
 //! Only what the console shows today is parsed; unknown keys are kept out of the
 //! way (not rejected) so a newer file still opens in an older console.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// The name of the campaign configuration file at the root.
@@ -42,9 +44,13 @@ pub struct CampaignConfig {
     /// The endpoint catalogue.
     #[serde(default)]
     pub endpoints: Vec<EndpointEntry>,
-    /// Caps a batch's prediction is refused over.
+    /// Caps on spend: a batch's prediction is refused over them, a running
+    /// batch is paused at them.
     #[serde(default)]
     pub budget: Budget,
+    /// When a silent running cell is stalled, and what is done.
+    #[serde(default)]
+    pub stall: StallConfig,
     /// How batches are started (local supervisor by default).
     #[serde(default)]
     pub launcher: LauncherConfig,
@@ -130,10 +136,11 @@ pub struct TaskEntry {
     pub description: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelKind {
     /// Served by the campaign's own endpoints.
+    #[default]
     Local,
     /// A paid API route.
     Paid,
@@ -150,16 +157,32 @@ impl ModelKind {
 }
 
 /// A model the campaign may run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelEntry {
     pub name: String,
     pub kind: ModelKind,
     /// Batches that may be launched with this model per UTC day; none: no cap.
     #[serde(default)]
     pub daily_cap: Option<u32>,
-    /// Price per 1,000 tokens (any currency, the same for every model).
+    /// Price per 1,000 tokens (in `currency`): every kind of token, unless
+    /// priced apart below.
     #[serde(default)]
     pub price_per_1k_tokens: f64,
+    /// Prices per 1,000 input, output and cached-input tokens; each left out
+    /// is `price_per_1k_tokens` (`runboard::spend::Prices`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_input_per_1k: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_output_per_1k: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_cached_per_1k: Option<f64>,
+}
+
+impl ModelEntry {
+    /// An entry with one price for every kind of token.
+    pub fn new(name: &str, kind: ModelKind, daily_cap: Option<u32>, price_per_1k_tokens: f64) -> Self {
+        Self { name: name.to_owned(), kind, daily_cap, price_per_1k_tokens, ..Default::default() }
+    }
 }
 
 /// A physical model server (a lane).
@@ -177,7 +200,11 @@ pub struct EndpointEntry {
     pub request_preset: Option<String>,
 }
 
-/// Caps on one batch's prediction (tokens, cost, hours); none: not capped.
+/// `[budget]`: caps on spend (none: not capped). `max_*` limit one batch —
+/// its prediction at preflight and its spend while it runs; `daily_max_*`
+/// everything spent in a UTC day; `campaign_max_*` everything the
+/// campaign's run sets spent. Spend past a cap pauses the batch
+/// (`runboard::spend`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Budget {
@@ -187,6 +214,68 @@ pub struct Budget {
     pub max_cost: Option<f64>,
     #[serde(default)]
     pub max_hours: Option<f64>,
+    #[serde(default)]
+    pub daily_max_tokens: Option<u64>,
+    #[serde(default)]
+    pub daily_max_cost: Option<f64>,
+    #[serde(default)]
+    pub campaign_max_tokens: Option<u64>,
+    #[serde(default)]
+    pub campaign_max_cost: Option<f64>,
+    /// How often the console checks live spend against the caps (seconds,
+    /// 0.5–60, default 2): how far a batch can run past a cap.
+    #[serde(default)]
+    pub poll_s: Option<f64>,
+}
+
+/// The default of `[budget] poll_s`.
+pub const DEFAULT_BUDGET_POLL_S: f64 = 2.0;
+/// The default of `[stall] floor_s`.
+pub const DEFAULT_STALL_FLOOR_S: f64 = 120.0;
+
+impl Budget {
+    pub fn poll_s(&self) -> f64 {
+        self.poll_s.unwrap_or(DEFAULT_BUDGET_POLL_S)
+    }
+
+    /// Whether any cap on live spend is set.
+    pub fn caps_spend(&self) -> bool {
+        self.max_tokens.is_some()
+            || self.max_cost.is_some()
+            || self.daily_max_tokens.is_some()
+            || self.daily_max_cost.is_some()
+            || self.campaign_max_tokens.is_some()
+            || self.campaign_max_cost.is_some()
+    }
+}
+
+/// What the console does when a running cell stalls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StallAction {
+    /// Show it and notify (`[hooks] notify`); the cell runs on.
+    #[default]
+    Notify,
+    /// Also end the cell's processes (SIGTERM to each process carrying its
+    /// `RUNBOARD_CELL`), so it ends `failed` and a resume runs it again.
+    Stop,
+}
+
+/// `[stall]`: when a running cell that writes nothing is `stalled`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StallConfig {
+    /// A fixed threshold (seconds) for every task; none: from history.
+    #[serde(default)]
+    pub after_s: Option<f64>,
+    /// The least threshold taken from history (seconds, default 120).
+    #[serde(default)]
+    pub floor_s: Option<f64>,
+    /// Task name → its own threshold (seconds).
+    #[serde(default)]
+    pub tasks: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub action: StallAction,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -413,8 +502,16 @@ impl CampaignConfig {
             if m.daily_cap == Some(0) {
                 out.push(format!("model {:?}: daily_cap must be at least 1 (leave it out for no cap)", m.name));
             }
-            if !(m.price_per_1k_tokens.is_finite() && m.price_per_1k_tokens >= 0.0) {
-                out.push(format!("model {:?}: price_per_1k_tokens must be a number ≥ 0", m.name));
+            let prices = [
+                ("price_per_1k_tokens", Some(m.price_per_1k_tokens)),
+                ("price_input_per_1k", m.price_input_per_1k),
+                ("price_output_per_1k", m.price_output_per_1k),
+                ("price_cached_per_1k", m.price_cached_per_1k),
+            ];
+            for (what, v) in prices {
+                if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
+                    out.push(format!("model {:?}: {what} must be a number ≥ 0", m.name));
+                }
             }
         }
         for e in &self.endpoints {
@@ -428,9 +525,36 @@ impl CampaignConfig {
             }
         }
         let b = &self.budget;
-        for (what, v) in [("max_cost", b.max_cost), ("max_hours", b.max_hours)] {
+        for (what, v) in [
+            ("max_cost", b.max_cost),
+            ("max_hours", b.max_hours),
+            ("daily_max_cost", b.daily_max_cost),
+            ("campaign_max_cost", b.campaign_max_cost),
+        ] {
             if v.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
                 out.push(format!("budget.{what} must be a number > 0"));
+            }
+        }
+        for (what, v) in [
+            ("max_tokens", b.max_tokens),
+            ("daily_max_tokens", b.daily_max_tokens),
+            ("campaign_max_tokens", b.campaign_max_tokens),
+        ] {
+            if v == Some(0) {
+                out.push(format!("budget.{what} must be a whole number > 0"));
+            }
+        }
+        if b.poll_s.is_some_and(|p| !(0.5..=60.0).contains(&p)) {
+            out.push("budget.poll_s must be between 0.5 and 60 seconds".into());
+        }
+        let st = &self.stall;
+        let stall_times = [("after_s", st.after_s), ("floor_s", st.floor_s)]
+            .into_iter()
+            .map(|(k, v)| (format!("stall.{k}"), v))
+            .chain(st.tasks.iter().map(|(t, v)| (format!("stall.tasks.{t}"), Some(*v))));
+        for (what, v) in stall_times {
+            if v.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
+                out.push(format!("{what} must be a number of seconds > 0"));
             }
         }
         out.extend(self.launcher.problems());
@@ -503,6 +627,7 @@ impl CampaignConfig {
             models: Vec::new(),
             endpoints: Vec::new(),
             budget: Budget::default(),
+            stall: StallConfig::default(),
             launcher: LauncherConfig::default(),
             hooks: Hooks::default(),
             results: ResultsConfig::default(),

@@ -293,10 +293,10 @@ mod tests {
     fn cfg() -> CampaignConfig {
         let mut c = CampaignConfig::unnamed("x");
         c.models = vec![
-            ModelEntry { name: "qwen".into(), kind: ModelKind::Local, daily_cap: None, price_per_1k_tokens: 0.0 },
-            ModelEntry { name: "llama".into(), kind: ModelKind::Local, daily_cap: None, price_per_1k_tokens: 0.0 },
-            ModelEntry { name: "gpt".into(), kind: ModelKind::Paid, daily_cap: Some(2), price_per_1k_tokens: 0.5 },
-            ModelEntry { name: "claude".into(), kind: ModelKind::Paid, daily_cap: Some(3), price_per_1k_tokens: 1.0 },
+            ModelEntry::new("qwen", ModelKind::Local, None, 0.0),
+            ModelEntry::new("llama", ModelKind::Local, None, 0.0),
+            ModelEntry::new("gpt", ModelKind::Paid, Some(2), 0.5),
+            ModelEntry::new("claude", ModelKind::Paid, Some(3), 1.0),
         ];
         let ep = |name: &str, models: &[&str]| EndpointEntry {
             name: name.into(),

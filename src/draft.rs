@@ -273,8 +273,8 @@ mod tests {
             description: String::new(),
         }];
         c.models = vec![
-            ModelEntry { name: "qwen".into(), kind: ModelKind::Local, daily_cap: None, price_per_1k_tokens: 0.0 },
-            ModelEntry { name: "gpt".into(), kind: ModelKind::Paid, daily_cap: Some(3), price_per_1k_tokens: 0.01 },
+            ModelEntry::new("qwen", ModelKind::Local, None, 0.0),
+            ModelEntry::new("gpt", ModelKind::Paid, Some(3), 0.01),
         ];
         c.endpoints = vec![EndpointEntry {
             name: "gpu-a".into(),

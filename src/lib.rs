@@ -63,6 +63,7 @@ pub mod results;
 pub mod runsets;
 pub mod runview;
 pub mod spec;
+pub mod spend;
 pub mod timefmt;
 
 pub use timefmt::Timestamp;

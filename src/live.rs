@@ -357,6 +357,15 @@ pub struct LiveCell {
     #[serde(default)]
     pub failure: Option<String>,
     pub run: Option<OwnedRun>,
+    /// What it spent, by kind and where it was counted from (`runboard::spend`).
+    #[serde(default)]
+    pub spend: Option<crate::spend::CellSpend>,
+    /// Its newest write (a call, a progress, ledger or events line), while known.
+    #[serde(default)]
+    pub last_write: Option<Timestamp>,
+    /// Running, but silent past its threshold.
+    #[serde(default)]
+    pub stall: Option<crate::spend::Stall>,
 }
 
 /// The live batch's counts.
@@ -404,6 +413,13 @@ pub struct LiveView {
     /// Other batches in flight (queued behind this one, or on other lanes).
     #[serde(default)]
     pub others: Vec<OtherBatch>,
+    /// What the batch has spent as its cells write: tokens by kind, cost,
+    /// the rates, the projection to its end and each cap of `[budget]`.
+    #[serde(default)]
+    pub spend: Option<crate::spend::BatchSpend>,
+    /// Its running cells that have written nothing for too long.
+    #[serde(default)]
+    pub stalls: Vec<crate::spend::Stall>,
     /// Records that could not be read, with why.
     pub problems: Vec<String>,
     /// Changes whenever anything above may have changed (pages follow it).
@@ -476,6 +492,8 @@ impl LiveView {
             resumable: self.resumable,
             resumable_run_sets: self.resumable_run_sets.clone(),
             currency: self.currency.clone(),
+            spend: self.spend.clone(),
+            stalls: self.stalls.clone(),
             problems: self.problems.clone(),
             version: self.version.clone(),
         }
@@ -519,7 +537,7 @@ pub fn cell_rows(
             if matches!(status, Some(CellStatus::Done | CellStatus::Failed)) {
                 ended_secs.extend(duration_s);
             }
-            let tokens = rec.and_then(|r| r.tokens);
+            let tokens = rec.and_then(|r| r.tokens_total());
             totals.tokens += tokens.unwrap_or(0);
             LiveCell {
                 cell: c.id.clone(),
@@ -538,6 +556,9 @@ pub fn cell_rows(
                 samples: rec.and_then(|r| r.samples),
                 failure: rec.and_then(|r| crate::results::report::failure_words(r)),
                 run: None,
+                spend: None,
+                last_write: None,
+                stall: None,
             }
         })
         .collect();
@@ -549,6 +570,29 @@ pub fn cell_rows(
         median * left as f64 / parallel.max(1) as f64
     });
     (rows, totals, eta)
+}
+
+/// Puts what the cells spent (in plan order, as `cells`), their newest
+/// writes and the stalls into the rows and the totals.
+pub fn attach_spend(
+    cells: &mut [LiveCell],
+    totals: &mut LiveTotals,
+    spent: Vec<crate::spend::CellSpend>,
+    last_writes: &[Option<Timestamp>],
+    stalls: &[crate::spend::Stall],
+    batch: &crate::spend::BatchSpend,
+) {
+    for ((c, s), w) in cells.iter_mut().zip(spent).zip(last_writes) {
+        if s.source != "none" {
+            c.tokens = Some(s.tokens.total());
+            c.cost = s.cost.or(c.cost);
+            c.spend = Some(s);
+        }
+        c.last_write = *w;
+        c.stall = stalls.iter().find(|x| x.cell == c.cell).cloned();
+    }
+    totals.tokens = batch.total_tokens;
+    totals.cost = batch.cost.or(totals.cost);
 }
 
 /// Cells that own a run directory (one under `runsets/<run set>/out/<cell>/`)
@@ -927,6 +971,9 @@ mod tests {
             samples: None,
             failure: None,
             run: None,
+            spend: None,
+            last_write: None,
+            stall: None,
         };
         let view = LiveView {
             generated_at: Timestamp(0),
@@ -945,6 +992,8 @@ mod tests {
             resumable_run_sets: Vec::new(),
             currency: "USD".into(),
             others: Vec::new(),
+            spend: None,
+            stalls: Vec::new(),
             problems: Vec::new(),
             version: String::new(),
         };

@@ -136,8 +136,7 @@ mod tests {
 
     fn cfg() -> CampaignConfig {
         let mut c = CampaignConfig::unnamed("x");
-        c.models =
-            vec![ModelEntry { name: "qwen".into(), kind: ModelKind::Local, daily_cap: None, price_per_1k_tokens: 0.0 }];
+        c.models = vec![ModelEntry::new("qwen", ModelKind::Local, None, 0.0)];
         let ep = |name: &str, backend: &str, preset: &str| EndpointEntry {
             name: name.into(),
             url: format!("http://127.0.0.1:9/{name}/v1"),

@@ -346,8 +346,8 @@ mod tests {
     fn cfg() -> CampaignConfig {
         let mut c = CampaignConfig::unnamed("t");
         c.models = vec![
-            ModelEntry { name: "qwen".into(), kind: ModelKind::Local, daily_cap: None, price_per_1k_tokens: 0.0 },
-            ModelEntry { name: "gpt".into(), kind: ModelKind::Paid, daily_cap: Some(2), price_per_1k_tokens: 0.5 },
+            ModelEntry::new("qwen", ModelKind::Local, None, 0.0),
+            ModelEntry::new("gpt", ModelKind::Paid, Some(2), 0.5),
         ];
         c.endpoints = vec![EndpointEntry {
             name: "gpu".into(),
@@ -431,7 +431,7 @@ mod tests {
     #[test]
     fn every_refusal_is_listed_together() {
         let mut c = cfg();
-        c.budget = Budget { max_tokens: Some(1000), max_cost: Some(0.1), max_hours: None };
+        c.budget = Budget { max_tokens: Some(1000), max_cost: Some(0.1), ..Default::default() };
         let a = cell("t1", 1);
         let mut h = History::default();
         h.by_cell.insert(a.id.clone(), vec![Sample { tokens: Some(4000), seconds: Some(10.0) }]);

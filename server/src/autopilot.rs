@@ -65,6 +65,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
         live: campaign.auto_live(),
         closeout_failures: campaign.closeout_failures(),
         launches_today: campaign.launches_today(),
+        budget_reached: campaign.budget_reached(&cfg),
     };
     let out = tick(&state, &observed);
     let mut report = TickReport {
@@ -124,20 +125,26 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
 /// notable event, the event as JSON on its standard input; its failure is
 /// logged (`notify_failed`), never fatal.
 fn notify(root: &Path, cfg: &runboard::campaign::CampaignConfig, events: &[LogEvent]) {
-    let Some(cmd) = cfg.hooks.notify.as_ref() else { return };
     for e in events.iter().filter(|e| e.event.notified()) {
-        let input = serde_json::to_vec(e).unwrap_or_default();
-        let Some((program, args)) = cmd.split_first() else { return };
-        let failed = match crate::command::run_bounded_with_input(program, args, Some(root), &input, NOTIFY_TIMEOUT) {
-            Ok(out) if out.status.success() => None,
-            Ok(out) => Some(crate::command::why(program, &out)),
-            Err(why) => Some(why.to_string()),
-        };
-        if let Some(why) = failed {
-            tracing::warn!("the notification hook failed: {why}");
-            let _ = auto_state::log_now(root, AutoEvent::NotifyFailed { event: e.event.kind().to_owned(), why });
-        }
+        notify_one(root, cfg, e.event.kind(), &serde_json::to_vec(e).unwrap_or_default());
     }
+}
+
+/// Runs `[hooks] notify` once with `input` (one JSON object, the event
+/// `kind`) on its standard input, bounded by `NOTIFY_TIMEOUT`; its failure
+/// is logged (`notify_failed`), never fatal. Returns the failure.
+pub fn notify_one(root: &Path, cfg: &runboard::campaign::CampaignConfig, kind: &str, input: &[u8]) -> Option<String> {
+    let (program, args) = cfg.hooks.notify.as_ref()?.split_first()?;
+    let failed = match crate::command::run_bounded_with_input(program, args, Some(root), input, NOTIFY_TIMEOUT) {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(crate::command::why(program, &out)),
+        Err(why) => Some(why.to_string()),
+    };
+    if let Some(why) = &failed {
+        tracing::warn!("the notification hook failed: {why}");
+        let _ = auto_state::log_now(root, AutoEvent::NotifyFailed { event: kind.to_owned(), why: why.clone() });
+    }
+    failed
 }
 
 /// The loop: a tick every `every`, on a thread of its own (off the async

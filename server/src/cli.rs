@@ -560,6 +560,40 @@ fn open(at: &RootArg) -> Result<LocalConsole, ExitCode> {
     })
 }
 
+/// The live spend's lines of `runboard status`: cost, rate, projection, caps.
+fn spend_text(s: &runboard::spend::BatchSpend, currency: &str) -> String {
+    let money = |x: f64| runboard::numfmt::money(x, currency);
+    let mut out = format!(
+        "spend: {} tokens ({} in, {} out, {} cached) over {} calls",
+        runboard::numfmt::thousands(s.total_tokens),
+        runboard::numfmt::thousands(s.tokens.input),
+        runboard::numfmt::thousands(s.tokens.output),
+        runboard::numfmt::thousands(s.tokens.cached),
+        runboard::numfmt::thousands(s.calls)
+    );
+    if let Some(c) = s.cost {
+        out += &format!(", {}", money(c));
+    }
+    if let Some(r) = s.tokens_per_min {
+        out += &format!("; {} tokens/min", runboard::numfmt::thousands(r.round() as u64));
+        if let Some(h) = s.cost_per_hour {
+            out += &format!(", {}/h", money(h));
+        }
+    }
+    if let Some(t) = s.projected_tokens {
+        out += &format!("; about {} tokens", runboard::numfmt::thousands(t));
+        if let Some(c) = s.projected_cost {
+            out += &format!(", {}", money(c));
+        }
+        out += " at its end";
+    }
+    out.push('\n');
+    for c in &s.caps {
+        out += &format!("budget: {}{}\n", c.words, if c.reached { " — reached" } else { "" });
+    }
+    out
+}
+
 /// Runs one console command (blocking: call it off the async runtime).
 pub fn run(cmd: ConsoleCommand) -> ExitCode {
     if let ConsoleCommand::Auto { cmd } = cmd {
@@ -662,9 +696,16 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
                         .map(|s| format!("; about {} left", runboard::timefmt::duration_words(s)))
                         .unwrap_or_default()
                 );
-                for c in v.cells.iter().filter(|c| c.status != "done") {
-                    out += &format!("  {} {:8} attempts {}\n", c.cell, c.status, c.attempts);
+                if let Some(s) = &v.spend {
+                    out += &spend_text(s, &v.currency);
                 }
+                for c in v.cells.iter().filter(|c| c.status != "done") {
+                    let stalled = if c.stall.is_some() { " (stalled)" } else { "" };
+                    out += &format!("  {} {:8}{stalled} attempts {}\n", c.cell, c.status, c.attempts);
+                }
+            }
+            for st in &v.stalls {
+                out += &format!("stalled: {}\n", st.words);
             }
             if let runboard::live::LiveState::LaunchFailed { failure, .. } = &v.state {
                 for l in &failure.summary {

@@ -40,6 +40,7 @@ pub mod error;
 pub mod fixture;
 pub mod follow;
 pub mod fsread;
+pub mod guard;
 pub mod http;
 pub mod init;
 pub mod listen;

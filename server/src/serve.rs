@@ -139,6 +139,8 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     if let Some(every) = auto_tick {
         crate::autopilot::spawn_loop(console.clone(), every, auto_stop.clone());
     }
+    // The spend guard (caps and stalls), whether or not auto mode is on.
+    crate::guard::spawn(console.clone(), auto_stop.clone());
     if demo {
         let c = console.clone();
         match tokio::task::spawn_blocking(move || crate::demo::launch_batch(&c)).await {

@@ -55,3 +55,13 @@ pub fn pids_with_env(var: &str, value: &str) -> Vec<u32> {
         })
         .collect()
 }
+
+/// The value of `var` in the environment of process `pid` (none: no such
+/// process, not readable, or not set).
+pub fn env_of(pid: u32, var: &str) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{var}=");
+    env.split(|&b| b == 0)
+        .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}

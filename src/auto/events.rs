@@ -36,10 +36,12 @@ pub enum HoldReason {
     NoEligibleSlot,
     /// Its last launch was refused.
     LaunchFailed,
+    /// A day or campaign cap of `[budget]` is reached.
+    BudgetReached,
 }
 
 impl HoldReason {
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::BatchRunning,
         Self::StateUnknown,
         Self::BatchPaused,
@@ -48,6 +50,7 @@ impl HoldReason {
         Self::Waiting,
         Self::NoEligibleSlot,
         Self::LaunchFailed,
+        Self::BudgetReached,
     ];
 
     /// The reason's code, as the state file writes it.
@@ -61,6 +64,7 @@ impl HoldReason {
             Self::Waiting => "waiting",
             Self::NoEligibleSlot => "no_eligible_slot",
             Self::LaunchFailed => "launch_failed",
+            Self::BudgetReached => "budget_reached",
         }
     }
 }

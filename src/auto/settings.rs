@@ -202,8 +202,8 @@ pub(crate) mod tests {
     pub(crate) fn campaign() -> (CampaignConfig, Matrix) {
         let mut c = CampaignConfig::unnamed("x");
         c.models = vec![
-            ModelEntry { name: "qwen".into(), kind: ModelKind::Local, daily_cap: None, price_per_1k_tokens: 0.0 },
-            ModelEntry { name: "gpt".into(), kind: ModelKind::Paid, daily_cap: Some(5), price_per_1k_tokens: 1.0 },
+            ModelEntry::new("qwen", ModelKind::Local, None, 0.0),
+            ModelEntry::new("gpt", ModelKind::Paid, Some(5), 1.0),
         ];
         c.endpoints = vec![EndpointEntry {
             name: "gpu-a".into(),

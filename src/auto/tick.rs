@@ -78,6 +78,8 @@ pub struct Observed<'a> {
     pub closeout_failures: Vec<Backfill>,
     /// Today's (UTC) launches per model, every launcher's (the run index).
     pub launches_today: BTreeMap<String, u32>,
+    /// A day or campaign cap of `[budget]` reached now, in words.
+    pub budget_reached: Option<String>,
 }
 
 /// One launch the tick decided, on one lane.
@@ -181,6 +183,7 @@ pub fn tick(state: &AutoState, obs: &Observed) -> TickOut {
         let own = follow_own_batches(run)?;
         hold_for_other_batches(run)?;
         end_when_finishing(run, &own)?;
+        hold_for_budget(run)?;
         let settings = valid_settings(run)?;
         wait_between_batches(run, &settings)?;
         show_slot_guards(run, &settings);
@@ -335,6 +338,25 @@ fn hold_for_other_batches(run: &mut Run) -> Step {
     }
     run.guard("other batch", true, "none running or paused");
     ControlFlow::Continue(())
+}
+
+/// A day or campaign cap reached holds `budget_reached` until the cap
+/// allows again (the next UTC day, or the operator raises it).
+fn hold_for_budget(run: &mut Run) -> Step {
+    match run.obs.budget_reached.clone() {
+        Some(words) => {
+            run.guard("budget", false, words.clone());
+            run.held(
+                HoldReason::BudgetReached,
+                format!("the budget is spent: {words}"),
+                format!("holds, because the budget is spent ({words})"),
+            )
+        }
+        None => {
+            run.guard("budget", true, "no day or campaign cap reached");
+            ControlFlow::Continue(())
+        }
+    }
 }
 
 /// Finishing: once its batches have ended, auto mode turns off; until then
@@ -1058,6 +1080,7 @@ pub(crate) mod tests_support {
             live: LiveNow { state: LiveKind::Idle, ..Default::default() },
             closeout_failures: Vec::new(),
             launches_today: BTreeMap::new(),
+            budget_reached: None,
         }
     }
 
@@ -1281,6 +1304,23 @@ mod tests {
         assert!(r.headline().starts_with("Not holding: the next tick would launch"), "{}", r.headline());
         let off = report(&tick(&AutoState::default(), &observed(&w)));
         assert_eq!(off.headline(), "Off: nothing is launched.");
+    }
+
+    #[test]
+    fn a_spent_day_or_campaign_budget_holds_until_it_allows() {
+        let w = world();
+        let st = on(json!({"models": ["qwen"], "tasks": ["t1"], "wait_minutes": 0}));
+        let mut o = observed(&w);
+        o.budget_reached = Some("the cap of 5.00 USD per UTC day: 5.10 USD spent".into());
+        let t = tick(&st, &o);
+        assert!(t.launches.is_empty());
+        let hold = t.state.hold.as_ref().unwrap();
+        assert_eq!(hold.reason, HoldReason::BudgetReached);
+        assert_eq!(hold.words, "the budget is spent: the cap of 5.00 USD per UTC day: 5.10 USD spent");
+        assert!(t.guards.iter().any(|g| g.name == "budget" && !g.ok));
+        // The next day (or a raised cap): nothing is reached, it launches.
+        let t = tick(&t.state, &observed(&w));
+        assert_eq!(t.launches.len(), 1, "{}", t.verdict);
     }
 
     #[test]

@@ -94,6 +94,14 @@ impl CellRecord {
         Self { schema_version: 1, cell: cell.id.clone(), factors: cell.factors.clone(), status, ..Self::default() }
     }
 
+    /// The tokens it reported in all: `tokens`, else its split's sum.
+    pub fn tokens_total(&self) -> Option<u64> {
+        self.tokens.or(match (self.input_tokens, self.output_tokens) {
+            (None, None) => None,
+            (i, o) => Some(i.unwrap_or(0) + o.unwrap_or(0)),
+        })
+    }
+
     /// Takes what the cell reported for its latest attempt: every reported
     /// field is replaced, so nothing an earlier attempt said survives.
     pub fn take_result(&mut self, r: CellResult) {

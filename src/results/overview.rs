@@ -23,7 +23,7 @@ pub const SAMPLES: usize = 48;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attention {
     /// `launch_failed`, `unknown`, `stopped_resumable`, `auto_hold`,
-    /// `closeout_backfill`, `unreadable`, `auto_repaired`.
+    /// `closeout_backfill`, `unreadable`, `auto_repaired`, `stalled`, `budget`.
     pub kind: String,
     pub words: String,
     pub href: String,

@@ -582,8 +582,8 @@ mod tests {
     fn cfg() -> CampaignConfig {
         let mut c = CampaignConfig::unnamed("t");
         c.models = vec![
-            ModelEntry { name: "gpt".into(), kind: ModelKind::Paid, daily_cap: None, price_per_1k_tokens: 0.5 },
-            ModelEntry { name: "claude".into(), kind: ModelKind::Paid, daily_cap: None, price_per_1k_tokens: 1.0 },
+            ModelEntry::new("gpt", ModelKind::Paid, None, 0.5),
+            ModelEntry::new("claude", ModelKind::Paid, None, 1.0),
         ];
         c
     }

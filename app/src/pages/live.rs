@@ -296,8 +296,20 @@ fn summary(v: &LiveView) -> impl IntoView {
                     t.done + t.failed, t.planned, t.done, t.failed, t.running, t.pending, t.stopped)}
             </dd>
             <dt>"Time left"</dt><dd class="eta">{v.eta_s.map(duration_words).map(|d| format!("about {d}")).unwrap_or_else(|| "–".into())}</dd>
-            <dt>"Tokens"</dt><dd class="tokens">{runboard::numfmt::thousands(t.tokens)}</dd>
+            <dt>"Tokens"</dt><dd class="tokens">{runboard::numfmt::thousands(t.tokens)}{v.spend.as_ref().map(split_words)}</dd>
             <dt>"Cost"</dt><dd class="cost">{cost}</dd>
+            {v.spend.as_ref().and_then(|s| rate_words(s, &v.currency)).map(|r| view! { <dt>"Rate"</dt><dd class="rate">{r}</dd> })}
+            {v.spend.as_ref().and_then(|s| projection_words(s, &v.currency)).map(|p| view! { <dt>"At its end"</dt><dd class="projection">{p}</dd> })}
+            {v.spend.as_ref().filter(|s| !s.caps.is_empty()).map(|s| view! {
+                <dt>"Budget"</dt>
+                <dd class="caps"><ul>{s.caps.iter().map(|c| view! {
+                    <li class=if c.reached { "cap reached" } else { "cap" } data-cap=c.key.clone()>{c.words.clone()}{c.reached.then_some(" — reached")}</li>
+                }).collect_view()}</ul></dd>
+            })}
+            {(!v.stalls.is_empty()).then(|| view! {
+                <dt>"Stalled"</dt>
+                <dd class="stalls"><ul>{v.stalls.iter().map(|st| view! { <li class="stall" data-cell=st.cell.clone()>{st.words.clone()}</li> }).collect_view()}</ul></dd>
+            })}
             // A batch still running has no outcome yet: its record says
             // `running` until the driver writes its end (the state says the rest).
             {v.outcome.as_ref().filter(|o| o.status != runboard::drive::records::BatchStatus::Running).map(|o| view! {
@@ -306,6 +318,32 @@ fn summary(v: &LiveView) -> impl IntoView {
             })}
         </dl>
     }
+}
+
+/// Tokens by kind, when any was counted apart: " (12,000 in, 3,400 out, 800 cached)".
+fn split_words(s: &runboard::spend::BatchSpend) -> Option<String> {
+    let t = s.tokens;
+    let parts: Vec<String> = [(t.input, "in"), (t.output, "out"), (t.cached, "cached"), (t.unsplit, "not split")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{} {what}", runboard::numfmt::thousands(n)))
+        .collect();
+    (parts.len() > 1 || t.unsplit == 0 && !parts.is_empty())
+        .then(|| format!(" ({}; {} calls)", parts.join(", "), runboard::numfmt::thousands(s.calls)))
+}
+
+/// "2,300 tokens/min, 1.20 USD/h".
+fn rate_words(s: &runboard::spend::BatchSpend, currency: &str) -> Option<String> {
+    let tpm = s.tokens_per_min?;
+    let per_hour = s.cost_per_hour.map(|c| format!(", {}/h", runboard::numfmt::money(c, currency))).unwrap_or_default();
+    Some(format!("{} tokens/min{per_hour}", runboard::numfmt::thousands(tpm.round() as u64)))
+}
+
+/// "about 48,000 tokens, 2.40 USD".
+fn projection_words(s: &runboard::spend::BatchSpend, currency: &str) -> Option<String> {
+    let tokens = s.projected_tokens?;
+    let cost = s.projected_cost.map(|c| format!(", {}", runboard::numfmt::money(c, currency))).unwrap_or_default();
+    Some(format!("about {} tokens{cost}, at the rate so far", runboard::numfmt::thousands(tokens)))
 }
 
 fn cells_table(cells: Vec<LiveCell>, currency: String) -> impl IntoView {
@@ -343,13 +381,19 @@ fn cells_table(cells: Vec<LiveCell>, currency: String) -> impl IntoView {
                         view! { <a href=crate::url::run_href(&r.path) title=r.status_text>{rounds}</a> }
                     });
                     let (id, id_attr) = (c.cell.clone(), c.cell.clone());
-                    let (status, status_attr, row_class, badge_class) =
-                        (c.status.clone(), c.status.clone(), format!("cell status-{}", c.status), format!("badge {}", c.status));
+                    let stalled = c.stall.is_some();
+                    let (status, status_attr, row_class, badge_class) = (
+                        if stalled { format!("{} (stalled)", c.status) } else { c.status.clone() },
+                        c.status.clone(),
+                        format!("cell status-{}{}", c.status, if stalled { " stalled" } else { "" }),
+                        format!("badge {}", if stalled { "stalled" } else { c.status.as_str() }),
+                    );
+                    let stall_title = c.stall.as_ref().map(|s| s.words.clone());
                     view! {
                         <tr class=row_class data-cell=id_attr data-status=status_attr>
                             <td><code>{id}</code></td>
                             <td class="factors">{factors}</td>
-                            <td><span class=badge_class>{status}</span></td>
+                            <td><span class=badge_class title=stall_title>{status}</span></td>
                             <td>{c.attempts}</td>
                             <td class="num">{c.tokens.map(runboard::numfmt::thousands).unwrap_or_default()}</td>
                             <td class="num">{c.cost.map(|x| runboard::numfmt::money(x, &currency)).unwrap_or_default()}</td>

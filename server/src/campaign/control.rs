@@ -98,6 +98,12 @@ impl Campaign {
     /// named (`run_set`), else the one the live state speaks for. Other
     /// batches in flight run on.
     pub fn pause(&self, req: &PauseRequest) -> Result<StopReport, ApiError> {
+        self.pause_with_reason(req, "paused by the operator")
+    }
+
+    /// The pause, its reason kept in the active-batch marker (the Live
+    /// page's words): the operator's, or the budget's.
+    pub(super) fn pause_with_reason(&self, req: &PauseRequest, reason: &str) -> Result<StopReport, ApiError> {
         let named = Self::check_targets(req.run_set.as_slice())?;
         let _lock = self.lock()?;
         let cfg = self.config()?;
@@ -120,7 +126,7 @@ impl Campaign {
                 status: MarkerStatus::StoppedBeforeCompletion,
                 planned,
                 updated_at: crate::clock::now(),
-                reason: Some("paused by the operator".into()),
+                reason: Some(reason.to_owned()),
             };
             self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
             report.marker = Some(m.status);

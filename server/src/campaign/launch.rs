@@ -52,7 +52,7 @@ impl Campaign {
             for c in rs.cells.iter().filter(|c| matches!(c.status, CellStatus::Done | CellStatus::Failed)) {
                 let at = |t: &Option<String>| t.as_deref().and_then(Timestamp::parse_rfc3339);
                 let seconds = at(&c.started_at).zip(at(&c.ended_at)).map(|(s, e)| (e.0 - s.0).max(0) as f64 / 1000.0);
-                let sample = Sample { tokens: c.tokens, seconds };
+                let sample = Sample { tokens: c.tokens_total(), seconds };
                 h.by_cell.entry(c.cell.clone()).or_default().push(sample);
                 if let Some(task) = c.factors.get("task").map(runboard::matrix::value_text) {
                     h.by_task.entry(task).or_default().push(sample);
@@ -109,6 +109,7 @@ impl Campaign {
         let today = runsets::launches_today(&index, crate::clock::now());
         let mut pf = preflight::check(spec, cfg, &findings, &today, &self.history());
         pf.refusals.extend(self.pool_refusals(spec, cfg));
+        pf.refusals.extend(self.budget_refusals(cfg, pf.prediction.cost, pf.prediction.tokens));
         pf.warnings = preflight::warnings(spec, cfg, &pf.prediction, &self.circumstances(spec, cfg));
         pf
     }
@@ -238,6 +239,19 @@ impl Campaign {
             ApiError::refused(e.reasons.iter().map(|r| format!("{name}'s committed spec: {r}")).collect())
         })?;
         let cfg = self.config()?;
+        // A cap it reached holds until the cap is raised (or, for the
+        // day's, the day is over): resuming would only be paused again.
+        let spent = self.live_spend(&cfg, &rs, Some(&spec), false, None, crate::clock::now());
+        let reached: Vec<String> = spent
+            .batch
+            .caps
+            .iter()
+            .filter(|c| c.reached)
+            .map(|c| format!("budget: {} — raise [budget] {} in campaign.toml to resume it", c.words, c.key))
+            .collect();
+        if !reached.is_empty() {
+            return Err(ApiError::refused(reached));
+        }
         let launcher = self.launcher(&cfg)?;
         let prediction = self.gate(&spec, &cfg, req.skip_preflight)?;
         self.harvest(&cfg);

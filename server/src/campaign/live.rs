@@ -154,14 +154,24 @@ impl Campaign {
         let parallel = cfg.as_ref().and_then(|c| c.runner.as_ref()).map_or(1, |r| r.parallel.max(1) as usize);
         let records = rs.map(|r| r.cells.as_slice()).unwrap_or_default();
         let planned = spec.as_ref().map(|s| s.cells.as_slice()).unwrap_or_default();
-        let (cells, totals, eta_s) = runboard::live::cell_rows(planned, records, price, parallel, now);
+        let (mut cells, mut totals, eta_s) = runboard::live::cell_rows(planned, records, price, parallel, now);
         if let Some(r) = rs {
             problems.extend(r.problems.iter().map(|p| format!("{RUNSETS_DIR}/{}/{p}", r.name)));
         }
         // Time left only means something while the batch runs.
-        let eta_s = eta_s.filter(|_| {
-            matches!(state, runboard::live::LiveState::Running { .. } | runboard::live::LiveState::Starting { .. })
-        });
+        let running = matches!(state, runboard::live::LiveState::Running { .. });
+        let eta_s = eta_s.filter(|_| running || matches!(state, runboard::live::LiveState::Starting { .. }));
+        let spent = rs.zip(cfg.as_ref()).map(|(r, c)| self.live_spend(c, r, spec.as_ref(), running, eta_s, now));
+        let (spend, stalls) = match spent {
+            // The cells are in plan order when the spec was read.
+            Some(s) if spec.is_some() => {
+                let writes: Vec<Option<runboard::Timestamp>> =
+                    s.last_writes.iter().map(|w| w.map(|(t, _)| t)).collect();
+                runboard::live::attach_spend(&mut cells, &mut totals, s.cells, &writes, &s.stalls, &s.batch);
+                (Some(s.batch), s.stalls)
+            }
+            _ => (None, Vec::new()),
+        };
         let progress =
             if totals.planned == 0 { 0.0 } else { (totals.done + totals.failed) as f64 / totals.planned as f64 };
         let in_flight = cfg.as_ref().map(|c| self.in_flight(c)).unwrap_or_default();
@@ -198,6 +208,8 @@ impl Campaign {
             totals,
             progress,
             eta_s,
+            spend,
+            stalls,
             problems,
             version,
         }
@@ -238,6 +250,8 @@ impl Campaign {
                 h.write(&(crate::clock::now().millis() / LIVE_TICK_MS).to_le_bytes());
             }
         }
+        // What the spend guard read of the cells' files, and its stalls.
+        h.write(&self.spend_seen.generation().to_le_bytes());
         // The other batches in flight.
         for (rec, o) in in_flight {
             h.write(format!("{}{o:?}", rec.unit).as_bytes());

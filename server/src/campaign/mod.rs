@@ -9,7 +9,7 @@
 //! One file per capability, each an `impl Campaign` with its own memo:
 //! `units` (the backends' view of each unit), `coverage`, `launch` (drafts,
 //! preflight, `start`, `resume`), `live`, `control` (pause, stop+abort),
-//! `results`, `tags` (run-set tags edited), `catalogue` and `auto` (what the autopilot's tick observes).
+//! `results`, `spend` (live spend, the caps and stalls), `tags` (run-set tags edited), `catalogue` and `auto` (what the autopilot's tick observes).
 //! Each answers [`ApiError`], the core's error, whose kind (refused, busy,
 //! not found, unreadable, internal, …) is the domain's; its HTTP status is
 //! chosen in one place, `ErrorKind::status`.
@@ -24,6 +24,7 @@ mod live;
 pub mod pool;
 pub mod records;
 pub mod results;
+pub mod spend;
 mod tags;
 mod units;
 
@@ -55,6 +56,8 @@ pub struct Campaign {
     results_made: results::ResultsMemo,
     /// The catalogue endpoints' probes as last made.
     probes_made: catalogue::ProbesMade,
+    /// What each cell's files were read of so far, and the stalls said.
+    spend_seen: spend::SpendMemo,
 }
 
 /// The campaign lock, held while it lives.
@@ -70,6 +73,7 @@ impl Campaign {
             coverage_made: Default::default(),
             results_made: Default::default(),
             probes_made: Default::default(),
+            spend_seen: Default::default(),
         }
     }
 

@@ -289,6 +289,21 @@ impl Campaign {
             auto.as_ref().map(|l| &l.state),
             &run_sets,
         );
+        // Cells gone silent, and a cap reached.
+        for st in &live.stalls {
+            attention.push(Attention {
+                kind: "stalled".into(),
+                words: format!("Stalled: {}", st.words),
+                href: "/live".into(),
+            });
+        }
+        for c in live.spend.iter().flat_map(|s| &s.caps).filter(|c| c.reached) {
+            attention.push(Attention {
+                kind: "budget".into(),
+                words: format!("Budget: {} — reached", c.words),
+                href: "/live".into(),
+            });
+        }
         if let Some(l) = auto.as_ref().filter(|l| !l.repaired.is_empty()) {
             attention.push(Attention {
                 kind: "auto_repaired".into(),

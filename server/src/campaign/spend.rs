@@ -1,0 +1,451 @@
+//! Live spend and stalls (`runboard::spend`): each running cell's calls
+//! counted from what it writes — only the bytes appended to its progress
+//! file since the last read, or the call files added since — the caps
+//! checked against the batch's, today's and the campaign's spend, and the
+//! guard that pauses a batch at a cap and names the cells gone silent.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use runboard::campaign::{CampaignConfig, StallAction};
+use runboard::drive::records::{CellRecord, CellStatus};
+use runboard::spend::{self, BatchSpend, CapUse, CellSpend, CellTally, SpendNow, Stall};
+use runboard::timefmt::Timestamp;
+
+use super::records::RunSetRead;
+use super::Campaign;
+
+/// The most of a progress file read at one poll (the rest at the next).
+const MAX_READ_PER_POLL: u64 = 4 << 20;
+/// The most call files read for one cell at one poll.
+const MAX_CALL_FILES_PER_POLL: u32 = 2_000;
+/// Gaps kept per task for its stall threshold (the newest).
+const TASK_GAPS_KEPT: usize = 2_048;
+
+/// What one cell has been read of so far.
+#[derive(Default)]
+struct CellReader {
+    tally: CellTally,
+    /// `progress` or `calls`: where its calls were counted from.
+    source: &'static str,
+    /// The progress file read so far: its identity and the offset reached.
+    progress: Option<((u64, u64), u64)>,
+    /// The next call file to look for.
+    next_call: Option<u32>,
+    /// Its newest write seen: when, and what it was.
+    last_write: Option<(Timestamp, &'static str)>,
+    /// Read once after its cell ended: nothing more will come.
+    done: bool,
+}
+
+/// The files whose writes say a cell is alive, and what each write is.
+const WRITES: [(&str, &str); 4] = [
+    (spend::PROGRESS_FILE, "a progress line"),
+    ("calls", "a call"),
+    ("events.jsonl", "an event"),
+    ("ledger.jsonl", "a ledger line"),
+];
+
+impl CellReader {
+    /// Reads what `dir` gained since the last poll; whether it wrote anything.
+    fn poll(&mut self, within: &crate::fsread::Within, dir: &Path, task_gaps: &mut Vec<f64>, now: Timestamp) -> bool {
+        let before = (self.last_write, self.tally.calls);
+        for (file, what) in WRITES {
+            if let Some(s) = crate::fsread::stamp_of(&dir.join(file)) {
+                let t = crate::fsread::stamp_time(&s);
+                if self.last_write.is_none_or(|(l, _)| t > l) {
+                    self.last_write = Some((t, what));
+                }
+            }
+        }
+        let mut gaps = Vec::new();
+        let progress = dir.join(spend::PROGRESS_FILE);
+        if progress.exists() {
+            self.source = "progress";
+            self.read_progress(within, &progress, &mut gaps, now);
+        } else if dir.join("calls").is_dir() {
+            self.source = "calls";
+            self.read_calls(within, &dir.join("calls"), &mut gaps, now);
+        }
+        for g in gaps {
+            if task_gaps.len() == TASK_GAPS_KEPT {
+                task_gaps.remove(0);
+            }
+            task_gaps.push(g);
+        }
+        before != (self.last_write, self.tally.calls)
+    }
+
+    fn read_progress(&mut self, within: &crate::fsread::Within, path: &Path, gaps: &mut Vec<f64>, now: Timestamp) {
+        let (mut file, len) = match within.open(path) {
+            Ok(f) => f,
+            Err(e) => return self.tally.problem(format!("{}: {e}", spend::PROGRESS_FILE)),
+        };
+        let id = file.metadata().map(|m| (m.dev(), m.ino())).unwrap_or_default();
+        let offset = match self.progress {
+            // The same file, not shrunk: go on from where the last read ended.
+            Some((was, off)) if was == id && off <= len => off,
+            // Replaced or cut short: it is counted again from its start.
+            Some(_) => {
+                self.tally = CellTally::default();
+                0
+            }
+            None => 0,
+        };
+        let want = (len - offset).min(MAX_READ_PER_POLL);
+        let mut buf = Vec::with_capacity(want as usize);
+        if file.seek(SeekFrom::Start(offset)).and_then(|_| file.take(want).read_to_end(&mut buf)).is_err() {
+            return;
+        }
+        let (lines, covered) = runboard::runview::jsonl::complete_lines(&buf);
+        for (i, line) in lines.into_iter().enumerate() {
+            match spend::progress_line(line) {
+                Ok(call) => gaps.extend(self.tally.feed(&call, now)),
+                Err(e) => self.tally.problem(format!(
+                    "{} line {}: {e}",
+                    spend::PROGRESS_FILE,
+                    self.tally.calls + 1 + i as u64
+                )),
+            }
+        }
+        self.progress = Some((id, offset + covered as u64));
+    }
+
+    fn read_calls(&mut self, within: &crate::fsread::Within, calls: &Path, gaps: &mut Vec<f64>, now: Timestamp) {
+        let name = |n: u32| calls.join(format!("{n:04}.json"));
+        // Numbered from 1 (or from 0, when a writer starts there).
+        let mut n = self.next_call.unwrap_or_else(|| if name(0).exists() { 0 } else { 1 });
+        for _ in 0..MAX_CALL_FILES_PER_POLL {
+            let Some(read) = within.read_opt(&name(n)) else { break };
+            match read.map_err(|e| e.to_string()).and_then(|b| spend::call_file(&b)) {
+                Ok(call) => gaps.extend(self.tally.feed(&call, now)),
+                // Half-written, unless the next one exists already.
+                Err(e) if name(n + 1).exists() => self.tally.problem(format!("calls/{n:04}.json: {e}")),
+                Err(_) => break,
+            }
+            n += 1;
+        }
+        self.next_call = Some(n);
+    }
+}
+
+/// One run set's spend as summed from its cells' records (an ended run set
+/// is summed again only when its records change).
+#[derive(Clone, Default)]
+struct Summed {
+    tokens: u64,
+    cost: Option<f64>,
+    day_tokens: u64,
+    day_cost: Option<f64>,
+}
+
+#[derive(Default)]
+pub(super) struct SpendMemo {
+    cells: Mutex<HashMap<(String, String), CellReader>>,
+    /// The gaps between calls seen per task (for its stall threshold).
+    task_gaps: Mutex<HashMap<String, Vec<f64>>>,
+    /// Ended run sets as summed: by the records read and the day.
+    summed: Mutex<HashMap<String, (usize, String, Summed)>>,
+    /// Stalls already said ((run set, cell) → the write it followed), so each is said once.
+    said: Mutex<HashMap<(String, String), Option<Timestamp>>>,
+    /// The stalls of the guard's last pass.
+    stalls_seen: Mutex<Vec<(String, String)>>,
+    /// Moves on whenever a cell wrote or a stall began or ended: part of
+    /// the live version, so pages see spend and stalls as the guard does.
+    generation: std::sync::atomic::AtomicU64,
+}
+
+impl SpendMemo {
+    pub(super) fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn moved(&self) {
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A batch's spend and stalls, as the live view shows them.
+pub struct LiveSpend {
+    /// Per planned cell, in plan order.
+    pub cells: Vec<CellSpend>,
+    pub batch: BatchSpend,
+    pub stalls: Vec<Stall>,
+    /// Per planned cell: its newest write (when, what).
+    pub last_writes: Vec<Option<(Timestamp, &'static str)>>,
+}
+
+fn model_of(spec: Option<&runboard::spec::BatchSpec>, rec: Option<&CellRecord>) -> Option<String> {
+    spec.and_then(|s| s.model.clone())
+        .or_else(|| rec.and_then(|r| r.factors.get("model")).map(runboard::matrix::value_text))
+}
+
+impl Campaign {
+    /// Reads what the running cells of `rs` wrote since the last poll, and
+    /// makes their spend, the batch's and its stalls.
+    pub fn live_spend(
+        &self,
+        cfg: &CampaignConfig,
+        rs: &RunSetRead,
+        spec: Option<&runboard::spec::BatchSpec>,
+        running: bool,
+        eta_s: Option<f64>,
+        now: Timestamp,
+    ) -> LiveSpend {
+        let today = runboard::auto::tick::day_key(now);
+        let by_id: HashMap<&str, &CellRecord> = rs.cells.iter().map(|r| (r.cell.as_str(), r)).collect();
+        let planned: Vec<(String, Option<&CellRecord>, Option<String>)> = match spec {
+            Some(s) => s
+                .cells
+                .iter()
+                .map(|c| {
+                    let task = c.factors.get("task").map(runboard::matrix::value_text);
+                    (c.id.clone(), by_id.get(c.id.as_str()).copied(), task)
+                })
+                .collect(),
+            None => rs
+                .cells
+                .iter()
+                .map(|r| (r.cell.clone(), Some(r), r.factors.get("task").map(runboard::matrix::value_text)))
+                .collect(),
+        };
+        let mut readers = self.spend_seen.cells.lock().unwrap_or_else(|p| p.into_inner());
+        let mut task_gaps = self.spend_seen.task_gaps.lock().unwrap_or_else(|p| p.into_inner());
+        let out_dir = rs.dir.join("out");
+        let mut cells = Vec::with_capacity(planned.len());
+        let mut last_writes = Vec::with_capacity(planned.len());
+        let mut stalls = Vec::new();
+        let mut first_call: Option<Timestamp> = None;
+        for (id, rec, task) in &planned {
+            let status = rec.map(|r| r.status);
+            let is_running = status == Some(CellStatus::Running);
+            let key = (rs.name.clone(), id.clone());
+            // A cell is read while it runs, and once more after it ended
+            // (its last calls); never before it started.
+            if is_running || (status.is_some() && status != Some(CellStatus::Pending)) {
+                let reader = readers.entry(key.clone()).or_default();
+                // A resumed cell is read again.
+                if !reader.done || is_running {
+                    let gaps = task_gaps.entry(task.clone().unwrap_or_default()).or_default();
+                    if reader.poll(self.records.within(), &out_dir.join(id), gaps, now) {
+                        self.spend_seen.moved();
+                    }
+                    reader.done = !is_running;
+                }
+            }
+            let reader = readers.get(&key);
+            if let Some(f) = reader.and_then(|r| r.tally.first_at) {
+                first_call = Some(first_call.map_or(f, |x| x.min(f)));
+            }
+            let prices = spend::prices_of(cfg, model_of(spec, *rec).as_deref());
+            cells.push(spend::cell_spend(*rec, reader.map(|r| (&r.tally, r.source)), prices, &today));
+            let last = reader.and_then(|r| r.last_write);
+            last_writes.push(last);
+            if is_running && running {
+                let started = rec.and_then(|r| r.started_at.as_deref()).and_then(Timestamp::parse_rfc3339);
+                let gaps = task_gaps.get(&task.clone().unwrap_or_default()).map(Vec::as_slice).unwrap_or_default();
+                let threshold = spend::stall_after(&cfg.stall, task.as_deref(), gaps);
+                stalls.extend(spend::stalled(id, started, last, threshold, now));
+            }
+        }
+        drop((readers, task_gaps));
+        let mut batch = spend::batch_spend(&cells, first_call, running, eta_s, now);
+        batch.caps = self.caps_now(cfg, &batch, now);
+        LiveSpend { cells, batch, stalls, last_writes }
+    }
+
+    /// Every cap of `[budget]` against the spend now: `batch` is the
+    /// batch's own (as just made); today's and the campaign's sum every run
+    /// set's, its own included.
+    fn caps_now(&self, cfg: &CampaignConfig, batch: &BatchSpend, now: Timestamp) -> Vec<CapUse> {
+        if !cfg.budget.caps_spend() {
+            return Vec::new();
+        }
+        let today = runboard::auto::tick::day_key(now);
+        let mut spent = SpendNow { batch_tokens: batch.total_tokens, batch_cost: batch.cost, ..Default::default() };
+        let add = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+        for rs in self.records.run_sets() {
+            let s = self.summed(cfg, &rs, &today);
+            spent.campaign_tokens += s.tokens;
+            spent.campaign_cost = add(spent.campaign_cost, s.cost);
+            spent.day_tokens += s.day_tokens;
+            spent.day_cost = add(spent.day_cost, s.day_cost);
+        }
+        spend::check_caps(&cfg.budget, &spent, |x| cfg.money(x))
+    }
+
+    /// The run set's spend from its cells (what was counted of those read
+    /// here, else their reports), summed again only when its records or
+    /// the day changed, or while any of its cells runs.
+    fn summed(&self, cfg: &CampaignConfig, rs: &Arc<RunSetRead>, today: &str) -> Summed {
+        let key = Arc::as_ptr(rs) as usize;
+        let running = rs.cells.iter().any(|c| c.status == CellStatus::Running);
+        if !running {
+            let held = self.spend_seen.summed.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((k, d, s)) = held.get(&rs.name) {
+                if *k == key && d == today {
+                    return s.clone();
+                }
+            }
+        }
+        let spec = rs.spec.as_ref().and_then(|s| s.as_ref().ok());
+        let readers = self.spend_seen.cells.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = Summed::default();
+        for rec in &rs.cells {
+            let reader = readers.get(&(rs.name.clone(), rec.cell.clone()));
+            let prices = spend::prices_of(cfg, model_of(spec, Some(rec)).as_deref());
+            let c = spend::cell_spend(Some(rec), reader.map(|r| (&r.tally, r.source)), prices, today);
+            s.tokens += c.tokens.total();
+            s.day_tokens += c.today_tokens;
+            if let Some(x) = c.cost {
+                s.cost = Some(s.cost.unwrap_or(0.0) + x);
+                s.day_cost = Some(s.day_cost.unwrap_or(0.0) + c.today_cost.unwrap_or(0.0));
+            }
+        }
+        drop(readers);
+        if !running {
+            let mut held = self.spend_seen.summed.lock().unwrap_or_else(|p| p.into_inner());
+            held.insert(rs.name.clone(), (key, today.to_owned(), s.clone()));
+        }
+        s
+    }
+
+    /// The day's and the campaign's caps as used now, and what they leave
+    /// for a next batch: the preflight refuses one predicted to spend more.
+    pub(super) fn budget_refusals(
+        &self,
+        cfg: &CampaignConfig,
+        predicted_cost: Option<f64>,
+        tokens: u64,
+    ) -> Vec<String> {
+        if !cfg.budget.caps_spend() {
+            return Vec::new();
+        }
+        let caps = self.caps_now(cfg, &BatchSpend::default(), crate::clock::now());
+        let mut out: Vec<String> = caps
+            .iter()
+            .filter(|c| c.reached && c.scope != spend::CapScope::Batch)
+            .map(|c| format!("budget: {} (reached)", c.words))
+            .collect();
+        if out.is_empty() {
+            out = spend::refusals_for_left(spend::left_for_next(&caps), predicted_cost, tokens, |x| cfg.money(x));
+        }
+        out
+    }
+
+    /// A day or campaign cap reached now, in words (the autopilot holds on it).
+    pub fn budget_reached(&self, cfg: &CampaignConfig) -> Option<String> {
+        let caps = self.caps_now(cfg, &BatchSpend::default(), crate::clock::now());
+        caps.into_iter().find(|c| c.reached && c.scope != spend::CapScope::Batch).map(|c| c.words)
+    }
+
+    /// One pass of the spend guard over the batches in flight: a batch whose
+    /// spend reached a cap is paused (resumable) with the cap, the spend and
+    /// the cells that spent most in its reason; each new stall is said (and,
+    /// with `[stall] action = "stop"`, its cell's processes ended). Returns
+    /// what it did, in words.
+    pub fn guard_spend(&self) -> Vec<GuardEvent> {
+        let Ok(cfg) = self.config() else { return Vec::new() };
+        let now = crate::clock::now();
+        let mut out = Vec::new();
+        let mut stalls_now = Vec::new();
+        let live_sets: Vec<Arc<RunSetRead>> =
+            self.records.run_sets().into_iter().filter(|rs| self.records.is_live(rs)).collect();
+        for rs in live_sets {
+            let spec = rs.spec.as_ref().and_then(|s| s.as_ref().ok());
+            let made = self.live_spend(&cfg, &rs, spec, true, None, now);
+            if let Some(cap) = made.batch.caps.iter().find(|c| c.reached) {
+                let mut top: Vec<(usize, f64)> = made
+                    .cells
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        (
+                            i,
+                            if cap.measure == spend::CapMeasure::Money {
+                                c.cost.unwrap_or(0.0)
+                            } else {
+                                c.tokens.total() as f64
+                            },
+                        )
+                    })
+                    .filter(|(_, x)| *x > 0.0)
+                    .collect();
+                top.sort_by(|a, b| b.1.total_cmp(&a.1));
+                let ids: Vec<String> =
+                    spec.map(|s| top.iter().take(3).map(|(i, _)| s.cells[*i].id.clone()).collect()).unwrap_or_default();
+                let model = spec.and_then(|s| s.model.clone());
+                let by = match (model, ids.is_empty()) {
+                    (Some(m), false) => format!(" — by {m}, most in {}", ids.join(", ")),
+                    (Some(m), true) => format!(" — by {m}"),
+                    (None, false) => format!(" — most in {}", ids.join(", ")),
+                    (None, true) => String::new(),
+                };
+                let reason = format!("paused by the budget: {}{by}", cap.words);
+                let paused =
+                    self.pause_with_reason(&runboard::launch::PauseRequest { run_set: Some(rs.name.clone()) }, &reason);
+                out.push(GuardEvent::BudgetPaused {
+                    run_set: rs.name.clone(),
+                    cap: cap.key.clone(),
+                    words: match paused {
+                        Ok(_) => reason,
+                        Err(e) => format!("{reason}; the pause failed: {e}"),
+                    },
+                });
+                continue;
+            }
+            let mut said = self.spend_seen.said.lock().unwrap_or_else(|p| p.into_inner());
+            for st in made.stalls {
+                let key = (rs.name.clone(), st.cell.clone());
+                stalls_now.push(key.clone());
+                let i = spec.and_then(|s| s.cells.iter().position(|c| c.id == st.cell));
+                let since = i.and_then(|i| made.last_writes[i]).map(|(t, _)| t);
+                if said.get(&key) == Some(&since) {
+                    continue;
+                }
+                said.insert(key, since);
+                let mut words = st.words.clone();
+                if cfg.stall.action == StallAction::Stop {
+                    let pids: Vec<u32> = crate::signals::pids_with_env("RUNBOARD_CELL", &st.cell)
+                        .into_iter()
+                        .filter(|p| {
+                            crate::signals::env_of(*p, "RUNBOARD_RUNSET")
+                                .is_some_and(|d| Path::new(&d).ends_with(&rs.name))
+                        })
+                        .collect();
+                    for p in &pids {
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::from_raw(*p as i32),
+                            nix::sys::signal::Signal::SIGTERM,
+                        );
+                    }
+                    words.push_str(&format!(
+                        "; its {} process(es) were sent SIGTERM ([stall] action = \"stop\")",
+                        pids.len()
+                    ));
+                }
+                out.push(GuardEvent::Stalled { run_set: rs.name.clone(), cell: st.cell, words });
+            }
+        }
+        let mut seen = self.spend_seen.stalls_seen.lock().unwrap_or_else(|p| p.into_inner());
+        if *seen != stalls_now {
+            *seen = stalls_now;
+            self.spend_seen.moved();
+        }
+        out
+    }
+}
+
+/// What one pass of the spend guard did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum GuardEvent {
+    BudgetPaused { run_set: String, cap: String, words: String },
+    Stalled { run_set: String, cell: String, words: String },
+}

@@ -1,0 +1,205 @@
+//! Live spend, the budget's pause and stalls, against a real `runboard serve`
+//! and real batches whose cells are shell processes appending to their
+//! progress file: the cost climbs as they write, a cap pauses the batch
+//! within a poll (the overshoot measured), Resume is refused until the cap is
+//! raised, the notification hook hears the pause, and a silent cell is
+//! named stalled and cleared when it writes again.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::served::*;
+use common::{wait_for, wait_until};
+use serde_json::{json, Value};
+
+/// A campaign whose cells append a call (1,000 input + 500 output tokens of
+/// `paid-m`, priced 1.00 and 2.00 USD per 1,000: 2.00 USD a call) every
+/// `gap_s` seconds, `calls` times, then report; `extra` is added to
+/// `campaign.toml`.
+fn spending_campaign(tmp: &Path, calls: u32, gap_s: f64, extra: &str) -> PathBuf {
+    let root = tmp.join("campaign");
+    // Braces doubled: the runner's command is a template.
+    let line = r#"{{"model":"paid-m","input_tokens":1000,"output_tokens":500}}"#;
+    let script = format!(
+        "i=0; while [ $i -lt {calls} ]; do printf '%s\\n' '{line}' >> {{out}}/progress.jsonl; i=$((i+1)); sleep {gap_s}; done; \
+         printf '{{{{\"score\": 1, \"input_tokens\": %d, \"output_tokens\": %d}}}}' $((i*1000)) $((i*500)) > {{out}}/result.json"
+    );
+    let f = server::fixture::ConsoleFixture {
+        name: "spend test".into(),
+        command: vec!["sh".into(), "-c".into(), script],
+        parallel: 1,
+        models: "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_per_1k_tokens = 3.0\n\
+                 price_input_per_1k = 1.0\nprice_output_per_1k = 2.0\n"
+            .into(),
+        default_graces: false,
+    };
+    server::fixture::write_console_campaign(&root, &f).unwrap();
+    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    std::fs::write(root.join("campaign.toml"), format!("{toml}{extra}")).unwrap();
+    root
+}
+
+fn launch(addr: &str, label: &str, cells: u32) -> String {
+    let path = draft(addr, json!({"label": label, "max_cells": cells, "model": "paid-m"}));
+    let (code, l) = post(addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    l["run_set"].as_str().unwrap().to_owned()
+}
+
+fn spend(v: &Value) -> (u64, f64) {
+    let s = &v["spend"];
+    (s["total_tokens"].as_u64().unwrap_or(0), s["cost"].as_f64().unwrap_or(0.0))
+}
+
+#[test]
+fn the_cost_climbs_as_cells_write_and_a_cap_pauses_the_batch_until_it_is_raised() {
+    let tmp = tempfile::tempdir().unwrap();
+    let heard = tmp.path().join("notified.jsonl");
+    let extra = format!(
+        "[budget]\nmax_cost = 40.0\npoll_s = 0.5\n[hooks]\nnotify = [\"sh\", \"-c\", \"cat >> {}; echo >> {}\"]\n",
+        heard.display(),
+        heard.display()
+    );
+    // 20 calls a second, 40 USD a second: the cap is reached in about a second.
+    let root = spending_campaign(tmp.path(), 400, 0.05, &extra);
+    let s = serve(&root, &tmp.path().join("data"));
+    let run_set = launch(&s.addr, "spend", 2);
+
+    // The cost climbs while the batch runs, split by kind and priced apart.
+    let mut seen = Vec::new();
+    wait_for("spend counted twice, growing", Duration::from_secs(30), || {
+        let (state, v) = live_state(&s.addr);
+        let (tokens, cost) = spend(&v);
+        if state == "running" && tokens > 0 && seen.last().is_none_or(|(t, _)| tokens > *t) {
+            seen.push((tokens, cost));
+        }
+        seen.len() >= 2 || state == "stopped_resumable"
+    });
+    let (first_tokens, first_cost) = seen[0];
+    assert_eq!(first_tokens % 1500, 0, "whole calls only: {seen:?}");
+    assert!((first_cost - first_tokens as f64 / 1500.0 * 2.0).abs() < 1e-6, "1.00 + 2×0.50 USD a call: {seen:?}");
+
+    // The cap pauses it, resumably, and says which cap and what was spent.
+    wait_for("paused by the budget", Duration::from_secs(30), || live_state(&s.addr).0 == "stopped_resumable");
+    let paused_at = Instant::now();
+    let (_, v) = live_state(&s.addr);
+    let words = v["words"].as_str().unwrap();
+    assert!(words.contains("paused by the budget: the cap of 40.00 USD per batch:"), "{words}");
+    assert!(words.contains("by paid-m, most in c-"), "{words}");
+    // Nothing is written once it is paused; what it spent past the cap is
+    // what its cell wrote between the poll that saw the cap and the pause.
+    std::thread::sleep(Duration::from_millis(800));
+    let (_, v) = live_state(&s.addr);
+    let (_, cost) = spend(&v);
+    let overshoot = cost - 40.0;
+    eprintln!("budget overshoot: {overshoot:.2} USD at 40 USD/s, poll 0.5 s (paused {paused_at:?})");
+    assert!(cost >= 40.0, "it paused at the cap, not before: {cost}");
+    // At most one poll (0.5 s) and the pause itself (SIGTERM, well under 1 s) at 40 USD/s.
+    assert!(overshoot <= 40.0 * 1.5, "spent {cost} against a cap of 40");
+    let cap = &v["spend"]["caps"][0];
+    assert_eq!((cap["key"].as_str(), cap["reached"].as_bool()), (Some("max_cost"), Some(true)), "{v}");
+
+    // Resume is refused while the cap holds, with the key to raise.
+    let (code, e) = post(&s.addr, "/api/control/resume", json!({"run_set": run_set}));
+    assert_eq!(code, 422, "{e}");
+    assert!(e.to_string().contains("raise [budget] max_cost in campaign.toml"), "{e}");
+
+    // The hook heard the pause, as one JSON object.
+    wait_for("the hook heard it", Duration::from_secs(10), || {
+        std::fs::read_to_string(&heard).is_ok_and(|t| t.contains("budget_paused"))
+    });
+    let text = std::fs::read_to_string(&heard).unwrap();
+    let event: Value =
+        text.lines().find(|l| l.contains("budget_paused")).map(|l| serde_json::from_str(l).unwrap()).unwrap();
+    assert_eq!(
+        (event["run_set"].as_str(), event["cap"].as_str()),
+        (Some(run_set.as_str()), Some("max_cost")),
+        "{event}"
+    );
+    assert!(event["at"].is_string(), "{event}");
+
+    // Raised, it resumes.
+    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    std::fs::write(root.join("campaign.toml"), toml.replace("max_cost = 40.0", "max_cost = 100000.0")).unwrap();
+    let (code, r) = post(&s.addr, "/api/control/resume", json!({"run_set": run_set}));
+    assert_eq!(code, 200, "{r}");
+    wait_for("running again", Duration::from_secs(30), || live_state(&s.addr).0 == "running");
+    // Its resumed cell is counted on from where the pause left it.
+    wait_for("counted on after the resume", Duration::from_secs(30), || spend(&live_state(&s.addr).1).1 > cost);
+    assert_eq!(post(&s.addr, "/api/control/stop", json!({"run_sets": [run_set]})).0, 200);
+}
+
+#[test]
+fn a_day_cap_refuses_the_next_batch_at_preflight_and_the_status_says_the_spend() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Two calls a cell, then it ends: 4.00 USD a cell.
+    let root = spending_campaign(tmp.path(), 2, 0.05, "[budget]\ndaily_max_cost = 6.0\n");
+    let s = serve(&root, &tmp.path().join("data"));
+    let run_set = launch(&s.addr, "day", 1);
+    wait_for("ended", Duration::from_secs(30), || {
+        let (state, v) = live_state(&s.addr);
+        state == "idle" && v["run_set"] == run_set.as_str()
+    });
+    let (_, v) = live_state(&s.addr);
+    assert_eq!(spend(&v), (3000, 4.0), "{v}");
+    // 2.00 USD left today: a batch predicted at 4.00 is refused.
+    let next = draft(&s.addr, json!({"label": "day2", "max_cells": 1, "model": "paid-m"}));
+    let (code, pf) = post(&s.addr, "/api/preflight", json!({"path": next}));
+    assert_eq!(code, 200, "{pf}");
+    let refusals = pf["refusals"].to_string();
+    assert!(refusals.contains("more than the 2.00 USD left under the day's and the campaign's caps"), "{pf}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runboard"))
+        .args(["status", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("spend: 3,000 tokens (2,000 in, 1,000 out, 0 cached)"), "{text}");
+    assert!(text.contains("budget: the cap of 6.00 USD per UTC day: 4.00 USD spent"), "{text}");
+}
+
+#[test]
+fn a_silent_cell_is_named_stalled_and_cleared_when_it_writes_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("campaign");
+    let line = r#"{{"model":"paid-m","tokens":10}}"#;
+    // One call, 4 s of silence, one call, 30 s more.
+    let script = format!(
+        "printf '%s\\n' '{line}' >> {{out}}/progress.jsonl; sleep 4; printf '%s\\n' '{line}' >> {{out}}/progress.jsonl; sleep 30"
+    );
+    let f = server::fixture::ConsoleFixture {
+        name: "stall test".into(),
+        command: vec!["sh".into(), "-c".into(), script],
+        parallel: 1,
+        models: "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_per_1k_tokens = 1.0\n".into(),
+        default_graces: false,
+    };
+    server::fixture::write_console_campaign(&root, &f).unwrap();
+    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    std::fs::write(root.join("campaign.toml"), format!("{toml}[budget]\npoll_s = 0.5\n[stall]\nafter_s = 2.0\n"))
+        .unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let run_set = launch(&s.addr, "stall", 1);
+    wait_for("stalled", Duration::from_secs(30), || {
+        live_state(&s.addr).1["stalls"].as_array().is_some_and(|a| !a.is_empty())
+    });
+    let (_, v) = live_state(&s.addr);
+    let stall = &v["stalls"][0];
+    assert!(stall["words"].as_str().unwrap().contains("has written nothing for"), "{stall}");
+    assert!(stall["last_wrote"].as_str().unwrap().starts_with("a progress line"), "{stall}");
+    assert_eq!(stall["threshold_from"], "[stall] after_s");
+    let cell = stall["cell"].as_str().unwrap().to_owned();
+    assert!(v["cells"].as_array().unwrap().iter().any(|c| c["cell"] == cell.as_str() && c["stall"].is_object()), "{v}");
+    let (_, o) = get(&s.addr, "/api/overview");
+    assert!(o["attention"].as_array().unwrap().iter().any(|a| a["kind"] == "stalled"), "{o}");
+    // It writes again: no longer stalled (until it is silent past 2 s again).
+    assert!(
+        wait_until(Duration::from_secs(10), || live_state(&s.addr).1["stalls"]
+            .as_array()
+            .is_some_and(|a| a.is_empty())),
+        "cleared after its next write"
+    );
+    assert_eq!(post(&s.addr, "/api/control/stop", json!({"run_sets": [run_set]})).0, 200);
+}
