@@ -432,12 +432,26 @@ pub struct Hooks {
     /// (a lease); its failure is reported in the stop report, the rest goes on.
     #[serde(default)]
     pub release_lease: Option<Vec<String>>,
-    /// Told about the autopilot's notable events (`batch_launched`,
-    /// `launch_failed`, `credit_flagged`, `lane_finished`, a hold lasting
-    /// longer than the settings say): the event as JSON on its standard
-    /// input, 20 s at most; its failure is logged, never fatal.
+    /// Told every batch event (launched, ended, launch failed, stalled,
+    /// paused by the budget) and the autopilot's notable ones: one JSON
+    /// object on its standard input, 20 s at most; its failure is logged,
+    /// never fatal (docs/formats.md, "Notifications").
     #[serde(default)]
     pub notify: Option<Vec<String>>,
+    /// Also POSTed every notification object (`http://` to loopback or a
+    /// host in `webhook_hosts`), 10 s at most; its failure is logged.
+    #[serde(default)]
+    pub webhook: Option<String>,
+    /// Hosts other than loopback a webhook may name.
+    #[serde(default)]
+    pub webhook_hosts: Vec<String>,
+}
+
+impl Hooks {
+    /// Whether anything hears batch events.
+    pub fn notifies(&self) -> bool {
+        self.notify.is_some() || self.webhook.is_some()
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -574,6 +588,11 @@ impl CampaignConfig {
         }
         if self.hooks.notify.as_ref().is_some_and(Vec::is_empty) {
             out.push("hooks.notify must name a program".into());
+        }
+        if let Some(why) =
+            self.hooks.webhook.as_deref().and_then(|u| crate::notice::webhook_refusal(u, &self.hooks.webhook_hosts))
+        {
+            out.push(format!("hooks.webhook {why}"));
         }
         if self.publish.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
             out.push("publish.command must name a program".into());

@@ -23,6 +23,8 @@
 //!   launched; what a launch, resume and stop ask and answer.
 //! - [`live`] — the live state of a batch (idle, starting, running, stopped
 //!   but resumable, aborted, launch failed, unknown) derived from evidence.
+//! - [`notice`] — a word for every batch event: each unit's phase, what was
+//!   already said of it, and which events to say next; where a webhook may go.
 //! - [`preflight`] — what would stop a batch, found before it is launched: the
 //!   doctor's findings, the catalogue, daily caps and the predicted budget.
 //! - [`runview`] — what a run directory (the folder one agent campaign writes)
@@ -56,6 +58,7 @@ pub mod json;
 pub mod launch;
 pub mod live;
 pub mod matrix;
+pub mod notice;
 pub mod numfmt;
 pub mod pool;
 pub mod preflight;

@@ -24,8 +24,6 @@ use crate::console::LocalConsole;
 
 /// The default tick interval.
 pub const TICK: Duration = Duration::from_secs(30);
-/// How long the notification hook may run.
-pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A refusal's reasons (or its one error).
 fn reasons_of(e: &ApiError) -> Vec<String> {
@@ -121,30 +119,14 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
     Ok(report)
 }
 
-/// Runs the campaign's notification hook (`[hooks] notify`) once per
-/// notable event, the event as JSON on its standard input; its failure is
-/// logged (`notify_failed`), never fatal.
+/// Says the autopilot's notable events (`AutoEvent::notified`) to
+/// `[hooks] notify` and the webhook: `{at, event, detail, words}` each.
 fn notify(root: &Path, cfg: &runboard::campaign::CampaignConfig, events: &[LogEvent]) {
     for e in events.iter().filter(|e| e.event.notified()) {
-        notify_one(root, cfg, e.event.kind(), &serde_json::to_vec(e).unwrap_or_default());
+        let mut body = serde_json::to_value(e).unwrap_or_default();
+        body["words"] = e.event.words().into();
+        crate::notify::deliver(root, cfg, &body);
     }
-}
-
-/// Runs `[hooks] notify` once with `input` (one JSON object, the event
-/// `kind`) on its standard input, bounded by `NOTIFY_TIMEOUT`; its failure
-/// is logged (`notify_failed`), never fatal. Returns the failure.
-pub fn notify_one(root: &Path, cfg: &runboard::campaign::CampaignConfig, kind: &str, input: &[u8]) -> Option<String> {
-    let (program, args) = cfg.hooks.notify.as_ref()?.split_first()?;
-    let failed = match crate::command::run_bounded_with_input(program, args, Some(root), input, NOTIFY_TIMEOUT) {
-        Ok(out) if out.status.success() => None,
-        Ok(out) => Some(crate::command::why(program, &out)),
-        Err(why) => Some(why.to_string()),
-    };
-    if let Some(why) = &failed {
-        tracing::warn!("the notification hook failed: {why}");
-        let _ = auto_state::log_now(root, AutoEvent::NotifyFailed { event: kind.to_owned(), why: why.clone() });
-    }
-    failed
 }
 
 /// The loop: a tick every `every`, on a thread of its own (off the async

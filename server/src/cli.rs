@@ -521,8 +521,15 @@ fn run_auto(cmd: AutoCommand) -> ExitCode {
         AutoCommand::Finishing { .. } => mode(Mode::Finishing),
         AutoCommand::Explain { .. } => ask::<op::auto_explain>(&console, Nothing {}, json, report_text),
         AutoCommand::Tick { .. } => {
-            crate::autopilot::run_tick(console.campaign(), false)
-                .map(|r| if json { pretty(&r) } else { report_text(&r) })
+            let report = crate::autopilot::run_tick(console.campaign(), false).map(|r| {
+                if json {
+                    pretty(&r)
+                } else {
+                    report_text(&r)
+                }
+            });
+            crate::notify::say_now(console.campaign());
+            report
         }
         AutoCommand::Settings { file, .. } => {
             let text = if file.as_os_str() == "-" {
@@ -621,6 +628,13 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         Err(code) => return code,
     };
     let json = at.json;
+    let changes_batches = matches!(
+        cmd,
+        ConsoleCommand::Launch { .. }
+            | ConsoleCommand::Pause { .. }
+            | ConsoleCommand::Stop { .. }
+            | ConsoleCommand::Resume { .. }
+    );
     let answered = match cmd {
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
         ConsoleCommand::Evidence { by, scope, .. } => {
@@ -805,6 +819,10 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
             ask::<op::resume>(&console, ResumeRequest { run_set, skip_preflight }, json, launched)
         }
     };
+    if changes_batches {
+        // No server may be running to say it: the batch events now.
+        crate::notify::say_now(console.campaign());
+    }
     finish(answered, json)
 }
 

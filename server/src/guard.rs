@@ -2,7 +2,8 @@
 //! poll_s` (default 2 s), reads what the batches in flight wrote since its
 //! last pass, pauses a batch whose spend reached a cap and says each new
 //! stall (`Campaign::guard_spend`); each event is logged and given to
-//! `[hooks] notify`. It runs whether or not a page is open.
+//! `[hooks] notify` and the webhook, as is every batch's launch, end and
+//! launch failure (`crate::notify`). It runs whether or not a page is open.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -25,20 +26,20 @@ pub fn spawn(console: Arc<LocalConsole>, stop: Arc<AtomicBool>) {
                         let cfg = campaign.config().ok();
                         for e in events {
                             tracing::warn!("{}", serde_json::to_string(&e).unwrap_or_default());
-                            if let Some(cfg) = &cfg {
+                            if let Some(cfg) = cfg.as_ref().filter(|c| c.hooks.notifies()) {
                                 let mut body = serde_json::to_value(&e).unwrap_or_default();
                                 body["at"] = crate::clock::now().to_rfc3339().into();
-                                let kind = body["event"].as_str().unwrap_or("").to_owned();
-                                crate::autopilot::notify_one(
-                                    campaign.root(),
-                                    cfg,
-                                    &kind,
-                                    &serde_json::to_vec(&body).unwrap_or_default(),
-                                );
+                                crate::notify::queue(campaign.root(), cfg, body);
                             }
                         }
                     }
                     Err(_) => tracing::error!("the spend guard's pass panicked; it goes on"),
+                }
+                // Every batch's launch, end and launch failure, said once.
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::notify::say_queued(campaign)))
+                    .is_err()
+                {
+                    tracing::error!("finding the batch events panicked; the guard goes on");
                 }
                 while Instant::now() < until {
                     if stop.load(Ordering::Relaxed) {

@@ -44,6 +44,7 @@ pub mod guard;
 pub mod http;
 pub mod init;
 pub mod listen;
+pub mod notify;
 pub mod publish;
 pub mod runview;
 pub mod serve;

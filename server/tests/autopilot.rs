@@ -167,8 +167,10 @@ fn the_notification_hook_hears_launches_and_its_failure_is_only_logged() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 1, "{lines:?}");
+    // Its launch is said as every batch's is (docs/formats.md, "Notifications").
     assert_eq!(lines[0]["event"], "batch_launched");
-    assert_eq!(lines[0]["detail"]["model"], "paid-m");
+    assert_eq!(lines[0]["model"], "paid-m");
+    assert_eq!(lines[0]["tag"], "auto", "{lines:?}");
 
     // A hook that fails: logged as notify_failed; the tick did its work.
     let failing = cfg.replace(&format!("cat >> {}; echo >> {}", heard.display(), heard.display()), "exit 3");

@@ -312,21 +312,22 @@ impl AutoEvent {
                 format!("{run_set}: publication stage {stage} failed ({message}); listed for backfill.")
             }
             Self::CloseoutResolved {} => "A failed publication stage no longer fails.".into(),
-            Self::NotifyFailed { event, why } => format!("The notification hook failed for {event}: {why}."),
+            Self::NotifyFailed { event, why } => format!("Notifying {event} failed: {why}."),
             Self::TickException { error } => format!("A tick failed: {error}; the loop goes on."),
             Self::Unrecognised { event, detail } => format!("{event}: {detail}"),
         }
     }
 
-    /// Whether the notification hook hears of it.
+    /// Whether the notification hook hears of it from the autopilot. Its
+    /// launches and their ends are said as every batch's are
+    /// (`crate::notice`), not twice.
     pub fn notified(&self) -> bool {
         matches!(
             self,
-            Self::BatchLaunched { .. }
-                | Self::LaunchFailed { .. }
-                | Self::CreditFlagged { .. }
+            Self::CreditFlagged { .. }
                 | Self::LaneFinished { .. }
                 | Self::HoldLong { .. }
+                | Self::EndpointQuarantined { .. }
         )
     }
 

@@ -21,6 +21,7 @@ mod coverage;
 mod launch;
 pub mod launcher;
 mod live;
+mod notices;
 pub mod pool;
 pub mod records;
 pub mod results;

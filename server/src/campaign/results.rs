@@ -304,6 +304,13 @@ impl Campaign {
                 href: "/live".into(),
             });
         }
+        if let Some(l) = crate::notify::last_failure(self.records.root()) {
+            attention.push(Attention {
+                kind: "notify_failed".into(),
+                words: format!("Notifying {} failed at {}: {}", l.event, l.at.to_display(), l.failed.join("; ")),
+                href: "/auto".into(),
+            });
+        }
         if let Some(l) = auto.as_ref().filter(|l| !l.repaired.is_empty()) {
             attention.push(Attention {
                 kind: "auto_repaired".into(),

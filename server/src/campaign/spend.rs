@@ -219,6 +219,10 @@ impl Campaign {
         let mut last_writes = Vec::with_capacity(planned.len());
         let mut stalls = Vec::new();
         let mut first_call: Option<Timestamp> = None;
+        // One threshold per task per poll: its quantile sorts up to
+        // TASK_GAPS_KEPT gaps, which per running cell would grow the poll
+        // with the calls written.
+        let mut thresholds: HashMap<Option<&str>, (f64, String)> = HashMap::new();
         for (id, rec, task) in &planned {
             let status = rec.map(|r| r.status);
             let is_running = status == Some(CellStatus::Running);
@@ -246,8 +250,14 @@ impl Campaign {
             last_writes.push(last);
             if is_running && running {
                 let started = rec.and_then(|r| r.started_at.as_deref()).and_then(Timestamp::parse_rfc3339);
-                let gaps = task_gaps.get(&task.clone().unwrap_or_default()).map(Vec::as_slice).unwrap_or_default();
-                let threshold = spend::stall_after(&cfg.stall, task.as_deref(), gaps);
+                let threshold = thresholds
+                    .entry(task.as_deref())
+                    .or_insert_with(|| {
+                        let gaps =
+                            task_gaps.get(task.as_deref().unwrap_or_default()).map(Vec::as_slice).unwrap_or_default();
+                        spend::stall_after(&cfg.stall, task.as_deref(), gaps)
+                    })
+                    .clone();
                 stalls.extend(spend::stalled(id, started, last, threshold, now));
             }
         }
