@@ -25,9 +25,12 @@ const get = (path) => fetch(`${server.url}${path}`).then((r) => r.json());
 before(async () => {
   root = consoleCampaign('runboard-e2e-evidence-', {
     name: 'e2e evidence',
-    command: `["sh", "-c", "test {condition} = base || exit 1; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]`,
+    command: `["sh", "-c", "test {condition} = base || exit 1; sleep 0.2; printf '{{\\"tokens\\": 100, \\"score\\": 0.5}}' > {out}/result.json"]`,
     parallel: 2,
   });
+  // The passing cells take a moment: 100 tokens in under 5 ms would be an
+  // implausible rate (more than 20,000 tokens/s), and its timing would not
+  // count — a fast machine made that happen.
   // A publish command that says what it pushes.
   appendFileSync(`${root}/campaign.toml`, '[publish]\ncommand = ["sh", "-c", "echo pushing $RUNBOARD_CONTENT_HASH; wc -l < \\"$RUNBOARD_EXPORT_CSV\\""]\ntimeout_s = 30\n');
   server = await startServer(['--root', root]);
