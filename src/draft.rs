@@ -3,7 +3,7 @@
 //! variant, retry feedback) from the catalogue. A draft is a plan shown before
 //! it is saved; launching it is [`crate::launch`]'s business.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -102,19 +102,20 @@ pub fn from_gaps(
             0
         }
     };
-    let levels = matrix.levels();
     for (factor, values) in &req.filters {
-        match levels.get(factor) {
-            None => bad.push(format!(
+        if !matrix.factors.contains(factor) {
+            bad.push(format!(
                 "filters: {factor:?} is not a factor of the matrix (factors: {})",
                 matrix.factors.join(", ")
-            )),
-            Some(known) => {
-                let known: Vec<String> = known.iter().map(value_text).collect();
-                for v in values.iter().filter(|v| !known.contains(v)) {
-                    bad.push(format!("filters: no planned cell has {factor} = {v:?}"));
-                }
-            }
+            ));
+            continue;
+        }
+        // A planned value is usually met in the first rows; only a wrong one
+        // reads the whole matrix.
+        let planned =
+            |v: &str| matrix.cells.iter().any(|c| c.factors.get(factor).is_some_and(|x| crate::matrix::value_is(x, v)));
+        for v in values.iter().filter(|v| !planned(v)) {
+            bad.push(format!("filters: no planned cell has {factor} = {v:?}"));
         }
     }
     let (model, endpoint) = route(cfg, req, matrix.factors.iter().any(|f| f == "model"), &mut bad);
@@ -122,8 +123,25 @@ pub fn from_gaps(
         return Err(bad);
     }
 
-    let states: BTreeMap<&str, CellState> = coverage.cells.iter().map(|c| (c.cell.as_str(), c.state)).collect();
-    let state_of = |id: &str| states.get(id).copied().unwrap_or(CellState::Gap);
+    // Coverage is computed over this matrix, row for row: a cell's state is
+    // at its own index. The planned cells' states by id are made only when a
+    // task's phase chain asks about another cell.
+    let aligned = coverage.cells.len() == matrix.cells.len();
+    let states: std::cell::OnceCell<HashMap<&str, CellState>> = std::cell::OnceCell::new();
+    let state_of = |id: &str| -> Option<CellState> {
+        states
+            .get_or_init(|| {
+                let known: HashMap<&str, CellState> =
+                    coverage.cells.iter().map(|c| (c.cell.as_str(), c.state)).collect();
+                matrix
+                    .cells
+                    .iter()
+                    .map(|c| (c.id.as_str(), known.get(c.id.as_str()).copied().unwrap_or(CellState::Gap)))
+                    .collect()
+            })
+            .get(id)
+            .copied()
+    };
     let mut held: BTreeMap<String, (usize, String)> = BTreeMap::new();
     let mut hold = |reason: String, cell: &Cell| {
         let e = held.entry(reason).or_insert((0, cell.id.clone()));
@@ -131,19 +149,24 @@ pub fn from_gaps(
     };
     let mut chosen = Vec::new();
     let mut eligible = 0;
-    for cell in &matrix.cells {
+    for (at, cell) in matrix.cells.iter().enumerate() {
         let keeps = req.filters.iter().all(|(f, values)| {
-            values.is_empty() || cell.factors.get(f).is_some_and(|v| values.contains(&value_text(v)))
+            values.is_empty()
+                || cell.factors.get(f).is_some_and(|v| values.iter().any(|t| crate::matrix::value_is(v, t)))
         });
         if !keeps {
             continue;
         }
-        match state_of(&cell.id) {
+        let state = match coverage.cells.get(at) {
+            Some(c) if aligned && c.cell == cell.id => c.state,
+            _ => state_of(&cell.id).unwrap_or(CellState::Gap),
+        };
+        match state {
             CellState::Covered | CellState::Running => continue,
             CellState::Failed if req.skip_failed => continue,
             CellState::Failed | CellState::Gap => {}
         }
-        if let Some(reason) = chain_block(cell, cfg, matrix, &state_of) {
+        if let Some(reason) = chain_block(cell, cfg, &state_of) {
             hold(reason, cell);
             continue;
         }
@@ -233,13 +256,9 @@ fn route<'c>(
 }
 
 /// Why the chain holds `cell` back: its task's earlier phase, with the same
-/// other factors, is planned and not covered yet.
-pub fn chain_block(
-    cell: &Cell,
-    cfg: &CampaignConfig,
-    matrix: &Matrix,
-    state_of: &dyn Fn(&str) -> CellState,
-) -> Option<String> {
+/// other factors, is planned and not covered yet. `state_of` answers for the
+/// planned cells only (`None`: not planned).
+pub fn chain_block(cell: &Cell, cfg: &CampaignConfig, state_of: &dyn Fn(&str) -> Option<CellState>) -> Option<String> {
     let task = cell.factors.get("task").map(value_text)?;
     let chain = &cfg.task(&task)?.phases;
     let phase = cell.factors.get("phase").map(value_text)?;
@@ -252,9 +271,8 @@ pub fn chain_block(
     let mut factors = cell.factors.clone();
     factors.insert("phase".into(), Value::String(earlier.clone()));
     let id = cell_id(&factors);
-    let planned = matrix.cells.iter().any(|c| c.id == id);
-    (planned && state_of(&id) != CellState::Covered)
-        .then(|| format!("task {task:?}: its earlier phase {earlier:?} is not covered yet"))
+    let planned_not_covered = matches!(state_of(&id), Some(state) if state != CellState::Covered);
+    planned_not_covered.then(|| format!("task {task:?}: its earlier phase {earlier:?} is not covered yet"))
 }
 
 #[cfg(test)]

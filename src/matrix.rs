@@ -35,16 +35,52 @@ pub struct Matrix {
 impl Matrix {
     /// The distinct values each factor takes, in first-seen order.
     pub fn levels(&self) -> BTreeMap<String, Vec<Value>> {
-        let mut levels: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        // A set of the values seen per factor, so a 100,000-row matrix with
+        // hundreds of seeds is one pass, not a scan of the levels per row.
+        let mut levels: BTreeMap<String, (Vec<Value>, std::collections::HashSet<Seen<'_>>)> = BTreeMap::new();
         for cell in &self.cells {
             for (k, v) in &cell.factors {
-                let seen = levels.entry(k.clone()).or_default();
-                if !seen.contains(v) {
-                    seen.push(v.clone());
+                let (order, seen) = match levels.get_mut(k) {
+                    Some(l) => l,
+                    None => levels.entry(k.clone()).or_default(),
+                };
+                if seen.insert(Seen::of(v)) {
+                    order.push(v.clone());
                 }
             }
         }
-        levels
+        levels.into_iter().map(|(k, (order, _))| (k, order)).collect()
+    }
+}
+
+/// A factor value as a set key: equal keys for equal values, strings and
+/// whole numbers without an allocation.
+#[derive(PartialEq, Eq, Hash)]
+enum Seen<'a> {
+    Text(&'a str),
+    Whole(i64),
+    Other(String),
+}
+
+impl<'a> Seen<'a> {
+    fn of(v: &'a Value) -> Self {
+        match v {
+            Value::String(s) => Seen::Text(s),
+            Value::Number(n) => match n.as_i64() {
+                Some(whole) => Seen::Whole(whole),
+                None => Seen::Other(n.to_string()),
+            },
+            other => Seen::Other(other.to_string()),
+        }
+    }
+}
+
+/// Whether `v` reads as `text` (what [`value_text`] gives), without making
+/// the text of a string value.
+pub fn value_is(v: &Value, text: &str) -> bool {
+    match v {
+        Value::String(s) => s == text,
+        other => text == value_text(other),
     }
 }
 

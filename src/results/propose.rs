@@ -21,7 +21,8 @@
 //! draft walks the matrix); a draft the chain rules shorten is scored again
 //! by the cells it really holds.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -240,46 +241,75 @@ struct Tally {
     failed: usize,
 }
 
+/// The groups cells fall in, found by borrowed texts while counting
+/// 100,000 cells; a group's key is owned once, when it is first seen.
+#[derive(Default)]
+struct Groups<'a> {
+    by: &'a str,
+    levels: &'a [String],
+    split_by_model: bool,
+    index: HashMap<(Cow<'a, str>, Option<Cow<'a, str>>), usize>,
+    keys: Vec<GroupKey>,
+}
+
+impl<'a> Groups<'a> {
+    /// A cell's group and level (`None`: its level of `by` is not planned).
+    fn place(&mut self, factors: &'a BTreeMap<String, Value>) -> Option<(usize, usize)> {
+        let level = factors.get(self.by).map(text_of)?;
+        let at = self.levels.iter().position(|l| *l == level)?;
+        let model = if self.split_by_model { factors.get("model").map(text_of) } else { None };
+        let key = (factors.get("task").map(text_of).unwrap_or_default(), model);
+        let group = match self.index.get(&key) {
+            Some(&g) => g,
+            None => {
+                self.keys.push((key.0.to_string(), key.1.as_ref().map(|m| m.to_string())));
+                self.index.insert(key, self.keys.len() - 1);
+                self.keys.len() - 1
+            }
+        };
+        Some((group, at))
+    }
+
+    /// The tally of a placed cell, the group's row made when it is new.
+    fn tally<'t>(&self, tallied: &'t mut Vec<Vec<Tally>>, (group, at): (usize, usize)) -> &'t mut Tally {
+        if tallied.len() <= group {
+            tallied.resize(group + 1, vec![Tally::default(); self.levels.len()]);
+        }
+        &mut tallied[group][at]
+    }
+}
+
+/// A factor value's text, borrowed where it is a string.
+fn text_of(v: &Value) -> Cow<'_, str> {
+    match v {
+        Value::String(s) => Cow::Borrowed(s),
+        other => Cow::Owned(other.to_string()),
+    }
+}
+
 /// The ranking the query asks for.
 pub fn propose(input: &ProposeInput, q: &ProposeQuery) -> Proposals {
     let ProposeInput { matrix, coverage, outcomes, cfg, .. } = *input;
     let levels: Vec<String> =
         matrix.levels().get(&q.by).map(|v| v.iter().map(value_text).collect()).unwrap_or_default();
     let split_by_model = q.by != "model" && matrix.factors.iter().any(|f| f == "model");
-    let text = |factors: &BTreeMap<String, Value>, f: &str| factors.get(f).map(value_text);
-    let key = |factors: &BTreeMap<String, Value>| -> GroupKey {
-        (text(factors, "task").unwrap_or_default(), if split_by_model { text(factors, "model") } else { None })
-    };
-    let mut groups: Vec<GroupKey> = Vec::new();
-    let mut tallies: BTreeMap<GroupKey, Vec<Tally>> = BTreeMap::new();
-    fn tally<'t>(
-        groups: &mut Vec<GroupKey>,
-        tallies: &'t mut BTreeMap<GroupKey, Vec<Tally>>,
-        levels: &[String],
-        k: GroupKey,
-        level: &str,
-    ) -> Option<&'t mut Tally> {
-        let at = levels.iter().position(|l| l == level)?;
-        if !tallies.contains_key(&k) {
-            groups.push(k.clone());
-        }
-        Some(&mut tallies.entry(k).or_insert_with(|| vec![Tally::default(); levels.len()])[at])
-    }
+    let mut groups = Groups { by: &q.by, levels: &levels, split_by_model, ..Default::default() };
+    let mut tallied: Vec<Vec<Tally>> = Vec::new();
     for c in &coverage.cells {
-        let Some(level) = text(&c.factors, &q.by) else { continue };
-        if let Some(t) = tally(&mut groups, &mut tallies, &levels, key(&c.factors), &level) {
+        if let Some(t) = groups.place(&c.factors).map(|at| groups.tally(&mut tallied, at)) {
             t.open += usize::from(matches!(c.state, CellState::Gap | CellState::Failed));
             t.failed += usize::from(c.state == CellState::Failed);
         }
     }
     for o in outcomes {
-        let Some(level) = text(&o.factors, &q.by) else { continue };
-        if let Some(t) = tally(&mut groups, &mut tallies, &levels, key(&o.factors), &level) {
+        if let Some(t) = groups.place(&o.factors).map(|at| groups.tally(&mut tallied, at)) {
             t.successes += o.successes;
             t.trials += o.trials;
             t.cells += 1;
         }
     }
+    let groups = groups.keys;
+    let tallies: BTreeMap<GroupKey, Vec<Tally>> = groups.iter().cloned().zip(tallied).collect();
     let mut candidates: Vec<Candidate> = Vec::new();
     for g in &groups {
         let ts = &tallies[g];
@@ -309,12 +339,16 @@ pub fn propose(input: &ProposeInput, q: &ProposeQuery) -> Proposals {
     candidates.sort_by(|a, b| b.narrowing.rank().total_cmp(&a.narrowing.rank()));
     let considered = candidates.len();
     let (route_model, route_endpoint, route) = route(input, q, split_by_model);
+    // Made once for every draft: which planned cells failed (a draft's
+    // re-runs).
+    let failed: std::collections::HashSet<&str> =
+        coverage.cells.iter().filter(|x| x.state == CellState::Failed).map(|x| x.cell.as_str()).collect();
     let mut proposals: Vec<Proposal> = candidates
         .into_iter()
         .take(q.top)
         .map(|c| {
             let counts = &tallies[&(c.task.clone(), c.model.clone())];
-            drafted(input, q, &levels, counts, c, route_model.clone(), route_endpoint.clone())
+            drafted(input, q, &levels, counts, c, (route_model.clone(), route_endpoint.clone()), &failed)
         })
         .collect();
     proposals.sort_by(|a, b| b.score.total_cmp(&a.score));
@@ -382,8 +416,8 @@ fn drafted(
     levels: &[String],
     tallies: &[Tally],
     c: Candidate,
-    model: Option<String>,
-    endpoint: Option<String>,
+    (model, endpoint): (Option<String>, Option<String>),
+    failed: &std::collections::HashSet<&str>,
 ) -> Proposal {
     let level = levels[c.level].clone();
     let mut filters = BTreeMap::from([("task".to_owned(), vec![c.task.clone()]), (q.by.clone(), vec![level.clone()])]);
@@ -415,8 +449,6 @@ fn drafted(
                     narrowing = n;
                 }
             }
-            let failed: std::collections::HashSet<&str> =
-                input.coverage.cells.iter().filter(|x| x.state == CellState::Failed).map(|x| x.cell.as_str()).collect();
             reruns = d.spec.cells.iter().filter(|x| failed.contains(x.id.as_str())).count();
             held_back = d.held_back;
             (Some(crate::preflight::predict(&d.spec, input.cfg, input.history)), Vec::new())

@@ -45,12 +45,14 @@ impl MemoKey {
     }
 }
 
-/// The evidence and the export as last made: asked again while no record
-/// changed, they are answered without counting 100,000 cells again.
+/// The evidence, the export and the proposals as last made: asked again
+/// while no record changed, they are answered without counting 100,000
+/// cells again.
 #[derive(Default)]
 pub struct ResultsMemo {
     evidence: std::sync::Mutex<Option<(MemoKey, core::Evidence)>>,
     export: std::sync::Mutex<Option<(MemoKey, core::export::Export)>>,
+    proposals: std::sync::Mutex<Option<(MemoKey, runboard::results::propose::Proposals)>>,
 }
 
 /// The run set's model (from the spec it was driven with).
@@ -173,6 +175,20 @@ impl Campaign {
         let (matrix, coverage) = (&made.0, &made.1);
         let query = q.parse(matrix).map_err(|e| ApiError::bad_query(&e))?;
         let scoped = self.scoped(Scope::default())?;
+        // Everything the ranking reads comes from these run sets, the matrix,
+        // the campaign's settings and the question: while none changes, the
+        // proposals stand.
+        let key = MemoKey {
+            sets: scoped.run_sets.iter().map(|(rs, _)| rs.clone()).collect(),
+            matrix: self.records.matrix(),
+            question: format!("{query:?}\n{cfg:?}"),
+        };
+        let mut memo = self.results_made.proposals.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, p)) = memo.as_ref() {
+            if k.same(&key) {
+                return Ok(p.clone());
+            }
+        }
         let outcomes = outcomes(&scoped, &cfg.results);
         // Newest first: the first run set whose spec reads names the route.
         let newest_route = scoped.run_sets.iter().find_map(|(rs, _)| {
@@ -181,7 +197,9 @@ impl Campaign {
         });
         let history = self.history();
         let input = ProposeInput { matrix, coverage, outcomes: &outcomes, cfg: &cfg, history: &history, newest_route };
-        Ok(propose(&input, &query))
+        let proposals = propose(&input, &query);
+        *memo = Some((key, proposals.clone()));
+        Ok(proposals)
     }
 
     /// `GET /api/evidence/export?scope=`: every counted cell, private
