@@ -23,6 +23,9 @@
 //!   launched; what a launch, resume and stop ask and answer.
 //! - [`live`] — the live state of a batch (idle, starting, running, stopped
 //!   but resumable, aborted, launch failed, unknown) derived from evidence.
+//! - [`logs`] — a batch's logs as a reader sees them while they are written:
+//!   the next chunk from a position (file identity and offset), across a
+//!   rotation, never the whole file.
 //! - [`notice`] — a word for every batch event: each unit's phase, what was
 //!   already said of it, and which events to say next; where a webhook may go.
 //! - [`preflight`] — what would stop a batch, found before it is launched: the
@@ -57,6 +60,7 @@ pub mod hash;
 pub mod json;
 pub mod launch;
 pub mod live;
+pub mod logs;
 pub mod matrix;
 pub mod notice;
 pub mod numfmt;

@@ -340,6 +340,14 @@ impl Console for LocalConsole {
         self.campaign.tag_edit(&edit)
     }
 
+    fn logs(&self, q: LogsQuery) -> Result<LogsView, ApiError> {
+        self.campaign.logs(&q.run_set)
+    }
+
+    fn log(&self, q: LogQuery) -> Result<LogChunk, ApiError> {
+        self.campaign.log(&q)
+    }
+
     fn propose(&self, q: ProposeParams) -> Result<Proposals, ApiError> {
         self.campaign.propose(&q)
     }

@@ -19,6 +19,7 @@ use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use runboard::api::operations::op;
 use runboard::api::{ApiError, Console, ErrorKind, Method, Nothing, Operation, RunName};
+use runboard::logs::{LogChunk, LogQuery};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -83,6 +84,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/runs/{name}/version/stream", get(run_version_stream))
         .route("/api/live/version/stream", get(live_version_stream))
         .route("/api/auto/version/stream", get(auto_version_stream))
+        .route("/api/logs/{run_set}/{name}/stream", get(log_stream))
         .route("/api/debug/readers", get(debug_readers))
         .route("/api/{*rest}", get(api_not_found).post(api_not_found));
     Router::new()
@@ -266,6 +268,23 @@ const RUN_FOLLOW_EVERY: Duration = Duration::from_millis(250);
 /// How often the list's version is looked at: it walks the whole root.
 const LIST_FOLLOW_EVERY: Duration = Duration::from_secs(2);
 
+/// Counts a stream as open until it is dropped (the client went away, or
+/// the server shuts down): the idle watchdog counts it as activity.
+struct Open(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Open {
+    fn new(s: &AppState) -> Self {
+        s.open_streams.fetch_add(1, Ordering::Relaxed);
+        Self(s.open_streams.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Server-sent events carrying the version of `key` each time it changes
 /// (looked at every `every` by the key's one shared watcher; the first at
 /// once). When the thing is gone, one `gone` event ends the stream. An open
@@ -286,16 +305,7 @@ fn version_events(
         shutdown: CancellationToken,
         _open: Open,
     }
-    /// Counts the stream as open until it is dropped (the client went away,
-    /// or the server shuts down).
-    struct Open(Arc<std::sync::atomic::AtomicUsize>);
-    impl Drop for Open {
-        fn drop(&mut self) {
-            self.0.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-    s.open_streams.fetch_add(1, Ordering::Relaxed);
-    let open = Open(s.open_streams.clone());
+    let open = Open::new(s);
     let start = Follow {
         rx: s.watchers.follow(key, every, &s.shutdown, version),
         sent: None,
@@ -342,6 +352,114 @@ async fn run_version_stream(State(s): State<AppState>, Path(name): Path<String>)
     let key = format!("run:{name}");
     let version = move || console.run_version(RunName { name: name.clone() }).ok().map(|v| v.version);
     Ok(version_events(&s, &key, RUN_FOLLOW_EVERY, version).into_response())
+}
+
+/// How often a followed log is read on (a `stat` and the appended bytes).
+const LOG_FOLLOW_EVERY: Duration = Duration::from_millis(500);
+/// A log stream ends after this; the browser's EventSource connects again
+/// with the last event's id (`Last-Event-ID`) and reads on from there.
+const LOG_STREAM_FOR: Duration = Duration::from_secs(300);
+
+/// `?after=`: where a log stream starts (a chunk's `next`), when no
+/// `Last-Event-ID` says it.
+#[derive(serde::Deserialize, Default)]
+struct AfterQuery {
+    after: Option<String>,
+}
+
+/// `GET /api/logs/{run_set}/{name}/stream`: the log as server-sent events,
+/// one `chunk` event (the JSON of `GET /api/logs/{run_set}/{name}`, its `id`
+/// the chunk's `next`) each time bytes are appended, starting after
+/// `Last-Event-ID` or `?after=` (none: the last 16 KiB). A log that cannot
+/// be read is the same 404/422 as the read, before the stream opens; one
+/// that becomes unreadable ends the stream with an `error` event.
+async fn log_stream(
+    State(s): State<AppState>,
+    Path((run_set, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, AppError> {
+    let q: AfterQuery = serde_urlencoded::from_str(raw.as_deref().unwrap_or("")).unwrap_or_default();
+    let after = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_owned).or(q.after);
+    let query = LogQuery { run_set, name, after };
+    let console = s.console.clone();
+    let asked = query.clone();
+    let first = blocking("reading a log", move || console.log(asked)).await??;
+    struct Tail {
+        console: Arc<LocalConsole>,
+        query: LogQuery,
+        ready: Option<LogChunk>,
+        /// The last chunk said more was ready: read again without waiting.
+        hurry: bool,
+        /// Nothing was sent yet: the first chunk goes even when empty (it
+        /// says where the reader stands, and whether the log exists).
+        first: bool,
+        until: tokio::time::Instant,
+        shutdown: CancellationToken,
+        last_request: Arc<AtomicI64>,
+        _open: Open,
+    }
+    let start = Tail {
+        console: s.console.clone(),
+        query,
+        ready: Some(first),
+        hurry: false,
+        first: true,
+        until: tokio::time::Instant::now() + LOG_STREAM_FOR,
+        shutdown: s.shutdown.clone(),
+        last_request: s.last_request.clone(),
+        _open: Open::new(&s),
+    };
+    let stream = futures_util::stream::unfold(start, |mut t| async move {
+        loop {
+            let chunk = match t.ready.take() {
+                Some(chunk) => chunk,
+                None => {
+                    if !t.hurry {
+                        tokio::select! {
+                            _ = tokio::time::sleep(LOG_FOLLOW_EVERY) => {}
+                            _ = tokio::time::sleep_until(t.until) => return None,
+                            _ = t.shutdown.cancelled() => return None,
+                        }
+                    }
+                    if tokio::time::Instant::now() >= t.until || t.shutdown.is_cancelled() {
+                        return None;
+                    }
+                    let console = t.console.clone();
+                    let asked = t.query.clone();
+                    match tokio::task::spawn_blocking(move || console.log(asked)).await {
+                        Ok(Ok(chunk)) => chunk,
+                        Ok(Err(e)) => {
+                            // Said once; the stream ends after it.
+                            t.until = tokio::time::Instant::now();
+                            t.hurry = true;
+                            return Some((
+                                Ok::<Event, Infallible>(Event::default().event("error").data(e.to_string())),
+                                t,
+                            ));
+                        }
+                        Err(_) => return None,
+                    }
+                }
+            };
+            t.hurry = chunk.more;
+            if !chunk.next.is_empty() {
+                t.query.after = Some(chunk.next.clone());
+            }
+            if chunk.text.is_empty() && chunk.reset.is_none() && !t.first {
+                continue;
+            }
+            t.first = false;
+            t.last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
+            let data = serde_json::to_string(&chunk).unwrap_or_default();
+            let mut event = Event::default().event("chunk").data(data);
+            if !chunk.next.is_empty() {
+                event = event.id(chunk.next);
+            }
+            return Some((Ok(event), t));
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())
 }
 
 async fn runs_version_stream(State(s): State<AppState>) -> impl IntoResponse {

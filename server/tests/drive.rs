@@ -650,3 +650,38 @@ fn the_exec_and_cluster_examples_run_their_first_draft() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds campaign.toml: nothing written"));
     assert_eq!(std::fs::read_to_string(tmp.path().join("campaign.toml")).unwrap(), "mine");
 }
+
+/// A cell's stdout and stderr land in one log, in the order written, and a
+/// log past `RUNBOARD_LOG_MAX_BYTES` is rotated to `.log.1`: at most two
+/// files of at most the cap each, holding the newest output without a gap.
+#[test]
+fn a_cells_output_is_kept_in_order_and_rotated_at_the_cap() {
+    let toml = r#"[runner]
+command = ["sh", "-c", "i=0; while [ $i -lt 400 ]; do echo \"line $i out ........................................\"; echo \"line $i err\" >&2; i=$((i+1)); done"]
+"#;
+    let c = campaign(toml, &["a"]);
+    let e = run(&c, &[], &[("RUNBOARD_LOG_MAX_BYTES", "8192")]);
+    assert_eq!(e.code, Some(0), "{}", e.stderr);
+    let logs = runset(&c).join("logs");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&logs).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    let cell = names.iter().find(|n| n.starts_with("cell-") && n.ends_with(".log")).expect("the cell's log").clone();
+    assert_eq!(names.iter().filter(|n| n.starts_with("cell-")).count(), 2, "the log and one rotated copy: {names:?}");
+    let older = std::fs::read_to_string(logs.join(format!("{cell}.1"))).unwrap();
+    let newer = std::fs::read_to_string(logs.join(&cell)).unwrap();
+    for (what, text) in [("rotated", &older), ("current", &newer)] {
+        assert!(text.len() as u64 <= 8192, "the {what} log is {} bytes, over the cap", text.len());
+    }
+    // Together they are the newest output, line after line with no gap, each
+    // line's stdout before its stderr.
+    let joined = format!("{older}{newer}");
+    let lines: Vec<&str> = joined.lines().collect();
+    let expected: Vec<String> = (0..400)
+        .flat_map(|i| [format!("line {i} out ........................................"), format!("line {i} err")])
+        .collect();
+    let tail = &expected[expected.len() - lines.len() + 1..];
+    assert_eq!(&lines[1..], tail, "the kept output is the newest, in order");
+    assert!(expected[expected.len() - lines.len()].ends_with(lines[0]), "the first kept line is a whole or cut line");
+    assert!(lines.len() > 100, "about 16 KiB of output kept: {} lines", lines.len());
+}

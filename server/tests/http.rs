@@ -738,6 +738,8 @@ async fn every_operation_answers_alike_over_rest_and_server_functions() {
         ("pause", json!({"run_set": "nope"}), 409, None),
         ("stop", json!({"run_sets": ["nope"]}), 404, None),
         ("resume", json!({"run_set": "nope"}), 422, None),
+        ("logs", json!({"run_set": "nope"}), 404, None),
+        ("log", json!({"run_set": "nope", "name": "manager"}), 404, None),
         ("evidence", json!({}), 200, None),
         ("evidence", json!({"by": "colour"}), 422, None),
         ("evidence_export", json!({}), 200, None),

@@ -24,7 +24,8 @@
 //! fields.
 //!
 //! Not operations (written by hand in `server::http`, each said there): the
-//! version streams (server-sent events) and the server's own debug figures.
+//! version streams and the log stream (server-sent events) and the server's
+//! own debug figures.
 
 use super::*;
 
@@ -92,6 +93,7 @@ pub mod types {
     pub use crate::draft::{DraftPreview, DraftRequest, SavedDraft};
     pub use crate::launch::{LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport, StopRequest};
     pub use crate::live::{LiveParams, LiveView};
+    pub use crate::logs::{LogChunk, LogQuery, LogsQuery, LogsView};
     pub use crate::preflight::Preflight;
     pub use crate::results::cohorts::{CohortsView, Comparison, DeleteRequest, Preset, RenameRequest};
     pub use crate::results::overview::OverviewView;
@@ -169,6 +171,12 @@ macro_rules! operations {
             pause "pause": POST "/api/control/pause", PauseRequest => StopReport, "pausing";
             stop "stop": POST "/api/control/stop", StopRequest => StopReport, "stopping";
             resume "resume": POST "/api/control/resume", ResumeRequest => Launched, "resuming";
+            /// A run set's logs: each process's (`logs/<name>.log`) and each
+            /// driving unit's, with sizes.
+            logs "logs": GET "/api/logs/{run_set}", LogsQuery => LogsView, "listing a run set's logs";
+            /// The next chunk of one log after `after` (a chunk's `next`; none:
+            /// its last 16 KiB), at most 64 KiB, across a rotation.
+            log "log": GET "/api/logs/{run_set}/{name}", LogQuery => LogChunk, "reading a log";
 
             // ---- results ----
             /// The results by a factor: pass rates with 95 % intervals,

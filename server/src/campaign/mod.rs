@@ -9,7 +9,7 @@
 //! One file per capability, each an `impl Campaign` with its own memo:
 //! `units` (the backends' view of each unit), `coverage`, `launch` (drafts,
 //! preflight, `start`, `resume`), `live`, `control` (pause, stop+abort),
-//! `results`, `spend` (live spend, the caps and stalls), `tags` (run-set tags edited), `catalogue` and `auto` (what the autopilot's tick observes).
+//! `results`, `logs` (a run set's logs, read on from a position), `spend` (live spend, the caps and stalls), `tags` (run-set tags edited), `catalogue` and `auto` (what the autopilot's tick observes).
 //! Each answers [`ApiError`], the core's error, whose kind (refused, busy,
 //! not found, unreadable, internal, …) is the domain's; its HTTP status is
 //! chosen in one place, `ErrorKind::status`.
@@ -21,6 +21,7 @@ mod coverage;
 mod launch;
 pub mod launcher;
 mod live;
+mod logs;
 mod notices;
 pub mod pool;
 pub mod records;

@@ -1,5 +1,6 @@
 //! The processes a batch starts: each in its own process group, its stdout and
-//! stderr in one log file of its own, watched until it exits, and torn down
+//! stderr through one pipe into a log file of its own (bounded: rotated to
+//! `<name>.log.1` at [`log_max_bytes`]), watched until it exits, and torn down
 //! with SIGTERM to the group, a grace period, then SIGKILL to what remains —
 //! grandchildren included. A descendant that left its group (`setsid`) is
 //! found by the batch's environment mark and ended with the rest; one that
@@ -29,6 +30,8 @@ pub struct Tracked {
     pub started: Instant,
     pub ended: Option<Instant>,
     child: Child,
+    /// Copies the process's output into its log until every writer closed.
+    copier: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Tracked {
@@ -47,6 +50,74 @@ pub struct Supervisor {
     pub log_dir: PathBuf,
     /// Told of every process group started, so it can end them if we are killed.
     sentinel: Option<Sentinel>,
+    /// A log is rotated when it would grow past this.
+    log_max: u64,
+}
+
+/// How long an exited process's log may take to catch up.
+const COPIER_WAIT: Duration = Duration::from_millis(500);
+
+/// The variable that sets the size a process's log is rotated at.
+pub const LOG_MAX_VAR: &str = "RUNBOARD_LOG_MAX_BYTES";
+/// 16 MiB: a day of a chatty harness, and still a quick read.
+pub const LOG_MAX_DEFAULT: u64 = 16 << 20;
+/// Below this a rotation would cut most lines in two.
+const LOG_MAX_FLOOR: u64 = 4096;
+
+/// The size a process's log is rotated at: `RUNBOARD_LOG_MAX_BYTES` (a whole
+/// number of bytes, at least 4,096), else 16 MiB.
+pub fn log_max_bytes(env: &BTreeMap<String, String>) -> u64 {
+    env.get(LOG_MAX_VAR)
+        .cloned()
+        .or_else(|| std::env::var(LOG_MAX_VAR).ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(LOG_MAX_DEFAULT, |n| n.max(LOG_MAX_FLOOR))
+}
+
+/// Copies what a process writes into `log`, appending; what would take the
+/// file past `max` goes after its last whole line, then the file becomes
+/// `<log>.1` (replacing an older one) and a new one starts. A log that cannot be written loses that
+/// output but never blocks the process: the pipe is always drained.
+fn copy_log(mut from: std::io::PipeReader, log: PathBuf, max: u64) -> std::thread::JoinHandle<()> {
+    use std::io::{Read, Write};
+    std::thread::spawn(move || {
+        let open = |p: &Path| OpenOptions::new().create(true).append(true).open(p);
+        let mut file = open(&log).ok();
+        let mut size = file.as_ref().and_then(|f| f.metadata().ok()).map_or(0, |m| m.len());
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            let mut rest = &buf[..n];
+            while !rest.is_empty() {
+                // What fits, cut after a line end when one is in it.
+                let room = max.saturating_sub(size).min(rest.len() as u64) as usize;
+                let fits = match rest[..room].iter().rposition(|&b| b == b'\n') {
+                    _ if room == rest.len() => room,
+                    Some(end) => end + 1,
+                    None if size == 0 => room,
+                    None => 0,
+                };
+                if fits == 0 {
+                    let mut rotated = log.clone().into_os_string();
+                    rotated.push(".1");
+                    let _ = std::fs::rename(&log, &rotated);
+                    file = open(&log).ok();
+                    size = 0;
+                    continue;
+                }
+                if let Some(f) = file.as_mut() {
+                    let _ = f.write_all(&rest[..fits]);
+                }
+                size += fits as u64;
+                rest = &rest[fits..];
+            }
+        }
+    })
 }
 
 impl Drop for Supervisor {
@@ -90,7 +161,8 @@ fn code_of(status: std::process::ExitStatus) -> i32 {
 
 impl Supervisor {
     pub fn new(log_dir: &Path, env: BTreeMap<String, String>) -> Self {
-        Self { procs: Vec::new(), env, log_dir: log_dir.to_path_buf(), sentinel: None }
+        let log_max = log_max_bytes(&env);
+        Self { procs: Vec::new(), env, log_dir: log_dir.to_path_buf(), sentinel: None, log_max }
     }
 
     /// Tells `sentinel` of every process group from now on.
@@ -120,13 +192,20 @@ impl Supervisor {
         let (program, args) =
             argv.split_first().ok_or_else(|| DriveError::Template(format!("{name}: empty command")))?;
         let log = self.log_dir.join(format!("{name}.log"));
-        let out = OpenOptions::new().create(true).append(true).open(&log).map_err(DriveError::io("opening", &log))?;
-        let err = out.try_clone().map_err(DriveError::io("opening", &log))?;
+        // Made first, so a log that cannot be opened refuses the start.
+        OpenOptions::new().create(true).append(true).open(&log).map_err(DriveError::io("opening", &log))?;
+        // One pipe for both streams keeps their lines in the order written.
+        let (reader, out) = std::io::pipe().map_err(DriveError::io("making a pipe for", &log))?;
+        let err = out.try_clone().map_err(DriveError::io("making a pipe for", &log))?;
         let mut cmd = Command::new(program);
         cmd.args(args).envs(&self.env).envs(extra_env).stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
         die_with_parent(&mut cmd);
         let spawn_error = |source| DriveError::Spawn { name: name.to_owned(), program: program.clone(), source };
         let child = cmd.spawn().map_err(spawn_error)?;
+        // Our copies of the write end go now: the copier sees the end of the
+        // output when the process (and whatever it started) closes its own.
+        drop(cmd);
+        let copier = Some(copy_log(reader, log.clone(), self.log_max));
         // A child that exited and was reaped already has no PID to track.
         let pid = child.id().ok_or_else(|| spawn_error(std::io::Error::from(std::io::ErrorKind::NotFound)))?;
         if let Some(s) = self.sentinel.as_mut() {
@@ -141,6 +220,7 @@ impl Supervisor {
             started: Instant::now(),
             ended: None,
             child,
+            copier,
         });
         Ok(self.procs.len() - 1)
     }
@@ -157,6 +237,17 @@ impl Supervisor {
                 p.exit_code = Some(code);
                 p.ended = Some(Instant::now());
                 p.status = if code == 0 { ProcessStatus::Done } else { ProcessStatus::Failed { code } };
+                // Its last lines are in its log before anyone reads it for
+                // why it ended — unless a descendant still holds the pipe.
+                if let Some(copier) = p.copier.take() {
+                    let until = Instant::now() + COPIER_WAIT;
+                    while !copier.is_finished() && Instant::now() < until {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    if !copier.is_finished() {
+                        p.copier = Some(copier);
+                    }
+                }
                 exited.push(i);
             }
         }
