@@ -372,7 +372,7 @@ struct AfterQuery {
 /// the chunk's `next`) each time bytes are appended, starting after
 /// `Last-Event-ID` or `?after=` (none: the last 16 KiB). A log that cannot
 /// be read is the same 404/422 as the read, before the stream opens; one
-/// that becomes unreadable ends the stream with an `error` event.
+/// that becomes unreadable ends the stream with an `unreadable` event.
 async fn log_stream(
     State(s): State<AppState>,
     Path((run_set, name)): Path<(String, String)>,
@@ -434,7 +434,7 @@ async fn log_stream(
                             t.until = tokio::time::Instant::now();
                             t.hurry = true;
                             return Some((
-                                Ok::<Event, Infallible>(Event::default().event("error").data(e.to_string())),
+                                Ok::<Event, Infallible>(Event::default().event("unreadable").data(e.to_string())),
                                 t,
                             ));
                         }

@@ -47,6 +47,8 @@ pub fn LivePage() -> impl IntoView {
     let run_set = Memo::new(move |_| live.get().and_then(Result::ok).and_then(|v| v.run_set));
     let mounted = RwSignal::new(false);
     Effect::new(move |_| mounted.set(true));
+    // The cell whose log is open, if any (one at a time).
+    let open_log = RwSignal::new(None::<String>);
     // What the last control did (or why it was refused), shown until the next.
     let said = RwSignal::new(None::<Result<String, ApiError>>);
     let after = move |r: Result<String, ApiError>| {
@@ -167,7 +169,7 @@ pub fn LivePage() -> impl IntoView {
                                     </div>
                                 }
                             })}
-                            {cells_table(v.cells.clone(), v.currency.clone())}
+                            {cells_table(v.cells.clone(), v.currency.clone(), open_log)}
                             {(!v.problems.is_empty()).then(|| view! {
                                 <div class="problems">
                                     <strong>"Records that could not be read"</strong>
@@ -182,10 +184,113 @@ pub fn LivePage() -> impl IntoView {
             // being typed: made again only when the batch shown changes.
             // Drawn once hydrated (the server's first render has no live
             // view yet, so drawing it earlier would not match).
+            // The open log, outside the re-read view too: a live update
+            // never resets its text or the reader's scroll.
+            {move || {
+                let rs = mounted.get().then(|| run_set.get()).flatten()?;
+                let cell = open_log.get()?;
+                Some(view! { <LogTail run_set=rs name=format!("cell-{cell}") close=move || open_log.set(None)/> })
+            }}
             {move || mounted.get().then(|| run_set.get()).flatten().map(|rs| view! { <LiveTags run_set=rs/> })}
         </section>
     }
     .into_any()
+}
+
+/// The most of a log the page keeps: older text is dropped from the top (the
+/// whole log stays on disk, and in the API).
+#[cfg(feature = "hydrate")]
+const LOG_KEPT_BYTES: usize = 256 * 1024;
+
+/// One log, tailing live: its last 16 KiB, then each chunk the server pushes
+/// as it is written (`/api/logs/{run_set}/{name}/stream`). The text keeps the
+/// reader's place: it follows the end only while the reader is at the end.
+#[component]
+fn LogTail(run_set: String, name: String, close: impl Fn() + 'static) -> impl IntoView {
+    let pre = NodeRef::<leptos::html::Pre>::new();
+    let note = RwSignal::new("Reading the log…".to_owned());
+    #[cfg(feature = "hydrate")]
+    {
+        let url = format!(
+            "/api/logs/{}/{}/stream",
+            runboard::results::url_segment(&run_set),
+            runboard::results::url_segment(&name)
+        );
+        Effect::new(move |started: Option<bool>| {
+            if started == Some(true) {
+                return true;
+            }
+            let Some(el) = pre.get() else { return false };
+            tail_into(&url, el, note);
+            true
+        });
+    }
+    view! {
+        <aside class="log-panel" data-log=name.clone() data-run-set=run_set.clone()>
+            <div class="toolbar">
+                <strong>{format!("Output of {name}")}</strong>
+                <span class="log-note">{move || note.get()}</span>
+                <button class="close" on:click=move |_| close()>"Close"</button>
+            </div>
+            <pre class="log-tail" node_ref=pre></pre>
+        </aside>
+    }
+}
+
+/// Follows a log stream into `el` until the component goes.
+#[cfg(feature = "hydrate")]
+fn tail_into(url: &str, el: web_sys::HtmlPreElement, note: RwSignal<String>) {
+    use futures_util::future::abortable;
+    use futures_util::stream::StreamExt;
+    use gloo_net::eventsource::futures::EventSource;
+
+    let Ok(mut source) = EventSource::new(url) else {
+        note.set("The log cannot be followed in this browser.".into());
+        return;
+    };
+    let (Ok(chunks), Ok(unreadable)) = (source.subscribe("chunk"), source.subscribe("unreadable")) else { return };
+    let (task, handle) = abortable(async move {
+        let mut kept = String::new();
+        let mut trimmed = false;
+        let mut events = futures_util::stream::select(chunks, unreadable);
+        while let Some(event) = events.next().await {
+            // A dropped connection is an error: the browser reconnects by
+            // itself (from the last chunk's id), so it is not the end.
+            let Ok((kind, event)) = event else { continue };
+            let data = event.data().as_string().unwrap_or_default();
+            if kind == "unreadable" {
+                note.set(format!("The log cannot be read: {data}"));
+                break;
+            }
+            let Ok(chunk) = serde_json::from_str::<runboard::logs::LogChunk>(&data) else { continue };
+            let at_end = el.scroll_top() + el.client_height() >= el.scroll_height() - 8;
+            kept.push_str(&chunk.text);
+            if kept.len() > LOG_KEPT_BYTES {
+                // Drop from the top, to a line start.
+                let cut = kept.len() - LOG_KEPT_BYTES * 3 / 4;
+                let cut = kept[cut..].find('\n').map_or(cut, |i| cut + i + 1);
+                let cut = (cut..=kept.len()).find(|&i| kept.is_char_boundary(i)).unwrap_or(kept.len());
+                kept.drain(..cut);
+                trimmed = true;
+            }
+            el.set_text_content(Some(&kept));
+            if at_end {
+                el.set_scroll_top(el.scroll_height());
+            }
+            let words = match (&chunk.reset, chunk.missing, chunk.earlier || trimmed) {
+                (Some(why), _, _) => format!("Output was lost: {why}."),
+                (None, true, _) => "No output yet.".to_owned(),
+                (None, false, true) => format!("Earlier output is not shown (the whole log: {}).", chunk.source),
+                (None, false, false) => String::new(),
+            };
+            note.set(words);
+        }
+        drop(source);
+    });
+    leptos::task::spawn_local(async move {
+        let _ = task.await;
+    });
+    on_cleanup(move || handle.abort());
 }
 
 /// The tags of the batch on screen, editable.
@@ -346,7 +451,7 @@ fn projection_words(s: &runboard::spend::BatchSpend, currency: &str) -> Option<S
     Some(format!("about {} tokens{cost}, at the rate so far", runboard::numfmt::thousands(tokens)))
 }
 
-fn cells_table(cells: Vec<LiveCell>, currency: String) -> impl IntoView {
+fn cells_table(cells: Vec<LiveCell>, currency: String, open_log: RwSignal<Option<String>>) -> impl IntoView {
     /// A score, with the samples behind it when the cell reported them.
     fn score_words(score: Option<f64>, samples: Option<runboard::drive::result::Samples>) -> String {
         match (score, samples) {
@@ -363,7 +468,7 @@ fn cells_table(cells: Vec<LiveCell>, currency: String) -> impl IntoView {
         <table class="cells">
             <thead><tr>
                 <th>"Cell"</th><th>"Factors"</th><th>"Status"</th><th>"Attempts"</th>
-                <th>"Tokens"</th><th>"Cost"</th><th>"Duration"</th><th>"Score"</th><th>"Run"</th>
+                <th>"Tokens"</th><th>"Cost"</th><th>"Duration"</th><th>"Score"</th><th>"Run"</th><th>"Log"</th>
             </tr></thead>
             <tbody>
                 {cells.into_iter().map(|c| {
@@ -380,7 +485,9 @@ fn cells_table(cells: Vec<LiveCell>, currency: String) -> impl IntoView {
                         };
                         view! { <a href=crate::url::run_href(&r.path) title=r.status_text>{rounds}</a> }
                     });
-                    let (id, id_attr) = (c.cell.clone(), c.cell.clone());
+                    let (id, id_attr, log_cell) = (c.cell.clone(), c.cell.clone(), c.cell.clone());
+                    // A cell that never started has no log yet.
+                    let has_log = c.status != "pending";
                     let stalled = c.stall.is_some();
                     let (status, status_attr, row_class, badge_class) = (
                         if stalled { format!("{} (stalled)", c.status) } else { c.status.clone() },
@@ -400,6 +507,10 @@ fn cells_table(cells: Vec<LiveCell>, currency: String) -> impl IntoView {
                             <td>{c.duration_s.map(duration_words).unwrap_or_default()}</td>
                             <td class="score">{score_words(c.score, c.samples)}</td>
                             <td>{run}{c.failure.map(|f| view! { <span class="failure">{f}</span> })}</td>
+                            <td>{has_log.then(|| view! {
+                                <button class="log" title="Show this cell's output as it is written"
+                                    on:click=move |_| open_log.set(Some(log_cell.clone()))>"Log"</button>
+                            })}</td>
                         </tr>
                     }
                 }).collect_view()}
