@@ -2,7 +2,7 @@
 // while it runs, pushed, without a reload and without a change of state.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeConsole, consoleCampaign, postJson, startServer, startBrowser, watchErrors } from './support.mjs';
+import { closeConsole, consoleCampaign, launchOneAndOpenLive, startServer, startBrowser } from './support.mjs';
 
 let server;
 let browser;
@@ -17,19 +17,9 @@ before(async () => {
 // The batch this test launched is the one on screen: a default stop ends it.
 after(() => closeConsole({ server, browser, root }));
 
-const post = (path, body) => postJson(server.url, path, body);
 
 test('a running cell\'s duration moves on the Live page as it runs', async () => {
-  const saved = await post('/api/drafts', { label: 'slow', max_cells: 1, endpoint: 'gpu-a' });
-  assert.equal(saved.status, 200, JSON.stringify(saved.body));
-  const launched = await post('/api/control/start', { path: saved.body.path });
-  assert.equal(launched.status, 200, JSON.stringify(launched.body));
-
-  const page = await browser.context.newPage();
-  const errors = watchErrors(page);
-  await page.goto(`${server.url}/live`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
-  await page.evaluate(() => { window.__sameDocument = true; });
+  const { page, errors } = await launchOneAndOpenLive(server, browser, 'slow');
   const running = 'tr.cell[data-status="running"] td:nth-child(7)';
   await page.waitForSelector(running, { timeout: 30_000 });
   const first = (await page.textContent(running)).trim();

@@ -4,7 +4,7 @@
 // scroll alone, and the panel closes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeConsole, consoleCampaign, postJson, startServer, startBrowser, watchErrors } from './support.mjs';
+import { closeConsole, consoleCampaign, launchOneAndOpenLive, postJson, startServer, startBrowser } from './support.mjs';
 
 let server;
 let browser;
@@ -26,15 +26,7 @@ const post = (path, body) => postJson(server.url, path, body);
 const numbers = (text) => [...text.matchAll(/^line (\d+) of the cell$/gm)].map((m) => Number(m[1]));
 
 test("a running cell's log tails live on the Live page, its lines in order, kept across the view's updates", async () => {
-  const saved = await post('/api/drafts', { label: 'logs', max_cells: 1, endpoint: 'gpu-a' });
-  assert.equal(saved.status, 200, JSON.stringify(saved.body));
-  const launched = await post('/api/control/start', { path: saved.body.path });
-  assert.equal(launched.status, 200, JSON.stringify(launched.body));
-  const page = await browser.context.newPage();
-  const errors = watchErrors(page);
-  await page.goto(`${server.url}/live`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
-  await page.evaluate(() => { window.__sameDocument = true; });
+  const { runSet, page, errors } = await launchOneAndOpenLive(server, browser, 'logs');
   await page.click('table.cells tr.cell button.log', { timeout: 30_000 });
   await page.waitForSelector('aside.log-panel pre.log-tail');
   // Lines arrive as they are written: a later line than any seen at first.
@@ -51,6 +43,11 @@ test("a running cell's log tails live on the Live page, its lines in order, kept
   assert.equal(seen[0], 0, 'a short log is shown from its start');
   // The reader scrolled up keeps their place while lines arrive and the
   // live view updates around the panel.
+  // (Once the text overflows its box: before that, the top is the end.)
+  await page.waitForFunction(() => {
+    const pre = document.querySelector('pre.log-tail');
+    return pre.scrollHeight > pre.clientHeight + 100;
+  }, null, { timeout: 30_000 });
   await page.evaluate(() => { document.querySelector('pre.log-tail').scrollTop = 0; });
   const before = await page.evaluate(() => document.querySelector('pre.log-tail').textContent.length);
   await page.waitForFunction((n) => document.querySelector('pre.log-tail').textContent.length > n + 100, before, { timeout: 20_000 });
@@ -61,5 +58,5 @@ test("a running cell's log tails live on the Live page, its lines in order, kept
   await page.waitForSelector('aside.log-panel', { state: 'detached' });
   assert.deepEqual(errors, [], 'no console errors');
   await page.close();
-  await post('/api/control/stop', { run_sets: [launched.body.run_set] });
+  await post('/api/control/stop', { run_sets: [runSet] });
 });

@@ -1,4 +1,5 @@
 // Shared helpers: start a real `runboard serve` (release build) and Debian's Chromium.
+import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,6 +117,24 @@ export async function postJson(url, path, body) {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
   });
   return { status: r.status, body: await r.json() };
+}
+
+/**
+ * Drafts one cell labelled `label` on endpoint gpu-a, launches it, and opens
+ * the Live page, hydrated and marked (`window.__sameDocument`, so a reload
+ * would show); resolves to `{runSet, page, errors}`.
+ */
+export async function launchOneAndOpenLive(server, browser, label) {
+  const saved = await postJson(server.url, '/api/drafts', { label, max_cells: 1, endpoint: 'gpu-a' });
+  assert.equal(saved.status, 200, JSON.stringify(saved.body));
+  const launched = await postJson(server.url, '/api/control/start', { path: saved.body.path });
+  assert.equal(launched.status, 200, JSON.stringify(launched.body));
+  const page = await browser.context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${server.url}/live`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await page.evaluate(() => { window.__sameDocument = true; });
+  return { runSet: launched.body.run_set, page, errors };
 }
 
 /**
