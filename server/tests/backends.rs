@@ -188,6 +188,16 @@ fn table(b: Backend) {
     assert_eq!(code, 200);
     assert!(page.contains("The batch was refused before it started."), "{kind}: the Live page says what happened");
     assert!(page.contains("no-such-harness-9"), "{kind}: the Live page says why");
+    // The unit's own log says it too, read from where the backend keeps it
+    // (a file, the journal, the job's output), though no run set folder was made.
+    let (rs, unit) = (l["run_set"].as_str().unwrap(), l["unit"].as_str().unwrap());
+    let (code, logs) = get(&s.addr, &format!("/api/logs/{rs}"));
+    assert_eq!(code, 200, "{kind}: {logs}");
+    assert!(logs["logs"].as_array().unwrap().iter().any(|e| e["name"] == format!("unit:{unit}")), "{kind}: {logs}");
+    let (code, chunk) = get(&s.addr, &format!("/api/logs/{rs}/unit:{unit}"));
+    assert_eq!(code, 200, "{kind}: {chunk}");
+    assert!(chunk["text"].as_str().unwrap_or("").contains("no-such-harness-9"), "{kind}: {chunk}");
+    assert!(!chunk["next"].as_str().unwrap_or("").is_empty(), "{kind}: a position to read on from: {chunk}");
 
     // Stop clears what is left (a failed systemd unit is reset).
     assert_eq!(post(&s.addr, "/api/control/stop", json!({})).0, 200);

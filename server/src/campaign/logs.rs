@@ -21,7 +21,13 @@ impl Campaign {
     /// `GET /api/logs/{run_set}`: every process log in its `logs/` folder
     /// (name order), then the log of each unit that drove it.
     pub fn logs(&self, run_set: &str) -> Result<LogsView, ApiError> {
-        let dir = self.run_set_dir(run_set)?;
+        // A batch refused before it made its folder still has its unit's log:
+        // just what its operator needs to read.
+        let units = self.units_of(run_set);
+        let dir = match self.run_set_dir(run_set) {
+            Err(e) if units.is_empty() => return Err(e),
+            found => found.unwrap_or_default(),
+        };
         let mut logs: Vec<LogEntry> = Vec::new();
         let mut names: Vec<String> = std::fs::read_dir(dir.join("logs"))
             .map(|d| {
@@ -42,7 +48,7 @@ impl Campaign {
                 modified: modified(&file),
             });
         }
-        for unit in self.units_of(run_set) {
+        for unit in units {
             let (source, bytes, modified) = match (unit.backend(), unit.log.as_deref()) {
                 (LauncherKind::Systemd, _) | (_, None) => ("journal".to_owned(), None, None),
                 (_, Some(rel)) => match self.records.within().open(&self.root.join(rel)) {
@@ -64,7 +70,6 @@ impl Campaign {
 
     /// `GET /api/logs/{run_set}/{name}?after=`: the next chunk.
     pub fn log(&self, q: &LogQuery) -> Result<LogChunk, ApiError> {
-        let dir = self.run_set_dir(&q.run_set)?;
         let name = logs::parse_name(&q.name).ok_or_else(|| {
             ApiError::refused(vec![format!(
                 "name {:?}: a process's log (letters, digits, '-', '_', '.'), or unit:<unit>",
@@ -75,12 +80,14 @@ impl Campaign {
         let chunk = LogChunk { run_set: q.run_set.clone(), name: q.name.clone(), ..Default::default() };
         match name {
             LogName::Process(p) => {
+                let dir = self.run_set_dir(&q.run_set)?;
                 let path = dir.join("logs").join(format!("{p}.log"));
                 let source = format!("{RUNSETS_DIR}/{}/logs/{p}.log", q.run_set);
                 self.file_chunk(&path, source, after, chunk)
             }
             LogName::Unit(u) => {
                 let Some(unit) = self.units_of(&q.run_set).into_iter().find(|r| r.unit == u) else {
+                    self.run_set_dir(&q.run_set)?;
                     return Err(ApiError::not_found(format!("no unit {u:?} drove run set {:?}", q.run_set)));
                 };
                 match (unit.backend(), unit.log.clone()) {
