@@ -126,7 +126,6 @@ pub fn from_gaps(
     // Coverage is computed over this matrix, row for row: a cell's state is
     // at its own index. The planned cells' states by id are made only when a
     // task's phase chain asks about another cell.
-    let aligned = coverage.cells.len() == matrix.cells.len();
     let states: std::cell::OnceCell<HashMap<&str, CellState>> = std::cell::OnceCell::new();
     let state_of = |id: &str| -> Option<CellState> {
         states
@@ -158,7 +157,7 @@ pub fn from_gaps(
             continue;
         }
         let state = match coverage.cells.get(at) {
-            Some(c) if aligned && c.cell == cell.id => c.state,
+            Some(c) if c.cell == cell.id => c.state,
             _ => state_of(&cell.id).unwrap_or(CellState::Gap),
         };
         match state {

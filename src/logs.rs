@@ -168,6 +168,14 @@ pub fn usable(bytes: &[u8], from_line: bool) -> (usize, usize) {
     (skip, take.max(skip))
 }
 
+/// Where a log's previous part goes when it is rotated: `<name>.log.1` beside
+/// `<name>.log` (the driver writes it, the reader reads it).
+pub fn rotated_path(log: &std::path::Path) -> std::path::PathBuf {
+    let mut p = log.as_os_str().to_owned();
+    p.push(".1");
+    p.into()
+}
+
 /// A log's name as the API takes it: a process's (`cell-c-…`, `manager`,
 /// `room-0`, `player`: its file is `logs/<name>.log`) or a unit's
 /// (`unit:<unit>`). `None` when it is neither.

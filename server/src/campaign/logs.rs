@@ -37,7 +37,7 @@ impl Campaign {
         names.sort();
         for name in names.into_iter().filter(|n| logs::parse_name(n).is_some()) {
             let path = dir.join("logs").join(format!("{name}.log"));
-            let rotated = self.records.within().open(&rotated_of(&path)).ok().map(|(_, len)| len);
+            let rotated = self.records.within().open(&logs::rotated_path(&path)).ok().map(|(_, len)| len);
             let Ok((file, bytes)) = self.records.within().open(&path) else { continue };
             logs.push(LogEntry {
                 source: format!("{RUNSETS_DIR}/{run_set}/logs/{name}.log"),
@@ -121,12 +121,10 @@ impl Campaign {
     ) -> Result<LogChunk, ApiError> {
         let after = match after {
             None => None,
-            Some(t) => Some(Position::parse(t).ok_or_else(|| {
-                ApiError::refused(vec![format!("after {t:?}: not a position this log gave (give back a chunk's next)")])
-            })?),
+            Some(t) => Some(Position::parse(t).ok_or_else(|| not_a_position(t))?),
         };
         let within = self.records.within();
-        let rotated_path = rotated_of(path);
+        let rotated_path = logs::rotated_path(path);
         let current = within.open(path).ok();
         let rotated = within.open(&rotated_path).ok();
         let id = |f: &(std::fs::File, u64)| f.0.metadata().ok().map(|m| (FileId { dev: m.dev(), ino: m.ino() }, f.1));
@@ -165,13 +163,11 @@ impl Campaign {
         chunk.source = "journal".into();
         let cursor = match after {
             None => None,
-            Some(t) => {
-                Some(t.strip_prefix(JOURNAL_TOKEN).filter(|c| !c.is_empty() && c.len() < 512).ok_or_else(|| {
-                    ApiError::refused(vec![format!(
-                        "after {t:?}: not a position this log gave (give back a chunk's next)"
-                    )])
-                })?)
-            }
+            Some(t) => Some(
+                t.strip_prefix(JOURNAL_TOKEN)
+                    .filter(|c| !c.is_empty() && c.len() < 512)
+                    .ok_or_else(|| not_a_position(t))?,
+            ),
         };
         let cfg = self.config()?;
         let mut args = vec![
@@ -214,11 +210,9 @@ impl Campaign {
     }
 }
 
-/// `<name>.log.1` beside `<name>.log`.
-fn rotated_of(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(".1");
-    PathBuf::from(p)
+/// The refusal of an `after` this log did not give.
+fn not_a_position(after: &str) -> ApiError {
+    ApiError::refused(vec![format!("after {after:?}: not a position this log gave (give back a chunk's next)")])
 }
 
 /// When an open file was last written, for people.

@@ -7,7 +7,7 @@
 //! outlives a killed driver is the sentinel's (see [`super::reaper`]).
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -78,12 +78,12 @@ pub fn log_max_bytes(env: &BTreeMap<String, String>) -> u64 {
 /// file past `max` goes after its last whole line, then the file becomes
 /// `<log>.1` (replacing an older one) and a new one starts. A log that cannot be written loses that
 /// output but never blocks the process: the pipe is always drained.
-fn copy_log(mut from: std::io::PipeReader, log: PathBuf, max: u64) -> std::thread::JoinHandle<()> {
+fn copy_log(mut from: std::io::PipeReader, log: PathBuf, opened: File, max: u64) -> std::thread::JoinHandle<()> {
     use std::io::{Read, Write};
     std::thread::spawn(move || {
         let open = |p: &Path| OpenOptions::new().create(true).append(true).open(p);
-        let mut file = open(&log).ok();
-        let mut size = file.as_ref().and_then(|f| f.metadata().ok()).map_or(0, |m| m.len());
+        let mut size = opened.metadata().map_or(0, |m| m.len());
+        let mut file = Some(opened);
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let n = match from.read(&mut buf) {
@@ -103,9 +103,7 @@ fn copy_log(mut from: std::io::PipeReader, log: PathBuf, max: u64) -> std::threa
                     None => 0,
                 };
                 if fits == 0 {
-                    let mut rotated = log.clone().into_os_string();
-                    rotated.push(".1");
-                    let _ = std::fs::rename(&log, &rotated);
+                    let _ = std::fs::rename(&log, runboard::logs::rotated_path(&log));
                     file = open(&log).ok();
                     size = 0;
                     continue;
@@ -192,8 +190,9 @@ impl Supervisor {
         let (program, args) =
             argv.split_first().ok_or_else(|| DriveError::Template(format!("{name}: empty command")))?;
         let log = self.log_dir.join(format!("{name}.log"));
-        // Made first, so a log that cannot be opened refuses the start.
-        OpenOptions::new().create(true).append(true).open(&log).map_err(DriveError::io("opening", &log))?;
+        // Opened first, so a log that cannot be opened refuses the start.
+        let opened =
+            OpenOptions::new().create(true).append(true).open(&log).map_err(DriveError::io("opening", &log))?;
         // One pipe for both streams keeps their lines in the order written.
         let (reader, out) = std::io::pipe().map_err(DriveError::io("making a pipe for", &log))?;
         let err = out.try_clone().map_err(DriveError::io("making a pipe for", &log))?;
@@ -205,7 +204,7 @@ impl Supervisor {
         // Our copies of the write end go now: the copier sees the end of the
         // output when the process (and whatever it started) closes its own.
         drop(cmd);
-        let copier = Some(copy_log(reader, log.clone(), self.log_max));
+        let copier = Some(copy_log(reader, log.clone(), opened, self.log_max));
         // A child that exited and was reaped already has no PID to track.
         let pid = child.id().ok_or_else(|| spawn_error(std::io::Error::from(std::io::ErrorKind::NotFound)))?;
         if let Some(s) = self.sentinel.as_mut() {
