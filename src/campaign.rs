@@ -186,7 +186,7 @@ impl ModelEntry {
 }
 
 /// A physical model server (a lane).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EndpointEntry {
     pub name: String,
     /// Its OpenAI-compatible base URL (`http://host:port/v1`).
@@ -198,6 +198,15 @@ pub struct EndpointEntry {
     /// The request preset batches on it use.
     #[serde(default)]
     pub request_preset: Option<String>,
+    /// Where its Prometheus metrics are read (`runboard::telemetry`); left
+    /// out: `<url without /v1>/metrics` for a `vllm` backend, none
+    /// otherwise; `""`: never read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_url: Option<String>,
+    /// The autopilot launches nothing new on it while its engine reports at
+    /// least this many requests waiting (none: never held for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_waiting: Option<u32>,
 }
 
 /// `[budget]`: caps on spend (none: not capped). `max_*` limit one batch —
@@ -532,6 +541,17 @@ impl CampaignConfig {
             if !(e.url.starts_with("http://") || e.url.starts_with("https://")) {
                 out.push(format!("endpoint {:?}: url {:?} is not an http(s) URL", e.name, e.url));
             }
+            if let Some(m) = e.metrics_url.as_deref().filter(|m| !m.is_empty()) {
+                if !(m.starts_with("http://") || m.starts_with("https://")) {
+                    out.push(format!(
+                        "endpoint {:?}: metrics_url {m:?} is not an http(s) URL (\"\" turns reading off)",
+                        e.name
+                    ));
+                }
+            }
+            if e.max_waiting == Some(0) {
+                out.push(format!("endpoint {:?}: max_waiting must be at least 1 (leave it out for no limit)", e.name));
+            }
             for m in &e.models {
                 if self.model(m).is_none() {
                     out.push(format!("endpoint {:?} serves {m:?}, which is not in [[models]]", e.name));
@@ -682,6 +702,14 @@ mod tests {
             (
                 "schema_version = 1\nname = \"x\"\n[[endpoints]]\nname = \"gpu\"\nurl = \"http://127.0.0.1:1/v1\"\nbackend = \"vllm\"\nmodels = [\"ghost\"]",
                 "endpoint \"gpu\" serves \"ghost\", which is not in [[models]]",
+            ),
+            (
+                "schema_version = 1\nname = \"x\"\n[[endpoints]]\nname = \"gpu\"\nurl = \"http://h/v1\"\nbackend = \"vllm\"\nmodels = []\nmetrics_url = \"ftp://h/m\"",
+                "endpoint \"gpu\": metrics_url \"ftp://h/m\" is not an http(s) URL",
+            ),
+            (
+                "schema_version = 1\nname = \"x\"\n[[endpoints]]\nname = \"gpu\"\nurl = \"http://h/v1\"\nbackend = \"vllm\"\nmodels = []\nmax_waiting = 0",
+                "endpoint \"gpu\": max_waiting must be at least 1",
             ),
             (
                 "schema_version = 1\nname = \"x\"\n[[models]]\nname = \"m\"\nkind = \"paid\"\ndaily_cap = 0",

@@ -46,6 +46,9 @@ pub struct CatalogueInputs<'a> {
     /// Endpoint name → what `GET <url>/models` gave (absent: not probed).
     pub probes: &'a BTreeMap<String, Probe>,
     pub probed_at: Option<Timestamp>,
+    /// Endpoint name → why it is busy now (its engine's queue at its
+    /// `max_waiting`: `runboard::telemetry::busy`).
+    pub busy: &'a BTreeMap<String, String>,
     pub now: Timestamp,
 }
 
@@ -103,6 +106,10 @@ pub struct EndpointRow {
     pub probe: Option<ProbeRow>,
     /// The autopilot's quarantine, while it lasts.
     pub quarantine: Option<EndpointFailure>,
+    /// Why it is busy now (its engine's queue at its `max_waiting`): usable,
+    /// but the autopilot starts nothing new on it.
+    #[serde(default)]
+    pub busy: Option<String>,
     #[serde(rename = "use")]
     pub used: Use,
     pub available: bool,
@@ -203,6 +210,10 @@ pub fn catalogue(i: &CatalogueInputs) -> CatalogueView {
             if !used.in_flight.is_empty() {
                 words += &format!(" Serving {} now.", used.in_flight.join(", "));
             }
+            let busy = i.busy.get(&e.name).cloned();
+            if let Some(b) = &busy {
+                words += &format!(" Busy: {b}; the autopilot starts nothing new on it.");
+            }
             EndpointRow {
                 name: e.name.clone(),
                 url: e.url.clone(),
@@ -211,6 +222,7 @@ pub fn catalogue(i: &CatalogueInputs) -> CatalogueView {
                 request_preset: e.request_preset.clone(),
                 probe,
                 quarantine,
+                busy,
                 used,
                 available,
                 words,
@@ -304,6 +316,7 @@ mod tests {
             backend: "vllm".into(),
             models: models.iter().map(|m| (*m).into()).collect(),
             request_preset: None,
+            ..Default::default()
         };
         c.endpoints = vec![ep("a", &["qwen"]), ep("b", &["qwen", "llama"]), ep("c", &["llama"])];
         c
@@ -381,6 +394,7 @@ mod tests {
             usage: &usage,
             probes: &probes,
             probed_at: Some(now),
+            busy: &BTreeMap::from([("a".to_owned(), "endpoint a is busy: 9 requests waiting".to_owned())]),
             now,
         });
         let words: Vec<(&str, bool, &str)> =
@@ -388,7 +402,12 @@ mod tests {
         assert_eq!(
             words,
             [
-                ("a", true, "Answers and reports qwen. Serving r2 now."),
+                (
+                    "a",
+                    true,
+                    "Answers and reports qwen. Serving r2 now. Busy: endpoint a is busy: 9 requests waiting; \
+                     the autopilot starts nothing new on it."
+                ),
                 ("b", false, "Not available: it does not report llama at /models (it reports qwen)."),
                 (
                     "c",
@@ -431,6 +450,7 @@ mod tests {
             usage: &[],
             probes: &none,
             probed_at: None,
+            busy: &BTreeMap::new(),
             now: Timestamp(0),
         });
         assert!(v.endpoints.iter().all(|e| e.probe.is_none() && e.words == "Not probed." && e.available));

@@ -299,6 +299,7 @@ mod tests {
             backend: "vllm".into(),
             models: vec!["qwen".into()],
             request_preset: Some("default".into()),
+            ..Default::default()
         }];
         c
     }

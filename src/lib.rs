@@ -35,6 +35,8 @@
 //!   read, the summary the run list shows, and the trials' queries and pages.
 //! - [`runsets`] — the records about batches beside the run sets: committed
 //!   spec numbering, run set names, run tags, the run index, unit records.
+//! - [`telemetry`] — what an endpoint is doing now: its calls' rates and
+//!   latency over the last minute, its engine's Prometheus metrics, busy or not.
 //! - [`spec`] — the batch spec: parsing (errors name file and field), merging a
 //!   spec folder, stable cell ids.
 //! - [`drive`] — the batch driver's decisions: the cluster and runner
@@ -45,6 +47,9 @@
 //! - [`hash`] — FNV-1a, stable across processes, for ids and versions.
 //! - [`json`] — strict-JSON reading of values written by tolerant writers
 //!   (`NaN`, `Infinity` become `null`), and lists of names.
+//! - [`upkeep`] — what a campaign left lying about (stale drafts, temporary
+//!   files of killed writers, units and run sets whose process is gone,
+//!   orphaned logs, disk use) and the one safe action for each.
 //! - [`timefmt`] — timestamps as they appear in records and on pages.
 
 pub mod api;
@@ -71,6 +76,8 @@ pub mod runsets;
 pub mod runview;
 pub mod spec;
 pub mod spend;
+pub mod telemetry;
 pub mod timefmt;
+pub mod upkeep;
 
 pub use timefmt::Timestamp;

@@ -26,6 +26,22 @@ pub fn money(amount: f64, currency: &str) -> String {
     format!("{sign}{}.{:02} {currency}", thousands(cents / 100), cents % 100)
 }
 
+/// A number with `places` decimals, thousands separated: `1234.56, 1` →
+/// `1,234.6` (`–` when not finite).
+pub fn decimal(x: f64, places: u32) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    let scale = 10u64.pow(places);
+    let scaled = (x.abs() * scale as f64).round() as u64;
+    let sign = if x < 0.0 && scaled > 0 { "-" } else { "" };
+    let whole = thousands(scaled / scale);
+    match places {
+        0 => format!("{sign}{whole}"),
+        p => format!("{sign}{whole}.{:0width$}", scaled % scale, width = p as usize),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,5 +64,14 @@ mod tests {
         ] {
             assert_eq!(thousands(n), want);
         }
+    }
+
+    #[test]
+    fn decimals_round_and_separate_thousands() {
+        assert_eq!(super::decimal(1234.56, 1), "1,234.6");
+        assert_eq!(super::decimal(0.04, 1), "0.0");
+        assert_eq!(super::decimal(-2.5, 0), "-3");
+        assert_eq!(super::decimal(12.0, 2), "12.00");
+        assert_eq!(super::decimal(f64::NAN, 1), "–");
     }
 }

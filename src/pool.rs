@@ -143,6 +143,7 @@ mod tests {
             backend: backend.into(),
             models: vec!["qwen".into()],
             request_preset: Some(preset.into()),
+            ..Default::default()
         };
         c.endpoints = vec![ep("a", "vllm", "p"), ep("b", "vllm", "p"), ep("c", "sglang", "q")];
         c

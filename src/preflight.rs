@@ -355,6 +355,7 @@ mod tests {
             backend: "vllm".into(),
             models: vec!["qwen".into()],
             request_preset: None,
+            ..Default::default()
         }];
         c
     }

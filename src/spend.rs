@@ -99,6 +99,9 @@ pub struct CallSpend {
     pub at: Option<Timestamp>,
     pub model: Option<String>,
     pub tokens: Tokens,
+    /// How long it took, when said (a call file's `started_at` to
+    /// `ended_at`; a progress line's `latency_s`): endpoint telemetry.
+    pub latency_s: Option<f64>,
 }
 
 fn whole(v: &serde_json::Value, field: &str) -> Result<u64, String> {
@@ -134,10 +137,17 @@ pub fn progress_line(line: &[u8]) -> Result<CallSpend, String> {
         return Err("no token count (input_tokens, output_tokens, cached_tokens or tokens)".into());
     }
     let unsplit = total.saturating_sub(input + output + cached);
+    let latency_s = match v.get("latency_s") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(x) => {
+            Some(x.as_f64().filter(|l| *l >= 0.0).ok_or_else(|| format!("latency_s: must be a number >= 0, not {x}"))?)
+        }
+    };
     Ok(CallSpend {
         at: at_of(&v, "ts"),
         model: v.get("model").and_then(|m| m.as_str()).map(str::to_owned),
         tokens: Tokens { input, output, cached, unsplit },
+        latency_s,
     })
 }
 
@@ -149,8 +159,10 @@ pub fn call_file(bytes: &[u8]) -> Result<CallSpend, String> {
     let t = v.get("tokens").cloned().unwrap_or(serde_json::Value::Null);
     let (prompt, cached) = (whole(&t, "prompt")?, whole(&t, "cached")?);
     let output = whole(&t, "completion")? + whole(&t, "reasoning")?;
+    let (started, ended) = (at_of(&v, "started_at"), at_of(&v, "ended_at"));
     Ok(CallSpend {
-        at: at_of(&v, "ended_at"),
+        at: ended,
+        latency_s: started.zip(ended).map(|(s, e)| (e.0 - s.0).max(0) as f64 / 1000.0),
         model: v.get("model").and_then(|m| m.as_str()).map(str::to_owned),
         tokens: Tokens { input: prompt.saturating_sub(cached), output, cached, unsplit: 0 },
     })
@@ -171,6 +183,8 @@ pub struct CellTally {
     pub gaps_s: Vec<f64>,
     /// Lines or files that could not be read, with why (the newest 5).
     pub problems: Vec<String>,
+    /// The newest calls ([`crate::telemetry::RECENT_KEPT`]), for endpoint telemetry.
+    pub recent: std::collections::VecDeque<crate::telemetry::CallTime>,
 }
 
 impl CellTally {
@@ -188,6 +202,15 @@ impl CellTally {
             }
             self.gaps_s.push(g);
         }
+        if self.recent.len() == crate::telemetry::RECENT_KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(crate::telemetry::CallTime {
+            at,
+            latency_s: call.latency_s,
+            output_tokens: call.tokens.output,
+            tokens: call.tokens.total(),
+        });
         self.first_at = Some(self.first_at.map_or(at, |f| f.min(at)));
         self.last_at = Some(self.last_at.map_or(at, |l| l.max(at)));
         gap
@@ -568,6 +591,21 @@ mod tests {
         let f = call_file(br#"{"tokens":{"prompt":900,"completion":100,"reasoning":50,"cached":400},"ended_at":"2026-12-04T10:00:01Z"}"#)
             .unwrap();
         assert_eq!(f.tokens, Tokens { input: 500, output: 150, cached: 400, unsplit: 0 });
+        assert_eq!(f.latency_s, None);
+        // The latency, for endpoint telemetry: a call file's start to end, a progress line's own.
+        let f = call_file(
+            br#"{"tokens":{"prompt":1},"started_at":"2026-12-04T10:00:00Z","ended_at":"2026-12-04T10:00:02.5Z"}"#,
+        );
+        assert_eq!(f.unwrap().latency_s, Some(2.5));
+        assert_eq!(progress_line(br#"{"tokens":5,"latency_s":1.25}"#).unwrap().latency_s, Some(1.25));
+        assert!(progress_line(br#"{"tokens":5,"latency_s":-1}"#).unwrap_err().contains("latency_s"));
+        let mut tally = CellTally::default();
+        for i in 0..(crate::telemetry::RECENT_KEPT + 3) {
+            tally
+                .feed(&progress_line(br#"{"tokens":5,"output_tokens":2,"latency_s":1}"#).unwrap(), Timestamp(i as i64));
+        }
+        assert_eq!(tally.recent.len(), crate::telemetry::RECENT_KEPT);
+        assert_eq!(tally.recent.back().map(|c| (c.at, c.tokens, c.output_tokens)), Some((Timestamp(258), 5, 2)));
     }
 
     #[test]
@@ -597,6 +635,7 @@ mod tests {
             at: Some(ts(at)),
             model: None,
             tokens: Tokens { input: i, output: o, ..Default::default() },
+            latency_s: None,
         };
         tally.feed(&call("2026-12-03T23:59:00Z", 1000, 0), Timestamp(0));
         tally.feed(&call("2026-12-04T00:01:00Z", 1000, 500), Timestamp(0));

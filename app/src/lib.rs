@@ -101,6 +101,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/research") view=pages::research::ResearchPage/>
                     <Route path=path!("/reports/:run_set") view=pages::reports::ReportPage/>
                     <Route path=path!("/runs") view=pages::runs::RunsPage/>
+                    <Route path=path!("/upkeep") view=pages::upkeep::UpkeepPage/>
                     // A run is named by its path relative to the root (folder names
                     // repeat across batches); a bare folder name also finds it.
                     <Route path=path!("/runs/*name") view=pages::run::RunPage/>
@@ -131,6 +132,7 @@ fn Nav() -> impl IntoView {
             <A href="/research">"Research"</A>
             <A href="/publish">"Publish"</A>
             <A href="/runs">"Runs"</A>
+            <A href="/upkeep">"Upkeep"</A>
         </nav>
     }
 }

@@ -45,3 +45,25 @@ pub fn follow(
     });
     leptos::prelude::on_cleanup(move || handle.abort());
 }
+
+/// While the calling component lives, calls `tick()` every `period` while
+/// the page is visible (a hidden tab asks nothing). For what has no version
+/// stream to follow: an endpoint's metrics, the catalogue's probes.
+#[cfg(feature = "hydrate")]
+pub fn every_while_visible(period: std::time::Duration, tick: impl Fn() + 'static) {
+    use leptos::prelude::{document, on_cleanup, set_interval_with_handle};
+    let handle = set_interval_with_handle(
+        move || {
+            if !document().hidden() {
+                tick();
+            }
+        },
+        period,
+    )
+    .ok();
+    on_cleanup(move || {
+        if let Some(h) = handle {
+            h.clear();
+        }
+    });
+}

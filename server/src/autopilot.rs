@@ -64,6 +64,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
         closeout_failures: campaign.closeout_failures(),
         launches_today: campaign.launches_today(),
         budget_reached: campaign.budget_reached(&cfg),
+        endpoint_busy: campaign.busy_endpoints(&cfg),
     };
     let out = tick(&state, &observed);
     let mut report = TickReport {

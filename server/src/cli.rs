@@ -15,6 +15,7 @@ use runboard::api::{
 use runboard::draft::DraftRequest;
 use runboard::launch::{LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport, StopRequest};
 use runboard::live::LiveParams;
+use runboard::numfmt::thousands;
 
 use crate::console::LocalConsole;
 
@@ -196,6 +197,41 @@ pub enum ConsoleCommand {
         #[arg(long)]
         fresh: bool,
     },
+    /// Each endpoint now: its calls of the last minute (how many, tokens/s,
+    /// latency, requests in flight) and its engine's metrics (vLLM's
+    /// `/metrics`: running, waiting, KV cache, generated tokens/s), busy or not.
+    Telemetry {
+        #[command(flatten)]
+        at: RootArg,
+    },
+    /// A run set's logs: without NAME, every log it has (its cells', its
+    /// cluster processes', its unit's) with sizes; with NAME, that log's
+    /// last 16 KiB, and with --follow what it writes next until interrupted.
+    Logs {
+        run_set: String,
+        /// A log's name as listed (`cell-<id>`, `manager`, `unit:<unit>`).
+        name: Option<String>,
+        #[command(flatten)]
+        at: RootArg,
+        /// Keep printing what is written (every 0.5 s) until Ctrl-C.
+        #[arg(long, short)]
+        follow: bool,
+    },
+    /// What the campaign left lying about — stale drafts, temporary files of
+    /// killed writers, units and run sets whose process is gone, orphaned
+    /// logs, ended run sets' logs — each numbered with its safe action, and
+    /// the disk each run set uses. `--do N` does finding N's action (asked
+    /// first on a terminal; `--yes` answers for a script).
+    Upkeep {
+        #[command(flatten)]
+        at: RootArg,
+        /// Do the action of finding N (as numbered in the list).
+        #[arg(long = "do", value_name = "N")]
+        act: Option<usize>,
+        /// Do it without asking.
+        #[arg(long)]
+        yes: bool,
+    },
     /// The autopilot: status, on, off, finishing, explain (a dry run), settings, log, tick.
     Auto {
         #[command(subcommand)]
@@ -322,10 +358,10 @@ fn catalogue_text(c: &runboard::catalogue::CatalogueView) -> String {
     let used = |u: &runboard::catalogue::Use| {
         format!(
             "{} run set(s), {} cells, {} tokens{}",
-            u.run_sets,
-            u.cells,
-            u.tokens,
-            u.cost.map(|c| format!(", cost {c:.2}")).unwrap_or_default()
+            thousands(u.run_sets as u64),
+            thousands(u.cells as u64),
+            thousands(u.tokens),
+            u.cost.map(|x| format!(", cost {}", runboard::numfmt::money(x, &c.currency))).unwrap_or_default()
         )
     };
     for m in &c.models {
@@ -347,6 +383,98 @@ fn catalogue_text(c: &runboard::catalogue::CatalogueView) -> String {
             &format!("run sets naming a model or endpoint no longer in the catalogue: {}\n", c.uncatalogued.join(", "));
     }
     out
+}
+
+fn upkeep_text(v: &runboard::upkeep::UpkeepView) -> String {
+    let mut out = String::new();
+    if v.findings.is_empty() {
+        out += "Nothing to clear up.\n";
+    }
+    for (i, f) in v.findings.iter().enumerate() {
+        out += &format!("{:>3}. {} → {}\n", i + 1, f.words, f.action.word());
+    }
+    if !v.findings.is_empty() {
+        out += "do one: runboard upkeep --do N (asks first; --yes to skip)\n";
+    }
+    out += &format!("disk: {} bytes in {} run set(s)\n", thousands(v.total_bytes), v.disk.len());
+    for d in &v.disk {
+        out += &format!(
+            "  {:40} {:>15} bytes{} in {} files ({} bytes of logs), {}\n",
+            d.run_set,
+            thousands(d.bytes),
+            if d.partial { "+" } else { "" },
+            thousands(d.files),
+            thousands(d.log_bytes),
+            d.state
+        );
+    }
+    out += &format!("{}\n", v.note);
+    out
+}
+
+/// Asks `question` on the terminal; false when stdin is not one.
+fn confirmed(question: &str) -> bool {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return false;
+    }
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    matches!(answer.trim(), "y" | "Y" | "yes")
+}
+
+fn logs_text(v: &runboard::logs::LogsView) -> String {
+    if v.logs.is_empty() {
+        return format!("{} has no log yet.\n", v.run_set);
+    }
+    let mut out = String::new();
+    for l in &v.logs {
+        let size = match (l.bytes, l.rotated_bytes) {
+            (Some(b), Some(r)) => format!("{} bytes (+ {} rotated)", thousands(b), thousands(r)),
+            (Some(b), None) => format!("{} bytes", thousands(b)),
+            (None, _) => "in the journal".to_owned(),
+        };
+        let when = l.modified.as_deref().map(|m| format!(", written {}", runboard::timefmt::display_rfc3339(m)));
+        out += &format!("{:40} {} {size}{}\n", l.name, l.kind, when.unwrap_or_default());
+    }
+    out += &format!("read one: runboard logs {} NAME [--follow]\n", v.run_set);
+    out
+}
+
+/// Prints a log's tail, then (with `follow`) what it writes next, every
+/// 0.5 s, until interrupted; a reset is said on stderr.
+fn follow_log(
+    console: &LocalConsole,
+    run_set: String,
+    name: String,
+    follow: bool,
+    json: bool,
+) -> Result<String, ApiError> {
+    use std::io::Write;
+    let mut after = None;
+    loop {
+        let q = runboard::logs::LogQuery { run_set: run_set.clone(), name: name.clone(), after: after.clone() };
+        let chunk = op::log::call(console, q)?;
+        if let Some(r) = &chunk.reset {
+            eprintln!("[{r}]");
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = if json {
+            writeln!(out, "{}", serde_json::to_string(&chunk).unwrap_or_default())
+        } else {
+            write!(out, "{}", chunk.text)
+        };
+        let _ = out.flush();
+        after = Some(chunk.next.clone());
+        if !chunk.more {
+            if !follow {
+                return Ok(String::new());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    }
 }
 
 fn timing_text(t: &runboard::results::timing::TimingView) -> String {
@@ -620,6 +748,9 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Tag { at, .. }
         | ConsoleCommand::Timing { at, .. }
         | ConsoleCommand::Catalogue { at, .. }
+        | ConsoleCommand::Telemetry { at }
+        | ConsoleCommand::Upkeep { at, .. }
+        | ConsoleCommand::Logs { at, .. }
         | ConsoleCommand::Publish { at, .. } => at.clone(),
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
     };
@@ -692,6 +823,53 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         }
         ConsoleCommand::Catalogue { fresh, .. } => {
             ask::<op::catalogue>(&console, CatalogueQuery { fresh: Some(fresh.to_string()) }, json, catalogue_text)
+        }
+        ConsoleCommand::Telemetry { .. } => ask::<op::telemetry>(&console, Nothing {}, json, |t| {
+            let mut out = format!("{}\n", t.note);
+            if t.endpoints.is_empty() {
+                out += "No endpoint in the catalogue (campaign.toml [[endpoints]]).\n";
+            }
+            for e in &t.endpoints {
+                let serving =
+                    if e.run_sets.is_empty() { String::new() } else { format!(" serving {}", e.run_sets.join(", ")) };
+                out += &format!("{} ({}){serving}: {}\n", e.endpoint, e.backend, e.words);
+            }
+            out
+        }),
+        ConsoleCommand::Upkeep { act: None, .. } => ask::<op::upkeep>(&console, Nothing {}, json, upkeep_text),
+        ConsoleCommand::Upkeep { act: Some(n), yes, .. } => op::upkeep::call(&console, Nothing {}).and_then(|v| {
+            let Some(f) = n.checked_sub(1).and_then(|i| v.findings.get(i)) else {
+                return Err(ApiError::refused(vec![format!(
+                    "--do {n}: there are {} finding(s) (numbered from 1; see runboard upkeep)",
+                    v.findings.len()
+                )]));
+            };
+            if !yes && !confirmed(&f.question) {
+                return Err(ApiError::refused(vec![format!(
+                    "{} {}: not confirmed (answer y on a terminal, or give --yes)",
+                    f.action.word(),
+                    f.target
+                )]));
+            }
+            let req = runboard::upkeep::UpkeepRequest {
+                action: f.action.word().to_owned(),
+                target: f.target.clone(),
+                token: f.token.clone(),
+            };
+            ask::<op::upkeep_act>(&console, req, json, |d| {
+                let freed = if d.freed_bytes > 0 {
+                    format!(" ({} bytes freed)", thousands(d.freed_bytes))
+                } else {
+                    String::new()
+                };
+                format!("{}{freed}\n", d.words)
+            })
+        }),
+        ConsoleCommand::Logs { run_set, name: None, .. } => {
+            ask::<op::logs>(&console, runboard::logs::LogsQuery { run_set }, json, logs_text)
+        }
+        ConsoleCommand::Logs { run_set, name: Some(name), follow, .. } => {
+            follow_log(&console, run_set, name, follow, json)
         }
         ConsoleCommand::Status { .. } => ask::<op::live>(&console, LiveParams::default(), json, |v| {
             let mut out = format!("{}\n", v.words);

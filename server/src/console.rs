@@ -360,6 +360,18 @@ impl Console for LocalConsole {
         self.campaign.catalogue(q.fresh()?)
     }
 
+    fn telemetry(&self, _: Nothing) -> Result<TelemetryView, ApiError> {
+        self.campaign.telemetry()
+    }
+
+    fn upkeep(&self, _: Nothing) -> Result<UpkeepView, ApiError> {
+        self.campaign.upkeep()
+    }
+
+    fn upkeep_act(&self, req: UpkeepRequest) -> Result<UpkeepDone, ApiError> {
+        self.campaign.upkeep_act(&req)
+    }
+
     fn auto_version(&self, _: Nothing) -> Result<Version, ApiError> {
         let mut h = runboard::hash::Fnv1a::new();
         for f in [crate::auto_state::STATE_FILE, crate::auto_state::LOG_FILE, CONFIG_FILE] {

@@ -185,3 +185,46 @@ fn a_cells_log_is_read_on_across_rotations_streams_and_a_server_restart() {
     let (code, v) = get(&server.addr, &format!("/api/logs/{rs}/unit:nope"));
     assert_eq!(code, 404, "{v}");
 }
+
+#[test]
+fn the_command_line_lists_a_run_sets_logs_prints_a_tail_and_refuses_a_bad_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = chatty_campaign(tmp.path());
+    let server = serve(&root, &tmp.path().join("data"));
+    let path = draft(&server.addr, json!({"label": "cli", "max_cells": 1, "endpoint": "gpu-a"}));
+    let (code, l) = post(&server.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let rs = l["run_set"].as_str().unwrap().to_owned();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_runboard"))
+            .args(args)
+            .arg("--root")
+            .arg(&root)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let mut listed = String::new();
+    wait_for("a cell's log listed", Duration::from_secs(20), || {
+        listed = cli(&["logs", &rs]).1;
+        listed.contains("cell-")
+    });
+    let name = listed.split_whitespace().find(|w| w.starts_with("cell-")).unwrap().to_owned();
+    assert!(listed.contains("process") && listed.contains(" bytes"), "{listed}");
+    assert!(listed.contains(&format!("read one: runboard logs {rs} NAME")), "{listed}");
+    wait_for("its tail printed", Duration::from_secs(20), || numbers(&cli(&["logs", &rs, &name]).1).len() >= 3);
+    let (code, tail, _) = cli(&["logs", &rs, &name]);
+    assert_eq!(code, Some(0));
+    let n = numbers(&tail);
+    assert!(n.windows(2).all(|w| w[1] == w[0] + 1), "the tail's lines in order: {tail}");
+    let (code, _, err) = cli(&["logs", &rs, "../spec"]);
+    assert_eq!(code, Some(2), "a refusal: {err}");
+    assert!(err.contains("name \"../spec\""), "{err}");
+    let (code, _, err) = cli(&["logs", "no-such-set"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(post(&server.addr, "/api/control/stop", json!({"run_sets": [rs]})).0, 200);
+}

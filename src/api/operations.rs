@@ -111,6 +111,8 @@ pub mod types {
     pub use crate::runview::trialgraph::GraphEntry;
     pub use crate::runview::trials::TrialPage;
     pub use crate::runview::view::{AcceptedFactor, CallEvent, CallView, MemoryVersion, RunRounds, RunView};
+    pub use crate::telemetry::TelemetryView;
+    pub use crate::upkeep::{UpkeepDone, UpkeepRequest, UpkeepView};
     /// Autopilot settings as sent (checked by the server: every reason).
     pub type Settings = serde_json::Value;
     /// Keys to merge into the research settings (`null` removes one).
@@ -193,6 +195,16 @@ macro_rules! operations {
             /// The provider catalogue: each model and endpoint, whether it can
             /// be used now and why not, and what it has been used for.
             catalogue "catalogue": GET "/api/catalogue", CatalogueQuery => CatalogueView, "reading the catalogue";
+            /// Each endpoint now: its calls of the last minute (rates, latency,
+            /// in flight) and its engine's metrics (vLLM's `/metrics`), busy or not.
+            telemetry "telemetry": GET "/api/telemetry", Nothing => TelemetryView, "reading endpoint telemetry";
+            /// What the campaign left lying about (stale drafts, temporary files of
+            /// killed writers, units and run sets whose process is gone, orphaned
+            /// logs), each with its safe action, and the disk each run set uses.
+            upkeep "upkeep": GET "/api/upkeep", Nothing => UpkeepView, "reading upkeep";
+            /// One upkeep action on one listed finding, with its token: done under
+            /// the campaign lock only if the finding is unchanged; logged.
+            upkeep_act "upkeep_act": POST "/api/upkeep", UpkeepRequest => UpkeepDone, "doing upkeep";
             /// The landing page: progress over time, latest batches, attention.
             overview "overview": GET "/api/overview", Nothing => OverviewView, "reading the overview";
             /// The cohort presets (or why their file cannot be read).

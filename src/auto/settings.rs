@@ -211,6 +211,7 @@ pub(crate) mod tests {
             backend: "vllm".into(),
             models: vec!["qwen".into()],
             request_preset: Some("p".into()),
+            ..Default::default()
         }];
         let csv = "condition,task,phase,seed,repetition\nbase,t1,main,1,0\ntreat,t1,main,1,0\nbase,t2,main,1,0\n";
         (c, crate::matrix::parse(csv.as_bytes()))

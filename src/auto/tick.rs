@@ -80,6 +80,10 @@ pub struct Observed<'a> {
     pub launches_today: BTreeMap<String, u32>,
     /// A day or campaign cap of `[budget]` reached now, in words.
     pub budget_reached: Option<String>,
+    /// Endpoints whose engine reports at least their `max_waiting` requests
+    /// waiting, each with why (`runboard::telemetry::busy`): nothing new
+    /// starts on them while they are.
+    pub endpoint_busy: BTreeMap<String, String>,
 }
 
 /// One launch the tick decided, on one lane.
@@ -453,6 +457,8 @@ fn show_slot_guards(run: &mut Run, settings: &Settings) {
         quarantined.is_empty(),
         if quarantined.is_empty() { "none".into() } else { quarantined.join(", ") },
     );
+    let busy: Vec<&str> = run.obs.endpoint_busy.values().map(String::as_str).collect();
+    run.guard("busy endpoints", busy.is_empty(), if busy.is_empty() { "none".into() } else { busy.join("; ") });
 }
 
 /// The decision: one launch (serial) or one per free lane; or the hold that
@@ -776,7 +782,8 @@ struct Candidate {
 }
 
 /// Why a slot is held back today, if it is: its model credit-flagged or at a
-/// daily cap (the settings' or the catalogue's), its endpoint quarantined.
+/// daily cap (the settings' or the catalogue's), its endpoint quarantined or
+/// busy (its engine's queue at its `max_waiting`).
 fn held_back(state: &AutoState, obs: &Observed, settings: &Settings, slot: &Slot) -> Option<String> {
     let now = obs.now;
     if let Some(f) = state.credit_flags.get(&slot.model) {
@@ -791,8 +798,10 @@ fn held_back(state: &AutoState, obs: &Observed, settings: &Settings, slot: &Slot
         return Some(format!("model {}: its catalogue daily cap of {cap} is reached", slot.model));
     }
     let endpoint = slot.endpoint.as_deref()?;
-    let f = state.endpoint_failures.get(endpoint).filter(|f| f.retry_at > now)?;
-    Some(format!("endpoint {endpoint} is quarantined until {} ({})", f.retry_at.to_display(), f.reason))
+    if let Some(f) = state.endpoint_failures.get(endpoint).filter(|f| f.retry_at > now) {
+        return Some(format!("endpoint {endpoint} is quarantined until {} ({})", f.retry_at.to_display(), f.reason));
+    }
+    obs.endpoint_busy.get(endpoint).cloned()
 }
 
 /// A slot as a candidate: not held back, with a gap to fill, scored.
@@ -1065,6 +1074,7 @@ pub(crate) mod tests_support {
             backend: "vllm".into(),
             models: vec!["qwen".into()],
             request_preset: Some("p".into()),
+            ..Default::default()
         });
         let coverage = crate::coverage::compute(&matrix, &[] as &[RunSetCells]);
         World { cfg, matrix, coverage }
@@ -1081,6 +1091,7 @@ pub(crate) mod tests_support {
             closeout_failures: Vec::new(),
             launches_today: BTreeMap::new(),
             budget_reached: None,
+            endpoint_busy: BTreeMap::new(),
         }
     }
 
@@ -1367,6 +1378,24 @@ mod tests {
         assert!(t.state.endpoint_failures["gpu-a"].released, "released at its retry time (its failures kept)");
         assert!(t.events.iter().any(|e| e.event.kind() == "endpoint_released"));
         assert_eq!(t.launches[0].endpoint.as_deref(), Some("gpu-a"));
+
+        // A busy endpoint (its engine's queue at max_waiting): its slots are
+        // out, the other endpoint serves; both busy, the tick holds and says why.
+        let st = on(qwen());
+        let busy = |e: &str| {
+            (e.to_owned(), format!("endpoint {e} is busy: 9 requests waiting at its engine (max_waiting = 8)"))
+        };
+        let mut o = observed(&w);
+        o.endpoint_busy = BTreeMap::from([busy("gpu-a")]);
+        let t = tick(&st, &o);
+        assert_eq!(t.launches[0].endpoint.as_deref(), Some("gpu-b"));
+        assert!(t.guards.iter().any(|g| g.name == "busy endpoints" && !g.ok && g.value.contains("gpu-a is busy")));
+        o.endpoint_busy = BTreeMap::from([busy("gpu-a"), busy("gpu-b")]);
+        let t = tick(&st, &o);
+        assert!(t.launches.is_empty());
+        let hold = t.state.hold.unwrap();
+        assert_eq!(hold.reason, HoldReason::NoEligibleSlot);
+        assert!(hold.words.contains("endpoint gpu-b is busy: 9 requests waiting"), "{}", hold.words);
     }
 
     #[test]

@@ -20,25 +20,12 @@ pub fn CataloguePage() -> impl IntoView {
         |(_, fresh)| api::catalogue(CatalogueQuery { fresh: fresh.then(|| "true".to_owned()) }),
     );
     #[cfg(feature = "hydrate")]
-    {
-        let handle = set_interval_with_handle(
-            move || {
-                if !document().hidden() {
-                    ask.try_update(|(n, fresh)| {
-                        *n += 1;
-                        *fresh = false;
-                    });
-                }
-            },
-            std::time::Duration::from_secs(30),
-        )
-        .ok();
-        on_cleanup(move || {
-            if let Some(h) = handle {
-                h.clear();
-            }
+    crate::live::every_while_visible(std::time::Duration::from_secs(30), move || {
+        ask.try_update(|(n, fresh)| {
+            *n += 1;
+            *fresh = false;
         });
-    }
+    });
     view! {
         <section class="catalogue">
             <div class="toolbar">

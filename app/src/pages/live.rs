@@ -47,7 +47,7 @@ pub fn LivePage() -> impl IntoView {
     let run_set = Memo::new(move |_| live.get().and_then(Result::ok).and_then(|v| v.run_set));
     let mounted = RwSignal::new(false);
     Effect::new(move |_| mounted.set(true));
-    // The cell whose log is open, if any (one at a time).
+    // The log open, if any (one at a time): `cell-<id>`, a cluster process's, a unit's.
     let open_log = RwSignal::new(None::<String>);
     // What the last control did (or why it was refused), shown until the next.
     let said = RwSignal::new(None::<Result<String, ApiError>>);
@@ -186,10 +186,12 @@ pub fn LivePage() -> impl IntoView {
             // view yet, so drawing it earlier would not match).
             // The open log, outside the re-read view too: a live update
             // never resets its text or the reader's scroll.
+            {move || mounted.get().then(|| run_set.get()).flatten().map(|rs| view! { <Endpoints run_set=rs/> })}
+            {move || mounted.get().then(|| run_set.get()).flatten().map(|rs| view! { <ProcessLogs run_set=rs open_log=open_log/> })}
             {move || {
                 let rs = mounted.get().then(|| run_set.get()).flatten()?;
-                let cell = open_log.get()?;
-                Some(view! { <LogTail run_set=rs name=format!("cell-{cell}") close=move || open_log.set(None)/> })
+                let name = open_log.get()?;
+                Some(view! { <LogTail run_set=rs name=name close=move || open_log.set(None)/> })
             }}
             {move || mounted.get().then(|| run_set.get()).flatten().map(|rs| view! { <LiveTags run_set=rs/> })}
         </section>
@@ -291,6 +293,113 @@ fn tail_into(url: &str, el: web_sys::HtmlPreElement, note: RwSignal<String>) {
         let _ = task.await;
     });
     on_cleanup(move || handle.abort());
+}
+
+/// The endpoints the batch on screen uses, now: its cells' calls of the last
+/// minute and each engine's own metrics (read every 5 s while the page is
+/// visible, outside the re-read view). Nothing is shown for a batch on no
+/// catalogue endpoint.
+#[component]
+fn Endpoints(run_set: String) -> impl IntoView {
+    let ask = RwSignal::new(0u64);
+    let now = Resource::new(move || ask.get(), |_| api::telemetry(api::Nothing {}));
+    #[cfg(feature = "hydrate")]
+    crate::live::every_while_visible(std::time::Duration::from_secs(5), move || {
+        ask.try_update(|n| *n += 1);
+    });
+    view! {
+        <Transition fallback=|| ()>
+            {let rs = run_set.clone(); move || now.get().map(|r| match r {
+                Err(e) => view! { <p class="error endpoints-error">"Endpoint telemetry cannot be read: " {e.to_string()}</p> }.into_any(),
+                Ok(t) => {
+                    let rows: Vec<_> = t.endpoints.into_iter().filter(|e| e.run_sets.contains(&rs)).collect();
+                    (!rows.is_empty()).then(|| view! {
+                        <div class="endpoints">
+                            <strong>"Endpoints"</strong>
+                            <span class="note">{t.note.clone()}</span>
+                            <table class="endpoints-table">
+                                <thead><tr>
+                                    <th>"endpoint"</th><th>"calls (last min)"</th><th>"tokens/s"</th><th>"latency p50 / p95"</th>
+                                    <th>"in flight"</th><th>"engine: running / waiting"</th><th>"KV cache"</th><th>"generated tokens/s"</th>
+                                </tr></thead>
+                                <tbody>{rows.into_iter().map(endpoint_row).collect_view()}</tbody>
+                            </table>
+                        </div>
+                    }).into_any()
+                }
+            })}
+        </Transition>
+    }
+}
+
+fn endpoint_row(e: runboard::telemetry::EndpointTelemetry) -> impl IntoView {
+    use runboard::numfmt::decimal;
+    let c = &e.calls;
+    let one = |x: f64| decimal(x, if x < 10.0 { 1 } else { 0 });
+    let opt = |x: Option<f64>| x.map(one).unwrap_or_else(|| "–".into());
+    let latency = match (c.latency_p50_s, c.latency_p95_s) {
+        (Some(a), Some(b)) => format!("{} s / {} s", one(a), one(b)),
+        _ => "–".into(),
+    };
+    let (queue, kv, generated) = match (&e.engine, &e.engine_error) {
+        (Some(en), _) => (
+            format!(
+                "{} / {}",
+                en.running.map(|x| decimal(x, 0)).unwrap_or("–".into()),
+                en.waiting.map(|x| decimal(x, 0)).unwrap_or("–".into())
+            ),
+            en.kv_cache_use.map(|k| format!("{}%", decimal(k * 100.0, 0))).unwrap_or("–".into()),
+            opt(en.generation_tokens_per_s),
+        ),
+        (None, Some(why)) => (format!("unreadable: {why}"), "–".into(), "–".into()),
+        (None, None) => ("not read".into(), "–".into(), "–".into()),
+    };
+    view! {
+        <tr class=if e.busy.is_some() { "endpoint busy" } else { "endpoint" } data-endpoint=e.endpoint.clone() title=e.words.clone()>
+            <td>{e.endpoint.clone()}{e.busy.clone().map(|b| view! { <span class="badge busy" title=b>"busy"</span> })}</td>
+            <td class="num calls">{runboard::numfmt::thousands(c.calls)}</td>
+            <td class="num tokens-per-s">{one(c.tokens_per_s)}</td>
+            <td class="num latency">{latency}</td>
+            <td class="num in-flight">{opt(c.in_flight)}</td>
+            <td class="engine-queue">{queue}</td>
+            <td class="num kv">{kv}</td>
+            <td class="num generated">{generated}</td>
+        </tr>
+    }
+}
+
+/// The batch's logs other than its cells' (each cell has its Log button):
+/// its cluster processes' (manager, rooms, players) and its unit's; read
+/// every 10 s while visible. Each opens in the log panel.
+#[component]
+fn ProcessLogs(run_set: String, open_log: RwSignal<Option<String>>) -> impl IntoView {
+    let ask = RwSignal::new(0u64);
+    let rs = run_set.clone();
+    let logs = Resource::new(move || ask.get(), move |_| api::logs(runboard::logs::LogsQuery { run_set: rs.clone() }));
+    #[cfg(feature = "hydrate")]
+    crate::live::every_while_visible(std::time::Duration::from_secs(10), move || {
+        ask.try_update(|n| *n += 1);
+    });
+    view! {
+        <Transition fallback=|| ()>
+            {move || logs.get().and_then(Result::ok).map(|v| {
+                let others: Vec<_> = v.logs.into_iter().filter(|l| !l.name.starts_with("cell-")).collect();
+                (!others.is_empty()).then(|| view! {
+                    <div class="process-logs">
+                        <strong>"Other logs"</strong>
+                        {others.into_iter().map(|l| {
+                            let name = l.name.clone();
+                            let size = l.bytes.map(|b| format!(" ({} bytes)", runboard::numfmt::thousands(b))).unwrap_or_default();
+                            view! {
+                                <button class="log open-log" data-log=l.name.clone()
+                                    on:click=move |_| open_log.set(Some(name.clone()))>{format!("{}{size}", l.name)}</button>
+                            }
+                        }).collect_view()}
+                    </div>
+                })
+            })}
+        </Transition>
+    }
 }
 
 /// The tags of the batch on screen, editable.
@@ -509,7 +618,7 @@ fn cells_table(cells: Vec<LiveCell>, currency: String, open_log: RwSignal<Option
                             <td>{run}{c.failure.map(|f| view! { <span class="failure">{f}</span> })}</td>
                             <td>{has_log.then(|| view! {
                                 <button class="log" title="Show this cell's output as it is written"
-                                    on:click=move |_| open_log.set(Some(log_cell.clone()))>"Log"</button>
+                                    on:click=move |_| open_log.set(Some(format!("cell-{log_cell}")))>"Log"</button>
                             })}</td>
                         </tr>
                     }

@@ -14,3 +14,4 @@ pub mod research;
 pub mod run;
 pub mod runs;
 pub mod timing;
+pub mod upkeep;

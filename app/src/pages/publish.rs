@@ -16,22 +16,9 @@ pub fn PublishPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
     let status = Resource::new(move || refresh.get(), |_| api::publish_status(api::Nothing {}));
     #[cfg(feature = "hydrate")]
-    {
-        let handle = set_interval_with_handle(
-            move || {
-                if !document().hidden() {
-                    refresh.try_update(|n| *n += 1);
-                }
-            },
-            Duration::from_secs(60),
-        )
-        .ok();
-        on_cleanup(move || {
-            if let Some(h) = handle {
-                h.clear();
-            }
-        });
-    }
+    crate::live::every_while_visible(Duration::from_secs(60), move || {
+        refresh.try_update(|n| *n += 1);
+    });
     let again_soon = move || {
         set_timeout(
             move || {

@@ -86,6 +86,7 @@ impl Campaign {
             usage: &usage,
             probes: &probes,
             probed_at: probed_at.filter(|_| !cfg.endpoints.is_empty()),
+            busy: &self.busy_endpoints(&cfg),
             now,
         }))
     }

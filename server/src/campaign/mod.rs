@@ -9,7 +9,7 @@
 //! One file per capability, each an `impl Campaign` with its own memo:
 //! `units` (the backends' view of each unit), `coverage`, `launch` (drafts,
 //! preflight, `start`, `resume`), `live`, `control` (pause, stop+abort),
-//! `results`, `logs` (a run set's logs, read on from a position), `spend` (live spend, the caps and stalls), `tags` (run-set tags edited), `catalogue` and `auto` (what the autopilot's tick observes).
+//! `results`, `logs` (a run set's logs, read on from a position), `spend` (live spend, the caps and stalls), `telemetry` (each endpoint's calls and engine now), `upkeep` (what was left lying about, and its safe actions), `tags` (run-set tags edited), `catalogue` and `auto` (what the autopilot's tick observes).
 //! Each answers [`ApiError`], the core's error, whose kind (refused, busy,
 //! not found, unreadable, internal, …) is the domain's; its HTTP status is
 //! chosen in one place, `ErrorKind::status`.
@@ -28,7 +28,9 @@ pub mod records;
 pub mod results;
 pub mod spend;
 mod tags;
+pub mod telemetry;
 mod units;
+mod upkeep;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -60,6 +62,8 @@ pub struct Campaign {
     probes_made: catalogue::ProbesMade,
     /// What each cell's files were read of so far, and the stalls said.
     spend_seen: spend::SpendMemo,
+    /// Each endpoint's metrics as last read.
+    telemetry_seen: telemetry::TelemetryMemo,
 }
 
 /// The campaign lock, held while it lives.
@@ -76,6 +80,7 @@ impl Campaign {
             results_made: Default::default(),
             probes_made: Default::default(),
             spend_seen: Default::default(),
+            telemetry_seen: Default::default(),
         }
     }
 

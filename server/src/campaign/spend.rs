@@ -4,7 +4,7 @@
 //! checked against the batch's, today's and the campaign's spend, and the
 //! guard that pauses a batch at a cap and names the cells gone silent.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use runboard::campaign::{CampaignConfig, StallAction};
 use runboard::drive::records::{CellRecord, CellStatus};
 use runboard::spend::{self, BatchSpend, CapUse, CellSpend, CellTally, SpendNow, Stall};
+use runboard::telemetry::CallTime;
 use runboard::timefmt::Timestamp;
 
 use super::records::RunSetRead;
@@ -447,6 +448,41 @@ impl Campaign {
         if *seen != stalls_now {
             *seen = stalls_now;
             self.spend_seen.moved();
+        }
+        out
+    }
+}
+
+impl Campaign {
+    /// The calls each live batch's cells ended since `since` (each batch read
+    /// on first, as a poll of the guard reads it), by the endpoint each cell
+    /// runs on — its pool's `endpoints[i mod n]`, else the spec's `endpoint`
+    /// — with the run sets using each endpoint: endpoint telemetry's input.
+    pub fn recent_calls_by_endpoint(
+        &self,
+        cfg: &CampaignConfig,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> BTreeMap<String, (Vec<String>, Vec<CallTime>)> {
+        let mut out: BTreeMap<String, (Vec<String>, Vec<CallTime>)> = BTreeMap::new();
+        let live_sets: Vec<Arc<RunSetRead>> =
+            self.records.run_sets().into_iter().filter(|rs| self.records.is_live(rs)).collect();
+        for rs in live_sets {
+            let Some(spec) = rs.spec.as_ref().and_then(|s| s.as_ref().ok()) else { continue };
+            self.live_spend(cfg, &rs, Some(spec), true, None, now);
+            let endpoints = spec.endpoints_used();
+            if endpoints.is_empty() {
+                continue;
+            }
+            for e in &endpoints {
+                out.entry(e.clone()).or_default().0.push(rs.name.clone());
+            }
+            let readers = self.spend_seen.cells.lock().unwrap_or_else(|p| p.into_inner());
+            for (i, cell) in spec.cells.iter().enumerate() {
+                let Some(r) = readers.get(&(rs.name.clone(), cell.id.clone())) else { continue };
+                let calls = &mut out.entry(endpoints[i % endpoints.len()].clone()).or_default().1;
+                calls.extend(r.tally.recent.iter().filter(|c| c.at > since));
+            }
         }
         out
     }
