@@ -5,6 +5,8 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
-scripts/setup.sh
-cargo leptos build --release -P   # -P: precompressed .br/.gz copies of the bundle
+# Only what building and serving need: the tests' browser and daemons are
+# installed by scripts/test.sh.
+scripts/setup.sh build
+scripts/build-site.sh
 exec target/release/runboard serve "$@"

@@ -3,14 +3,19 @@
 # Debian 12 machine with a Rust toolchain (no GitHub access: nothing here downloads
 # a prebuilt binary from it). Each step is skipped when already satisfied.
 #
-#   scripts/setup.sh          # build tools + browser
+#   scripts/setup.sh build    # what building and serving need (scripts/run.sh)
+#   scripts/setup.sh          # that, and what the tests need (scripts/test.sh)
 #
-# Why each step: docs/toolchain.md.
+# Building needs only the wasm32 target, wasm-bindgen-cli at the lock's
+# version and wasm-opt from npm's binaryen (scripts/build-site.sh says why no
+# cargo-leptos). The tests add Chromium, the launcher backends' daemons,
+# Python's jsonschema, a pinned Inspect AI and the end-to-end npm packages.
 set -euo pipefail
+PART=${1:-all}
+case "$PART" in build|all) ;; *) echo "usage: scripts/setup.sh [build]" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 TOOLS="$ROOT/.tools"
-CARGO_LEPTOS_VERSION=0.3.10
 # Must equal the wasm-bindgen version in Cargo.lock (pinned with `=` in Cargo.toml).
 WASM_BINDGEN_VERSION=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
 BINARYEN_VERSION=132.0.0
@@ -22,6 +27,38 @@ log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
 export HOME
 export PATH="$HOME/.cargo/bin:$PATH"
+
+if ! command -v npm >/dev/null; then
+  # Node runs the precompression and npm installs wasm-opt (binaryen).
+  log "installing Debian nodejs and npm"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+
+if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
+  log "adding rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; then
+  # Without --locked: its own lock pins a crate the registry no longer has.
+  log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+fi
+
+# wasm-opt from npm's binaryen: Debian's v108 produces a wasm that never hydrates.
+if [ ! -x "$TOOLS/binaryen/node_modules/.bin/wasm-opt" ]; then
+  log "installing binaryen@$BINARYEN_VERSION (wasm-opt) from npm into .tools/"
+  mkdir -p "$TOOLS/binaryen"
+  (cd "$TOOLS/binaryen" && { [ -f package.json ] || npm init -y >/dev/null; } \
+     && npm install --silent --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null)
+fi
+
+if [ "$PART" = build ]; then
+  log "ready to build"
+  exit 0
+fi
 
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   log "installing Debian chromium (for end-to-end tests)"
@@ -45,31 +82,6 @@ if [ -n "$BACKEND_PACKAGES" ]; then
   $SUDO apt-get update -qq
   # The packages' own services are not wanted (there is no init to run them).
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $BACKEND_PACKAGES >/dev/null
-fi
-
-if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
-  log "adding rust target wasm32-unknown-unknown"
-  rustup target add wasm32-unknown-unknown
-fi
-
-if ! cargo leptos --version 2>/dev/null | grep -q " $CARGO_LEPTOS_VERSION\$"; then
-  # 0.3.11 needs rustc 1.96; --locked keeps its dependency tree the verified one.
-  log "installing cargo-leptos $CARGO_LEPTOS_VERSION (takes ~11 min once)"
-  cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked
-fi
-
-if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; then
-  # Without --locked: its own lock pins a crate the registry no longer has.
-  log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
-  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
-fi
-
-# wasm-opt from npm's binaryen: Debian's v108 produces a wasm that never hydrates.
-if [ ! -x "$TOOLS/binaryen/node_modules/.bin/wasm-opt" ]; then
-  log "installing binaryen@$BINARYEN_VERSION (wasm-opt) from npm into .tools/"
-  mkdir -p "$TOOLS/binaryen"
-  (cd "$TOOLS/binaryen" && { [ -f package.json ] || npm init -y >/dev/null; } \
-     && npm install --silent --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null)
 fi
 
 if ! python3 -c "import jsonschema" 2>/dev/null; then

@@ -27,16 +27,8 @@ step "unit and integration tests"
 # harness-tests: real Inspect AI evals as cells (the pinned inspect-ai setup installs).
 cargo test -p runboard -p app -p server --features server/daemon-tests,server/harness-tests
 step "release build of the site"
-# cargo-leptos builds the front end, then the server, one after the other, and
-# the front's tail (LTO in one codegen unit, wasm-bindgen, wasm-opt) keeps one
-# core busy. So the server's release build — the very command cargo-leptos
-# runs for it, in the other target folder — starts beside it; cargo-leptos
-# then finds the server built.
-cargo build --package=server --bin=runboard --no-default-features --features=ssr --release &
-SERVER_BUILD=$!
-trap 'kill "$SERVER_BUILD" 2>/dev/null || true; rm -rf "$RUNBOARD_DATA_DIR"' EXIT
-cargo leptos build --release -P   # -P: precompressed .br/.gz copies of the bundle
-wait "$SERVER_BUILD"
+# The very build scripts/run.sh serves (one build definition).
+scripts/build-site.sh
 step "records match docs/schemas"
 python3 scripts/check-schemas.py target/release/runboard
 step "end-to-end (Chromium)"

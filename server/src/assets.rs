@@ -2,8 +2,8 @@
 //!
 //! Every response carries `Cache-Control: no-cache` and a strong ETag over the
 //! bytes, and `If-None-Match` is answered with 304. A file built with a
-//! precompressed copy beside it (`x.wasm.br`, `x.wasm.gz`: `cargo leptos build
-//! -P`) is answered with that copy when the client accepts its encoding
+//! precompressed copy beside it (`x.wasm.br`, `x.wasm.gz`: `scripts/build-site.sh`
+//! writes them) is answered with that copy when the client accepts its encoding
 //! (`Content-Encoding`, `Vary: Accept-Encoding`, an ETag of its own). 2026-09-01: a changed app.js
 //! was served while a browser kept running its old copy; revalidating every use
 //! costs one small request and means an upgraded server never runs a stale app.

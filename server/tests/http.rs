@@ -133,7 +133,7 @@ async fn the_runs_page_is_rendered_on_the_server_with_its_rows() {
     assert_eq!(status, StatusCode::OK);
     let html = String::from_utf8(body).unwrap();
     assert!(html.contains("/pkg/runboard.js"), "hydration script linked");
-    // The name cargo-leptos gives the bundle (not runboard_bg.wasm, which a build
+    // The name scripts/build-site.sh (as cargo-leptos) gives the bundle (not runboard_bg.wasm, which a build
     // without LEPTOS_OUTPUT_NAME would ask for and never find).
     assert!(html.contains("/pkg/runboard.wasm"), "the wasm the site holds is linked");
     for want in ["runs/a/first", "runs/b/deeper/second", "unreadable: snapshot.json: line 1 column"] {
