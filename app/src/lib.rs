@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod chart;
+pub mod codec;
 pub mod guide;
 pub mod live;
 pub mod pages;
@@ -58,7 +59,7 @@ pub fn App() -> impl IntoView {
             let _ = body.set_attribute("data-hydrated", "true");
         }
     });
-    let campaign = Resource::new(|| (), |_| api::campaign(api::Nothing {}));
+    let campaign = crate::codec::resource(|| (), |_| api::campaign(api::Nothing {}));
     view! {
         <Stylesheet id="leptos" href="/pkg/runboard.css"/>
         <Title text="runboard"/>

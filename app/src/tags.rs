@@ -65,7 +65,7 @@ pub fn TagEditor(run_set: String, tags: Vec<String>) -> impl IntoView {
 /// Every tag with its note, each note editable (Reports).
 #[component]
 pub fn TagNotes() -> impl IntoView {
-    let tags = Resource::new(|| (), |_| api::tags(api::Nothing {}));
+    let tags = crate::codec::resource(|| (), |_| api::tags(api::Nothing {}));
     view! {
         <Transition fallback=|| ()>
             {move || tags.get().map(|r| match r {

@@ -18,8 +18,8 @@ use crate::pages::live::refusal;
 #[component]
 pub fn AutoPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let auto = Resource::new(move || refresh.get(), |_| api::auto(api::Nothing {}));
-    let form_data = Resource::new(|| (), |_| api::draft_form(api::Nothing {}));
+    let auto = crate::codec::resource(move || refresh.get(), |_| api::auto(api::Nothing {}));
+    let form_data = crate::codec::resource(|| (), |_| api::draft_form(api::Nothing {}));
 
     #[cfg(feature = "hydrate")]
     crate::live::follow(

@@ -15,7 +15,7 @@ use crate::api::CatalogueQuery;
 pub fn CataloguePage() -> impl IntoView {
     // (reads so far, whether this read probes again)
     let ask = RwSignal::new((0u64, false));
-    let view_now = Resource::new(
+    let view_now = crate::codec::resource(
         move || ask.get(),
         |(_, fresh)| api::catalogue(CatalogueQuery { fresh: fresh.then(|| "true".to_owned()) }),
     );

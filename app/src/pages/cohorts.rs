@@ -24,8 +24,8 @@ pub fn CohortsPage() -> impl IntoView {
     let (by, set_by) = query_signal::<String>("by");
     let (scope, _) = use_scope();
     let refresh = RwSignal::new(0u64);
-    let presets = Resource::new(move || refresh.get(), |_| api::cohorts(api::Nothing {}));
-    let comparison = Resource::new(
+    let presets = crate::codec::resource(move || refresh.get(), |_| api::cohorts(api::Nothing {}));
+    let comparison = crate::codec::resource(
         move || (compare.get(), by.get(), refresh.get()),
         |(names, by, _)| async move {
             if names_of(&names).is_empty() {

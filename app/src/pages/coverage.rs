@@ -20,7 +20,7 @@ pub fn CoveragePage() -> impl IntoView {
     let (rows, set_rows) = query_signal::<String>("rows");
     let (cols, set_cols) = query_signal::<String>("cols");
     let coverage =
-        Resource::new(move || (rows.get(), cols.get()), |(rows, cols)| api::coverage(CoverageParams { rows, cols }));
+        crate::codec::resource(move || (rows.get(), cols.get()), |(rows, cols)| api::coverage(CoverageParams { rows, cols }));
     view! {
         <section class="coverage">
             <div class="toolbar"><h1>"Coverage"</h1></div>
@@ -44,7 +44,7 @@ pub fn CoveragePage() -> impl IntoView {
 /// The grid of the matrix's default factors, with its pickers.
 #[component]
 fn DefaultGrid(set_rows: SignalSetter<Option<String>>, set_cols: SignalSetter<Option<String>>) -> impl IntoView {
-    let default = Resource::new(|| (), |_| api::coverage(CoverageParams { rows: None, cols: None }));
+    let default = crate::codec::resource(|| (), |_| api::coverage(CoverageParams { rows: None, cols: None }));
     view! {
         <Transition fallback=|| ()>
             {move || default.get().map(|res| match res {
@@ -172,7 +172,7 @@ fn grid_table(g: Grid) -> impl IntoView {
 /// saved draft (its preflight refusals shown beside the button).
 #[component]
 fn Drafting() -> impl IntoView {
-    let form = Resource::new(|| (), |_| api::draft_form(api::Nothing {}));
+    let form = crate::codec::resource(|| (), |_| api::draft_form(api::Nothing {}));
     let req = RwSignal::new(DraftRequest {
         label: "batch".into(),
         max_cells: Some(runboard::draft::DEFAULT_DRAFT_CELLS as f64),

@@ -21,8 +21,8 @@ pub fn EvidencePage() -> impl IntoView {
     let (by, set_by) = query_signal::<String>("by");
     let (scope, _) = use_scope();
     let evidence =
-        Resource::new(move || (by.get(), scope.get()), |(by, scope)| api::evidence(EvidenceQuery { by, scope }));
-    let form = Resource::new(|| (), |_| api::draft_form(api::Nothing {}));
+        crate::codec::resource(move || (by.get(), scope.get()), |(by, scope)| api::evidence(EvidenceQuery { by, scope }));
+    let form = crate::codec::resource(|| (), |_| api::draft_form(api::Nothing {}));
     view! {
         <section class="evidence">
             <div class="toolbar">

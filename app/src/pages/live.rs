@@ -22,7 +22,7 @@ pub fn LivePage() -> impl IntoView {
     // in the URL so a filtered view is a link.
     let (cells_status, set_cells_status) = query_signal::<String>("cells");
     let (cells_page, set_cells_page) = query_signal::<usize>("cells_page");
-    let live = Resource::new(
+    let live = crate::codec::resource(
         move || (refresh.get(), cells_status.get(), cells_page.get().unwrap_or(0)),
         |(_, status, page)| {
             api::live(LiveParams {
@@ -264,7 +264,7 @@ fn tail_into(url: &str, el: web_sys::HtmlPreElement, note: RwSignal<String>) {
                 note.set(format!("The log cannot be read: {data}"));
                 break;
             }
-            let Ok(chunk) = serde_json::from_str::<runboard::logs::LogChunk>(&data) else { continue };
+            let Ok(chunk) = serde_json::from_slice::<runboard::logs::LogChunk>(data.as_bytes()) else { continue };
             let at_end = el.scroll_top() + el.client_height() >= el.scroll_height() - 8;
             kept.push_str(&chunk.text);
             if kept.len() > LOG_KEPT_BYTES {
@@ -302,7 +302,7 @@ fn tail_into(url: &str, el: web_sys::HtmlPreElement, note: RwSignal<String>) {
 #[component]
 fn Endpoints(run_set: String) -> impl IntoView {
     let ask = RwSignal::new(0u64);
-    let now = Resource::new(move || ask.get(), |_| api::telemetry(api::Nothing {}));
+    let now = crate::codec::resource(move || ask.get(), |_| api::telemetry(api::Nothing {}));
     #[cfg(feature = "hydrate")]
     crate::live::every_while_visible(std::time::Duration::from_secs(5), move || {
         ask.try_update(|n| *n += 1);
@@ -375,7 +375,7 @@ fn endpoint_row(e: runboard::telemetry::EndpointTelemetry) -> impl IntoView {
 fn ProcessLogs(run_set: String, open_log: RwSignal<Option<String>>) -> impl IntoView {
     let ask = RwSignal::new(0u64);
     let rs = run_set.clone();
-    let logs = Resource::new(move || ask.get(), move |_| api::logs(runboard::logs::LogsQuery { run_set: rs.clone() }));
+    let logs = crate::codec::resource(move || ask.get(), move |_| api::logs(runboard::logs::LogsQuery { run_set: rs.clone() }));
     #[cfg(feature = "hydrate")]
     crate::live::every_while_visible(std::time::Duration::from_secs(10), move || {
         ask.try_update(|n| *n += 1);
@@ -405,7 +405,7 @@ fn ProcessLogs(run_set: String, open_log: RwSignal<Option<String>>) -> impl Into
 /// The tags of the batch on screen, editable.
 #[component]
 fn LiveTags(run_set: String) -> impl IntoView {
-    let tags = Resource::new(|| (), |_| api::tags(api::Nothing {}));
+    let tags = crate::codec::resource(|| (), |_| api::tags(api::Nothing {}));
     view! {
         <div class="live-tags">
             <strong>"Tags of " {run_set.clone()} ": "</strong>

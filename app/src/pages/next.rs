@@ -29,8 +29,8 @@ pub fn NextPage() -> impl IntoView {
         endpoint: endpoint.get(),
         delta: delta.get(),
     };
-    let proposals = Resource::new(params, api::propose);
-    let form = Resource::new(|| (), |_| api::draft_form(api::Nothing {}));
+    let proposals = crate::codec::resource(params, api::propose);
+    let form = crate::codec::resource(|| (), |_| api::draft_form(api::Nothing {}));
     // The spec "Draft it" saved, checked and launched below the list.
     let spec_path = RwSignal::new(String::new());
     let set_text = |set: SignalSetter<Option<String>>| {

@@ -13,7 +13,7 @@ use crate::chart::ChartFigure;
 #[component]
 pub fn OverviewPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let overview = Resource::new(move || refresh.get(), |_| api::overview(api::Nothing {}));
+    let overview = crate::codec::resource(move || refresh.get(), |_| api::overview(api::Nothing {}));
     #[cfg(feature = "hydrate")]
     crate::live::follow(
         "/api/live/version/stream",

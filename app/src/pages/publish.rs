@@ -14,7 +14,7 @@ use crate::api;
 #[component]
 pub fn PublishPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let status = Resource::new(move || refresh.get(), |_| api::publish_status(api::Nothing {}));
+    let status = crate::codec::resource(move || refresh.get(), |_| api::publish_status(api::Nothing {}));
     #[cfg(feature = "hydrate")]
     crate::live::every_while_visible(Duration::from_secs(60), move || {
         refresh.try_update(|n| *n += 1);

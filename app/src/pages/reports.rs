@@ -16,7 +16,7 @@ use crate::tags::{TagEditor, TagNotes};
 #[component]
 pub fn ReportsPage() -> impl IntoView {
     let (scope, _) = use_scope();
-    let list = Resource::new(move || scope.get(), |scope| api::reports(ScopeQuery { scope }));
+    let list = crate::codec::resource(move || scope.get(), |scope| api::reports(ScopeQuery { scope }));
     view! {
         <section class="reports">
             <h1>"Reports"</h1>
@@ -55,7 +55,7 @@ pub fn ReportsPage() -> impl IntoView {
 pub fn ReportPage() -> impl IntoView {
     let params = use_params_map();
     let (scope, _) = use_scope();
-    let report = Resource::new(
+    let report = crate::codec::resource(
         move || (params.with(|p| p.get("run_set").unwrap_or_default()), scope.get()),
         |(run_set, scope)| api::report(api::ReportQuery { run_set, scope }),
     );

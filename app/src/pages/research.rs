@@ -29,7 +29,7 @@ fn linked(list: &[(String, Option<runboard::results::stats::Proportion>)]) -> St
 #[component]
 pub fn ResearchPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let research = Resource::new(move || refresh.get(), |_| api::research(api::Nothing {}));
+    let research = crate::codec::resource(move || refresh.get(), |_| api::research(api::Nothing {}));
     let said = RwSignal::new(None::<Result<String, ApiError>>);
     let decision = RwSignal::new(String::new());
     let question = RwSignal::new(String::new());
@@ -89,7 +89,7 @@ pub fn ResearchPage() -> impl IntoView {
             }
         }
     });
-    let save_json = move || match serde_json::from_str::<ResearchState>(&json.get_untracked()) {
+    let save_json = move || match serde_json::from_slice::<ResearchState>(json.get_untracked().as_bytes()) {
         Ok(s) => {
             save.dispatch(s);
         }

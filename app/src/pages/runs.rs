@@ -23,7 +23,7 @@ pub fn RunsPage() -> impl IntoView {
     let (query, set_query) = query_signal::<String>("q");
     let (status, set_status) = query_signal::<String>("status");
     let (page, set_page) = query_signal::<usize>("page");
-    let runs = Resource::new(
+    let runs = crate::codec::resource(
         move || (refresh.get(), query.get(), status.get(), page.get().unwrap_or(0)),
         |(_, q, status, page)| {
             api::runs(ListParams {

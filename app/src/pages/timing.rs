@@ -18,7 +18,7 @@ use crate::scope::{use_scope, ScopeBar};
 pub fn TimingPage() -> impl IntoView {
     let (scope, _) = use_scope();
     let (run_set, set_run_set) = query_signal::<String>("run_set");
-    let timing = Resource::new(
+    let timing = crate::codec::resource(
         move || (scope.get(), run_set.get()),
         |(scope, run_set)| api::timing(TimingQuery { scope, run_set }),
     );

@@ -14,7 +14,7 @@ use crate::pages::live::{confirm, refusal};
 #[component]
 pub fn UpkeepPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
-    let view_now = Resource::new(move || refresh.get(), |_| api::upkeep(api::Nothing {}));
+    let view_now = crate::codec::resource(move || refresh.get(), |_| api::upkeep(api::Nothing {}));
     let act = Action::new(|f: &Finding| {
         let req =
             UpkeepRequest { action: f.action.word().to_owned(), target: f.target.clone(), token: f.token.clone() };

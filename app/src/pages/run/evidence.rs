@@ -15,7 +15,7 @@ use crate::api;
 #[component]
 pub(super) fn AcceptedTab(name: String, version: Signal<String>) -> impl IntoView {
     let accepted =
-        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_accepted(api::RunName { name: n }));
+        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_accepted(api::RunName { name: n }));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the accepted factors…"</p> }>
             {move || accepted.get().map(|res| match res {
@@ -76,7 +76,7 @@ pub(super) fn diagnosis(a: &RunAnalysis) -> impl IntoView {
 pub(super) fn LineageTab(name: String, version: Signal<String>) -> impl IntoView {
     let (trial, _) = query_signal::<String>("trial");
     let run = name.clone();
-    let lineage = Resource::new(
+    let lineage = crate::codec::resource(
         move || (trial.get(), version.get()),
         move |(t, _)| {
             let run = run.clone();
@@ -150,7 +150,7 @@ fn lineage_view(l: &Lineage) -> impl IntoView {
 #[component]
 pub(super) fn Reports(name: String, version: Signal<String>) -> impl IntoView {
     let reports =
-        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_reports(api::RunName { name: n }));
+        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_reports(api::RunName { name: n }));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the reports…"</p> }>
             {move || reports.get().map(|res| match res {

@@ -40,7 +40,7 @@ pub fn RunPage() -> impl IntoView {
     let params = use_params_map();
     let name = Memo::new(move |_| params.read().get("name").unwrap_or_default());
     let refresh = RwSignal::new(0u64);
-    let view = Resource::new(move || (name.get(), refresh.get()), |(n, _)| api::run(api::RunName { name: n }));
+    let view = crate::codec::resource(move || (name.get(), refresh.get()), |(n, _)| api::run(api::RunName { name: n }));
     let (tab, _) = query_signal::<String>("tab");
     // Whether the run could be read (it changes only between read and
     // refused), apart from what it holds now (which changes at every write).
@@ -204,7 +204,7 @@ fn progress(v: &RunView) -> impl IntoView {
 #[component]
 fn Analysis(name: String, tab: String, version: Signal<String>) -> impl IntoView {
     let analysis =
-        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_analysis(api::RunName { name: n }));
+        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_analysis(api::RunName { name: n }));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the trials…"</p> }>
             {

@@ -16,9 +16,9 @@ use crate::api;
 pub(super) fn CallsTab(name: String, version: Signal<String>) -> impl IntoView {
     let (open, _) = query_signal::<u32>("call");
     let run = name.clone();
-    let calls = Resource::new(move || (run.clone(), version.get()), |(n, _)| api::run_calls(api::RunName { name: n }));
+    let calls = crate::codec::resource(move || (run.clone(), version.get()), |(n, _)| api::run_calls(api::RunName { name: n }));
     // A call file is written once, whole: its detail does not follow the version.
-    let detail = Resource::new(
+    let detail = crate::codec::resource(
         move || (name.clone(), open.get()),
         |(run, n)| async move {
             match n {
@@ -100,7 +100,7 @@ fn call_table<V: IntoView + 'static>(
 pub(super) fn MemoryTab(name: String, version: Signal<String>) -> impl IntoView {
     let (round, _) = query_signal::<u32>("round");
     let memory =
-        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_memory(api::RunName { name: n }));
+        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_memory(api::RunName { name: n }));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the memory…"</p> }>
             {move || memory.get().map(|res| match res {

@@ -40,7 +40,7 @@ pub(super) fn RoundsTab(name: String, version: Signal<String>, written: Signal<u
 #[component]
 fn RoundCounts(name: String, version: Signal<String>) -> impl IntoView {
     let counts =
-        Resource::new(move || (name.clone(), version.get()), |(n, _)| api::run_rounds(api::RunName { name: n }));
+        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_rounds(api::RunName { name: n }));
     // With a round chosen the table folds away, so that round's trials come
     // right under it (a 40-round table would push them out of sight).
     let (round, _) = query_signal::<String>("round");
@@ -100,7 +100,7 @@ fn Trials(name: String, version: Signal<String>) -> impl IntoView {
     let (page, _) = query_signal::<usize>("page");
     let key = move || (round.get(), stage.get(), outcome.get(), text.get(), page.get().unwrap_or(0));
     let run = name.clone();
-    let trials = Resource::new(
+    let trials = crate::codec::resource(
         move || (key(), version.get()),
         move |((round, stage, outcome, q, page), _)| {
             let params = TrialParams {
