@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use server::runview::RunIndex;
 
-fn write_tree(root: &Path, runs: usize) {
+pub fn write_tree(root: &Path, runs: usize) {
     for i in 0..runs {
         let dir = root.join(format!("batch-{:03}/run-{i:05}", i / 100));
         std::fs::create_dir_all(dir.join("calls")).unwrap();

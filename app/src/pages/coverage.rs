@@ -19,8 +19,10 @@ use crate::api::{ApiError, CoverageParams, DraftForm};
 pub fn CoveragePage() -> impl IntoView {
     let (rows, set_rows) = query_signal::<String>("rows");
     let (cols, set_cols) = query_signal::<String>("cols");
-    let coverage =
-        crate::codec::resource(move || (rows.get(), cols.get()), |(rows, cols)| api::coverage(CoverageParams { rows, cols }));
+    let coverage = crate::codec::resource(
+        move || (rows.get(), cols.get()),
+        |(rows, cols)| api::coverage(CoverageParams { rows, cols }),
+    );
     view! {
         <section class="coverage">
             <div class="toolbar"><h1>"Coverage"</h1></div>

@@ -20,8 +20,10 @@ use crate::scope::{use_scope, ScopeBar};
 pub fn EvidencePage() -> impl IntoView {
     let (by, set_by) = query_signal::<String>("by");
     let (scope, _) = use_scope();
-    let evidence =
-        crate::codec::resource(move || (by.get(), scope.get()), |(by, scope)| api::evidence(EvidenceQuery { by, scope }));
+    let evidence = crate::codec::resource(
+        move || (by.get(), scope.get()),
+        |(by, scope)| api::evidence(EvidenceQuery { by, scope }),
+    );
     let form = crate::codec::resource(|| (), |_| api::draft_form(api::Nothing {}));
     view! {
         <section class="evidence">

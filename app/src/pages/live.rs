@@ -375,7 +375,10 @@ fn endpoint_row(e: runboard::telemetry::EndpointTelemetry) -> impl IntoView {
 fn ProcessLogs(run_set: String, open_log: RwSignal<Option<String>>) -> impl IntoView {
     let ask = RwSignal::new(0u64);
     let rs = run_set.clone();
-    let logs = crate::codec::resource(move || ask.get(), move |_| api::logs(runboard::logs::LogsQuery { run_set: rs.clone() }));
+    let logs = crate::codec::resource(
+        move || ask.get(),
+        move |_| api::logs(runboard::logs::LogsQuery { run_set: rs.clone() }),
+    );
     #[cfg(feature = "hydrate")]
     crate::live::every_while_visible(std::time::Duration::from_secs(10), move || {
         ask.try_update(|n| *n += 1);

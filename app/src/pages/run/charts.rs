@@ -17,8 +17,10 @@ const NODES_SHOWN: usize = 50;
 pub(super) fn TrialGraphs(name: String, version: Signal<String>) -> impl IntoView {
     let (round, _) = query_signal::<u32>("round");
     let (nodes_page, _) = query_signal::<usize>("nodes_page");
-    let graphs =
-        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_trial_graphs(api::RunName { name: n }));
+    let graphs = crate::codec::resource(
+        move || (name.clone(), version.get()),
+        |(n, _)| api::run_trial_graphs(api::RunName { name: n }),
+    );
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the trial graphs…"</p> }>
             {move || graphs.get().map(|res| match res {

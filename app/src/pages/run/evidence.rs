@@ -14,8 +14,10 @@ use crate::api;
 /// The accepted tab: its own read (the list grows with the run).
 #[component]
 pub(super) fn AcceptedTab(name: String, version: Signal<String>) -> impl IntoView {
-    let accepted =
-        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_accepted(api::RunName { name: n }));
+    let accepted = crate::codec::resource(
+        move || (name.clone(), version.get()),
+        |(n, _)| api::run_accepted(api::RunName { name: n }),
+    );
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the accepted factors…"</p> }>
             {move || accepted.get().map(|res| match res {
@@ -149,8 +151,10 @@ fn lineage_view(l: &Lineage) -> impl IntoView {
 
 #[component]
 pub(super) fn Reports(name: String, version: Signal<String>) -> impl IntoView {
-    let reports =
-        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_reports(api::RunName { name: n }));
+    let reports = crate::codec::resource(
+        move || (name.clone(), version.get()),
+        |(n, _)| api::run_reports(api::RunName { name: n }),
+    );
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the reports…"</p> }>
             {move || reports.get().map(|res| match res {

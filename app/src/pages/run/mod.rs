@@ -203,8 +203,10 @@ fn progress(v: &RunView) -> impl IntoView {
 /// The tabs read from the trials together (refusal groups, collisions, map).
 #[component]
 fn Analysis(name: String, tab: String, version: Signal<String>) -> impl IntoView {
-    let analysis =
-        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_analysis(api::RunName { name: n }));
+    let analysis = crate::codec::resource(
+        move || (name.clone(), version.get()),
+        |(n, _)| api::run_analysis(api::RunName { name: n }),
+    );
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the trials…"</p> }>
             {

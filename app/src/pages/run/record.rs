@@ -16,7 +16,8 @@ use crate::api;
 pub(super) fn CallsTab(name: String, version: Signal<String>) -> impl IntoView {
     let (open, _) = query_signal::<u32>("call");
     let run = name.clone();
-    let calls = crate::codec::resource(move || (run.clone(), version.get()), |(n, _)| api::run_calls(api::RunName { name: n }));
+    let calls =
+        crate::codec::resource(move || (run.clone(), version.get()), |(n, _)| api::run_calls(api::RunName { name: n }));
     // A call file is written once, whole: its detail does not follow the version.
     let detail = crate::codec::resource(
         move || (name.clone(), open.get()),
@@ -99,8 +100,10 @@ fn call_table<V: IntoView + 'static>(
 #[component]
 pub(super) fn MemoryTab(name: String, version: Signal<String>) -> impl IntoView {
     let (round, _) = query_signal::<u32>("round");
-    let memory =
-        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_memory(api::RunName { name: n }));
+    let memory = crate::codec::resource(
+        move || (name.clone(), version.get()),
+        |(n, _)| api::run_memory(api::RunName { name: n }),
+    );
     view! {
         <Transition fallback=|| view! { <p class="loading">"Reading the memory…"</p> }>
             {move || memory.get().map(|res| match res {

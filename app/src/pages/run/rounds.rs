@@ -39,8 +39,10 @@ pub(super) fn RoundsTab(name: String, version: Signal<String>, written: Signal<u
 /// live page polls does not carry it.
 #[component]
 fn RoundCounts(name: String, version: Signal<String>) -> impl IntoView {
-    let counts =
-        crate::codec::resource(move || (name.clone(), version.get()), |(n, _)| api::run_rounds(api::RunName { name: n }));
+    let counts = crate::codec::resource(
+        move || (name.clone(), version.get()),
+        |(n, _)| api::run_rounds(api::RunName { name: n }),
+    );
     // With a round chosen the table folds away, so that round's trials come
     // right under it (a 40-round table would push them out of sight).
     let (round, _) = query_signal::<String>("round");
