@@ -19,6 +19,9 @@ use super::Campaign;
 pub const METRICS_KEPT: Duration = Duration::from_secs(5);
 /// How long one metrics read may take.
 pub const METRICS_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a made view answers every asker: each open Live page asks every
+/// 5 s, and a view reads every live batch's new calls.
+pub const VIEW_KEPT: Duration = Duration::from_secs(2);
 
 /// One endpoint's metrics as last read.
 struct Held {
@@ -37,6 +40,8 @@ pub(super) struct TelemetryMemo {
     /// Held while reading: one reader at a time, so many pages asking at once
     /// make one read per endpoint per [`METRICS_KEPT`].
     reading: Mutex<()>,
+    /// The view as last made, and when: answered again for [`VIEW_KEPT`].
+    made: Mutex<Option<(Instant, TelemetryView)>>,
 }
 
 impl TelemetryMemo {
@@ -46,8 +51,19 @@ impl TelemetryMemo {
 }
 
 impl Campaign {
-    /// Every catalogue endpoint's telemetry now.
+    /// Every catalogue endpoint's telemetry now (made at most once per
+    /// [`VIEW_KEPT`], however many ask).
     pub fn telemetry(&self) -> Result<TelemetryView, ApiError> {
+        let mut made = self.telemetry_seen.made.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, view)) = made.as_ref().filter(|(at, _)| at.elapsed() < VIEW_KEPT) {
+            return Ok(view.clone());
+        }
+        let view = self.make_telemetry()?;
+        *made = Some((Instant::now(), view.clone()));
+        Ok(view)
+    }
+
+    fn make_telemetry(&self) -> Result<TelemetryView, ApiError> {
         let cfg = self.config()?;
         let now = crate::clock::now();
         let since = Timestamp(now.0 - (WINDOW_S * 1000.0) as i64);
