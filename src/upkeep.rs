@@ -137,6 +137,45 @@ pub struct UnitFact {
     pub finished: Option<String>,
 }
 
+/// A run set's driver process, as seen from this host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Driver {
+    Alive,
+    /// Recorded on this host, and gone.
+    Gone,
+    /// On another host: never judged gone.
+    OtherHost,
+    /// Its outcome names none.
+    #[default]
+    NotRecorded,
+}
+
+/// A run set's state on the disk-use list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiskState {
+    Running,
+    Ended,
+    /// Its outcome says running; its driver is gone.
+    Interrupted,
+    /// No outcome read.
+    #[default]
+    Unknown,
+}
+
+impl DiskState {
+    /// Its name, as the API writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Ended => "ended",
+            Self::Interrupted => "interrupted",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
 /// A run set as found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSetFact {
@@ -145,8 +184,7 @@ pub struct RunSetFact {
     pub outcome_running: bool,
     /// Its outcome has ended (any status but `running`).
     pub ended: bool,
-    /// Its driver process: `alive`, `gone` (this host), `other_host`, `none` (not recorded).
-    pub driver: String,
+    pub driver: Driver,
     /// The driver named (`pid on host`).
     pub driver_words: String,
     /// A unit of it is in flight (active, pending, or its state unknown).
@@ -199,8 +237,7 @@ pub struct DiskUse {
     pub files: u64,
     pub partial: bool,
     pub log_bytes: u64,
-    /// `running`, `ended`, `interrupted`, or `unknown` (its outcome unread).
-    pub state: String,
+    pub state: DiskState,
 }
 
 /// The answer of `GET /api/upkeep`.
@@ -237,7 +274,8 @@ pub struct UpkeepDone {
 pub const NOTE: &str = "Each action is done only if what was listed is unchanged and no live batch is touched; \
      each is logged in .runboard/upkeep.jsonl.";
 
-/// The pid a temporary file's name gives its writer (`.<name>.tmp-<pid>-<n>`).
+/// The pid a temporary file's name gives its writer (`.<name>.tmp-<pid>-<n>`,
+/// as the server's atomic writer names it).
 pub fn temp_writer(file_name: &str) -> Option<u32> {
     let rest = file_name.strip_prefix('.')?;
     let (_, tail) = rest.rsplit_once(".tmp-")?;
@@ -319,7 +357,7 @@ pub fn upkeep(f: &Facts) -> UpkeepView {
         }
     }
     for r in &f.run_sets {
-        if r.outcome_running && r.driver == "gone" && !r.unit_in_flight {
+        if r.outcome_running && r.driver == Driver::Gone && !r.unit_in_flight {
             out.push(finding(
                 FindingKind::InterruptedRunSet,
                 &r.name,
@@ -369,16 +407,12 @@ pub fn upkeep(f: &Facts) -> UpkeepView {
             files: r.files,
             partial: r.partial,
             log_bytes: r.log_bytes,
-            state: if r.outcome_running && r.driver == "gone" {
-                "interrupted"
-            } else if r.outcome_running {
-                "running"
-            } else if r.ended {
-                "ended"
-            } else {
-                "unknown"
-            }
-            .into(),
+            state: match (r.outcome_running, r.ended) {
+                (true, _) if r.driver == Driver::Gone => DiskState::Interrupted,
+                (true, _) => DiskState::Running,
+                (false, true) => DiskState::Ended,
+                (false, false) => DiskState::Unknown,
+            },
         })
         .collect();
     disk.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.run_set.cmp(&b.run_set)));
@@ -452,7 +486,7 @@ mod tests {
                 RunSetFact {
                     name: "r1".into(),
                     outcome_running: true,
-                    driver: "gone".into(),
+                    driver: Driver::Gone,
                     driver_words: "pid 9 on h".into(),
                     bytes: 5000,
                     stamp: "o1".into(),
@@ -462,7 +496,7 @@ mod tests {
                 RunSetFact {
                     name: "r2".into(),
                     outcome_running: true,
-                    driver: "gone".into(),
+                    driver: Driver::Gone,
                     unit_in_flight: true,
                     bytes: 9000,
                     ..Default::default()
@@ -471,13 +505,13 @@ mod tests {
                 RunSetFact {
                     name: "r3".into(),
                     outcome_running: true,
-                    driver: "other_host".into(),
+                    driver: Driver::OtherHost,
                     ..Default::default()
                 },
                 RunSetFact {
                     name: "r4".into(),
                     ended: true,
-                    driver: "gone".into(),
+                    driver: Driver::Gone,
                     log_bytes: 700,
                     log_files: 2,
                     bytes: 800,
@@ -507,11 +541,16 @@ mod tests {
         );
         assert!(v.findings[1].words.contains("pid 4242"), "{}", v.findings[1].words);
         assert!(v.findings[3].words.contains("its driver (pid 9 on h) is gone"), "{}", v.findings[3].words);
-        let states: Vec<(&str, u64, &str)> =
-            v.disk.iter().map(|d| (d.run_set.as_str(), d.bytes, d.state.as_str())).collect();
+        let states: Vec<(&str, u64, DiskState)> =
+            v.disk.iter().map(|d| (d.run_set.as_str(), d.bytes, d.state)).collect();
         assert_eq!(
             states,
-            vec![("r2", 9000, "interrupted"), ("r1", 5000, "interrupted"), ("r4", 800, "ended"), ("r3", 0, "running")]
+            vec![
+                ("r2", 9000, DiskState::Interrupted),
+                ("r1", 5000, DiskState::Interrupted),
+                ("r4", 800, DiskState::Ended),
+                ("r3", 0, DiskState::Running)
+            ]
         );
         assert_eq!(v.total_bytes, 14_800);
     }
@@ -545,6 +584,14 @@ mod tests {
             assert_eq!(serde_json::to_value(f.kind).unwrap(), f.kind.word());
             assert_eq!(serde_json::to_value(f.action).unwrap(), f.action.word());
             assert_eq!(Action::parse(f.action.word()), Some(f.action));
+        }
+        let words: Vec<serde_json::Value> =
+            [DiskState::Running, DiskState::Ended, DiskState::Interrupted, DiskState::Unknown]
+                .map(|s| serde_json::to_value(s).unwrap())
+                .into();
+        assert_eq!(words, ["running", "ended", "interrupted", "unknown"]);
+        for s in [DiskState::Running, DiskState::Ended, DiskState::Interrupted, DiskState::Unknown] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.word());
         }
     }
 

@@ -48,13 +48,20 @@ pub fn sweep_stale_temps(path: &Path) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let file = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = file.strip_prefix(&prefix) else { continue };
-        let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
-        let gone = pid.is_some_and(|p| p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists());
-        if gone {
+        if !file.starts_with(&prefix) {
+            continue;
+        }
+        if runboard::upkeep::temp_writer(&file).is_some_and(|p| !writer_alive(p)) {
             let _ = fs::remove_file(e.path());
         }
     }
+}
+
+/// Whether the process that writes a temporary file (the pid in its name,
+/// `runboard::upkeep::temp_writer`) is alive on this host — this process
+/// included.
+pub fn writer_alive(pid: u32) -> bool {
+    pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
 }
 
 #[cfg(test)]

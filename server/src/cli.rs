@@ -405,7 +405,7 @@ fn upkeep_text(v: &runboard::upkeep::UpkeepView) -> String {
             if d.partial { "+" } else { "" },
             thousands(d.files),
             thousands(d.log_bytes),
-            d.state
+            d.state.word()
         );
     }
     out += &format!("{}\n", v.note);

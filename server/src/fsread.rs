@@ -28,8 +28,12 @@ pub const MAX_WHOLE_FILE: u64 = 64 << 20;
 /// `stat` of a path, following symlinks; `None` when it does not exist or cannot
 /// be stat'ed (a dangling link).
 pub fn stamp_of(path: &Path) -> Option<FileStamp> {
-    let md = fs::metadata(path).ok()?;
-    Some(FileStamp { len: md.len(), mtime_ns: mtime_ns(&md), dev: md.dev(), ino: md.ino() })
+    fs::metadata(path).ok().map(|md| stamp_of_metadata(&md))
+}
+
+/// The stamp of what `md` describes (identity, size, change time).
+pub fn stamp_of_metadata(md: &fs::Metadata) -> FileStamp {
+    FileStamp { len: md.len(), mtime_ns: mtime_ns(md), dev: md.dev(), ino: md.ino() }
 }
 
 pub fn mtime_ns(md: &fs::Metadata) -> i128 {

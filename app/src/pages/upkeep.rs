@@ -85,7 +85,7 @@ fn body(
                     <td class="num">{format!("{}{}", thousands(d.bytes), if d.partial { "+" } else { "" })}</td>
                     <td class="num">{thousands(d.files)}</td>
                     <td class="num">{thousands(d.log_bytes)}</td>
-                    <td>{d.state.clone()}</td>
+                    <td>{d.state.word()}</td>
                 </tr>
             }).collect_view()}</tbody>
         </table>

@@ -16,9 +16,8 @@ use runboard::live::MarkerStatus;
 use runboard::live::Observation;
 use runboard::runsets::{CONSOLE_DIR, DRAFTS_DIR};
 use runboard::runview::ProcessCheck;
-use runboard::timefmt::Timestamp;
 use runboard::upkeep::{
-    self, Action, Facts, FileFact, Finding, RunSetFact, UnitFact, UpkeepDone, UpkeepRequest, UpkeepView,
+    self, Action, Driver, Facts, FileFact, Finding, RunSetFact, UnitFact, UpkeepDone, UpkeepRequest, UpkeepView,
 };
 
 use super::Campaign;
@@ -29,12 +28,12 @@ const WALK_MAX_ENTRIES: u64 = 200_000;
 /// A regular file's fact (never a link, a folder, a FIFO), its path relative to `root`.
 fn file_fact(root: &Path, path: &Path) -> Option<FileFact> {
     let md = fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file())?;
-    let mtime_ns = md.mtime() as i128 * 1_000_000_000 + md.mtime_nsec() as i128;
+    let s = crate::fsread::stamp_of_metadata(&md);
     Some(FileFact {
         path: path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned(),
-        bytes: md.len(),
-        modified: Timestamp((mtime_ns / 1_000_000) as i64),
-        stamp: format!("{}.{}.{}.{mtime_ns}", md.dev(), md.ino(), md.len()),
+        bytes: s.len,
+        modified: crate::fsread::stamp_time(&s),
+        stamp: format!("{}.{}.{}.{}", s.dev, s.ino, s.len, s.mtime_ns),
     })
 }
 
@@ -107,8 +106,7 @@ impl Campaign {
             for p in files_in(&dir) {
                 let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 let Some(pid) = upkeep::temp_writer(&name) else { continue };
-                let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
-                f.temps.extend(file_fact(&root, &p).map(|fact| (fact, alive)));
+                f.temps.extend(file_fact(&root, &p).map(|fact| (fact, crate::atomic::writer_alive(pid))));
             }
         }
         let in_flight: Vec<String> = self.in_flight(cfg).into_iter().map(|(r, _)| r.run_set).collect();
@@ -130,13 +128,13 @@ impl Campaign {
         for rs in &run_sets {
             let outcome = rs.outcome_ok();
             let (driver, driver_words) = match outcome.and_then(|o| o.driver.as_ref()) {
-                None => ("none", String::new()),
+                None => (Driver::NotRecorded, String::new()),
                 Some(d) => (
                     match self.records.probe().check(&d.host, d.pid) {
-                        ProcessCheck::Alive { .. } => "alive",
-                        ProcessCheck::Gone { .. } => "gone",
-                        ProcessCheck::OtherHost { .. } => "other_host",
-                        ProcessCheck::NotRecorded => "none",
+                        ProcessCheck::Alive { .. } => Driver::Alive,
+                        ProcessCheck::Gone { .. } => Driver::Gone,
+                        ProcessCheck::OtherHost { .. } => Driver::OtherHost,
+                        ProcessCheck::NotRecorded => Driver::NotRecorded,
                     },
                     format!("pid {} on {}", d.pid, d.host),
                 ),
@@ -154,7 +152,7 @@ impl Campaign {
                 name: rs.name.clone(),
                 outcome_running: outcome.is_some_and(|o| o.status == BatchStatus::Running),
                 ended: outcome.is_some_and(|o| o.status != BatchStatus::Running),
-                driver: driver.to_owned(),
+                driver,
                 driver_words,
                 unit_in_flight: in_flight.contains(&rs.name),
                 bytes,
