@@ -98,7 +98,7 @@ pub struct RunIndex {
     /// The root's file-system watch, when the index keeps itself current by it
     /// (`watched`); set up in the background (10,000 runs take a second or
     /// more), every list walks until it is there, or if it cannot be.
-    watch: Arc<std::sync::OnceLock<super::watch::TreeWatch>>,
+    watch: Arc<std::sync::OnceLock<Arc<super::watch::TreeWatch>>>,
     /// What the last list and version found, kept current from the watch.
     listing: Mutex<Listing>,
     /// Full walks made (a figure for tests and benches).
@@ -241,7 +241,7 @@ impl RunIndex {
         let (slot, root) = (self.watch.clone(), self.root.clone());
         std::thread::spawn(move || {
             if let Some(w) = super::watch::TreeWatch::start(&root) {
-                let _ = slot.set(w);
+                let _ = slot.set(Arc::new(w));
             }
         });
         self
@@ -249,7 +249,7 @@ impl RunIndex {
 
     /// Whether the watch is set up (tests wait for it).
     pub fn is_watching(&self) -> bool {
-        self.watch.get().is_some()
+        self.watch.get().is_some_and(|w| w.settled())
     }
 
     /// How many full walks of the root lists and versions have made.
@@ -289,8 +289,8 @@ impl RunIndex {
         let changes = watch.take(super::watch::Reader::Rows);
         let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         if must_walk(&changes, listing.rows_walked) {
-            let (list, dirs) = self.list_walked();
-            watch.set_runs(&dirs);
+            let (list, dirs, folders) = self.list_walked();
+            watch.set_runs(&dirs, &folders);
             listing.rows = dirs.into_iter().zip(list.runs.iter().cloned()).collect();
             listing.skipped = list.skipped.clone();
             listing.rows_walked = Some(Instant::now());
@@ -339,9 +339,9 @@ impl RunIndex {
     }
 
     /// The list made by walking the whole root; also returns each row's folder.
-    fn list_walked(&self) -> (RunList, Vec<PathBuf>) {
+    fn list_walked(&self) -> (RunList, Vec<PathBuf>, Vec<PathBuf>) {
         self.walks.fetch_add(1, Ordering::Relaxed);
-        let (dirs, skipped) = find_run_dirs(&self.root);
+        let (dirs, skipped, folders) = find_runs_and_folders(&self.root);
         // Each run's files are stat'ed, and read only when they changed, many
         // at once (`par_io_map`). Lists take turns on the cache: a second one
         // waits, then finds it warm.
@@ -385,7 +385,7 @@ impl RunIndex {
         let by_path: HashMap<String, PathBuf> = rows.iter().map(|r| r.path.clone()).zip(dirs).collect();
         sort_latest_first(&mut rows);
         let dirs = rows.iter().filter_map(|r| by_path.get(&r.path).cloned()).collect();
-        (RunList { runs: rows, skipped, version, generated_at: crate::clock::now() }, dirs)
+        (RunList { runs: rows, skipped, version, generated_at: crate::clock::now() }, dirs, folders)
     }
 
     /// The version of the whole list, from `stat` alone: with a watch, only the
@@ -396,9 +396,9 @@ impl RunIndex {
         let changes = watch.take(super::watch::Reader::Versions);
         let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         if must_walk(&changes, listing.versions_walked) {
-            let (version, versions) = self.version_walked();
+            let (version, versions, folders) = self.version_walked();
             let dirs: Vec<PathBuf> = versions.values().map(|(d, _)| d.clone()).collect();
-            watch.set_runs(&dirs);
+            watch.set_runs(&dirs, &folders);
             listing.versions = versions;
             listing.versions_walked = Some(Instant::now());
             return version;
@@ -410,13 +410,14 @@ impl RunIndex {
     }
 
     /// The list's version made by walking the root, and each run's version.
-    fn version_walked(&self) -> (String, std::collections::BTreeMap<String, (PathBuf, String)>) {
+    #[allow(clippy::type_complexity)]
+    fn version_walked(&self) -> (String, std::collections::BTreeMap<String, (PathBuf, String)>, Vec<PathBuf>) {
         self.walks.fetch_add(1, Ordering::Relaxed);
-        let (dirs, _) = find_run_dirs(&self.root);
+        let (dirs, _, folders) = find_runs_and_folders(&self.root);
         let versions: std::collections::BTreeMap<String, (PathBuf, String)> =
             par_io_map(&dirs, |d| (self.relative(d), (d.clone(), version_of(d)))).into_iter().collect();
         let version = RunVersion::of_list(versions.iter().map(|(p, (_, v))| (p.as_str(), v.as_str()))).0;
-        (version, versions)
+        (version, versions, folders)
     }
 
     /// The run directory the list names `name` (its folder name, or its path
@@ -666,6 +667,15 @@ struct Looked {
 /// folders is looked at in parallel (see `IO_IN_FLIGHT`); the runs come in
 /// path order.
 pub fn find_run_dirs(root: &Path) -> (Vec<PathBuf>, Vec<SkippedFolder>) {
+    let (runs, skipped, _) = find_runs_and_folders(root);
+    (runs, skipped)
+}
+
+/// [`find_run_dirs`], and the folders entered on the way that are not runs
+/// (the root among them): what the watch of the tree must watch besides the
+/// run folders themselves.
+pub fn find_runs_and_folders(root: &Path) -> (Vec<PathBuf>, Vec<SkippedFolder>, Vec<PathBuf>) {
+    let mut folders = Vec::new();
     let mut runs = Vec::new();
     let mut skipped = Vec::new();
     let mut seen: HashSet<(u64, u64)> = HashSet::new();
@@ -687,13 +697,14 @@ pub fn find_run_dirs(root: &Path) -> (Vec<PathBuf>, Vec<SkippedFolder>) {
                 Ok(l) => {
                     skipped.extend(l.skipped);
                     next.extend(l.children);
+                    folders.push(dir);
                 }
             }
         }
         level = next;
     }
     runs.sort();
-    (runs, skipped)
+    (runs, skipped, folders)
 }
 
 fn look(dir: &Path, deeper: bool, real_root: &Path, rel: &dyn Fn(&Path) -> String) -> Result<Looked, String> {

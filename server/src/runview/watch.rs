@@ -1,6 +1,10 @@
 //! Knowing what changed under a campaign root without walking it.
 //!
-//! A recursive file-system watch (inotify, through `notify`) on the root sorts
+//! A file-system watch (inotify, through `notify`) of the folders a list reads
+//! — the root, every folder entered on the way to the runs, and each run
+//! folder itself, each watched alone (not a run's `calls/` or other
+//! sub-folders: a row reads only its run folder's own files, and a watch per
+//! folder is what inotify's limit counts) — sorts
 //! every change into one of two kinds: inside a run directory the index knows
 //! (that run is re-read alone), or anywhere else — a run appearing or going, a
 //! folder renamed, a lost event (the tree is walked again). The list and its
@@ -70,9 +74,13 @@ fn is_read_only(kind: &notify::EventKind) -> bool {
     matches!(kind, notify::EventKind::Access(a) if !matches!(a, AccessKind::Close(AccessMode::Write)))
 }
 
-/// A recursive watch of one root.
+/// The watch of one root's folders.
 pub struct TreeWatch {
-    _watcher: notify::RecommendedWatcher,
+    watcher: Mutex<notify::RecommendedWatcher>,
+    /// The folders watched now.
+    watched: Mutex<HashSet<PathBuf>>,
+    /// Watches being added on their threads now.
+    adding: std::sync::atomic::AtomicUsize,
     shared: Arc<Shared>,
 }
 
@@ -105,18 +113,62 @@ impl TreeWatch {
                 return None;
             }
         };
-        let started = std::time::Instant::now();
-        if let Err(e) = watcher.watch(root, RecursiveMode::Recursive) {
+        if let Err(e) = watcher.watch(root, RecursiveMode::NonRecursive) {
             tracing::warn!("not watching {} (the run list walks it instead): {e}", root.display());
             return None;
         }
-        tracing::info!("watching {} (set up in {} ms)", root.display(), started.elapsed().as_millis());
-        Some(Self { _watcher: watcher, shared })
+        tracing::info!("watching {}", root.display());
+        let watched = Mutex::new(HashSet::from([root.to_path_buf()]));
+        Some(Self { watcher: Mutex::new(watcher), watched, adding: Default::default(), shared })
     }
 
-    /// The run directories a walk found: changes inside them are theirs.
-    pub fn set_runs(&self, runs: &[PathBuf]) {
+    /// The run folders a walk found (changes inside them are theirs) and the
+    /// other folders it entered: each is watched from now on, and a folder
+    /// no longer found is no longer watched. The watches are added on a
+    /// thread of their own (100,000 folders take seconds), so the list that
+    /// walked is answered at once; once new ones are added the next look
+    /// walks again, so nothing written while they were being added is
+    /// missed. A folder that cannot be watched (inotify's limit reached)
+    /// keeps every look a walk: nothing is missed, it only costs the walks.
+    pub fn set_runs(self: &Arc<Self>, runs: &[PathBuf], folders: &[PathBuf]) {
         *self.shared.runs.write().unwrap_or_else(|p| p.into_inner()) = runs.iter().cloned().collect();
+        let want: HashSet<PathBuf> = runs.iter().chain(folders).cloned().collect();
+        let this = self.clone();
+        self.adding.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::thread::spawn(move || {
+            this.watch_only(want);
+            this.adding.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+
+    /// No watch is being added now (tests wait for it).
+    pub fn settled(&self) -> bool {
+        self.adding.load(std::sync::atomic::Ordering::SeqCst) == 0
+    }
+
+    fn watch_only(&self, want: HashSet<PathBuf>) {
+        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
+        let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        for gone in watched.difference(&want).cloned().collect::<Vec<_>>() {
+            let _ = watcher.unwatch(&gone);
+            watched.remove(&gone);
+        }
+        let new: Vec<PathBuf> = want.difference(&watched).cloned().collect();
+        let mut failed = None;
+        for dir in &new {
+            match watcher.watch(dir, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    watched.insert(dir.clone());
+                }
+                Err(e) => failed = Some((dir.clone(), e)),
+            }
+        }
+        if let Some((dir, e)) = &failed {
+            tracing::warn!("not watching {} (the run list walks instead): {e}", dir.display());
+        }
+        if !new.is_empty() {
+            self.shared.lost();
+        }
     }
 
     /// What changed since `reader` last asked (and forget it for that reader).
