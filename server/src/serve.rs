@@ -139,6 +139,12 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     if let Some(every) = auto_tick {
         crate::autopilot::spawn_loop(console.clone(), every, auto_stop.clone());
     }
+    // The run list: answered from the list cache at once while one walk
+    // checks it, and kept current from then on (`RunIndex::keep_current`).
+    {
+        let (c, stop) = (console.clone(), auto_stop.clone());
+        std::thread::spawn(move || c.runs().keep_current(&stop));
+    }
     // The spend guard (caps and stalls), whether or not auto mode is on.
     crate::guard::spawn(console.clone(), auto_stop.clone());
     if demo {

@@ -66,6 +66,47 @@ async fn a_restarted_index_opens_only_what_changed_since_its_list_cache_was_writ
 }
 
 #[tokio::test]
+async fn a_starting_server_answers_from_its_list_cache_at_once_then_from_the_files() {
+    let (tmp, root) = common::campaign().await;
+    let file = tmp.path().join("data/list-cache/c.json");
+    let first = RunIndex::new(&root).with_list_cache(&file);
+    let saved = first.list();
+    first.flush_list_cache();
+    // Written while no server ran: the cache no longer says what the files do.
+    common::write_run(&root.join("runs/a/first"), 5, 9).await;
+    let rounds = |l: &RunList| l.runs.iter().find(|r| r.path == "runs/a/first").and_then(|r| r.rounds_written);
+    let index = std::sync::Arc::new(RunIndex::new(&root).with_list_cache(&file).watched());
+    // keep_current's first step, alone: the list as the cache has it, said so.
+    assert!(index.answer_from_cache());
+    let cached = index.list();
+    assert!(cached.from_cache.is_some(), "the rows are said to come from the cache");
+    assert_eq!(rounds(&cached), rounds(&saved), "the cache's rows, not yet checked");
+    assert_eq!(cached.runs.len(), saved.runs.len());
+    assert_eq!(index.list_version(), cached.version, "the version of the list answered");
+    assert_ne!(cached.version, saved.version, "its own version, so the checked list is news");
+    assert_eq!(index.files_parsed(), 0, "nothing opened yet");
+    // The rest of the start, as a server runs it: the walk checks the cache.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let keeper = {
+        let (index, stop) = (index.clone(), stop.clone());
+        std::thread::spawn(move || index.keep_current(&stop))
+    };
+    common::wait_for("the checked list", Duration::from_secs(20), || index.list().from_cache.is_none());
+    let checked = index.list();
+    assert_eq!(rounds(&checked), Some(5), "the run written since the cache, read from its files");
+    assert_ne!(checked.version, cached.version);
+    assert_eq!(index.list_version(), checked.version);
+    // Kept current from the watch afterwards: a new run is listed.
+    common::wait_for("the watch", Duration::from_secs(20), || index.is_watching());
+    common::write_run(&root.join("runs/c/new"), 1, 2).await;
+    common::wait_for("the new run listed", Duration::from_secs(20), || {
+        index.list().runs.iter().any(|r| r.path == "runs/c/new")
+    });
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    keeper.join().unwrap();
+}
+
+#[tokio::test]
 async fn a_run_directorys_own_subfolders_are_not_searched_and_hidden_folders_are_skipped() {
     let (_tmp, root) = common::campaign().await;
     common::write_run(&root.join("runs/a/first/nested-copy"), 1, 3).await;

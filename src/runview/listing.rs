@@ -91,6 +91,10 @@ pub struct RunPage {
     pub total: usize,
     pub matching: usize,
     pub offset: usize,
+    /// The list's `from_cache`: set while the rows come from the list saved
+    /// before the server started and a walk is checking them.
+    #[serde(default)]
+    pub from_cache: Option<Timestamp>,
 }
 
 impl ListQuery {
@@ -125,6 +129,7 @@ pub fn page(list: &RunList, q: &ListQuery, now: Timestamp) -> RunPage {
         total,
         matching,
         offset: q.offset,
+        from_cache: list.from_cache,
     }
 }
 
@@ -160,6 +165,7 @@ mod tests {
             skipped: Vec::new(),
             version: "x".into(),
             generated_at: Timestamp(40),
+            from_cache: None,
         };
         let q = |pairs: &[(&str, &str)]| {
             let mut p = ListParams::default();

@@ -185,6 +185,13 @@ pub struct RunList {
     pub version: String,
     /// The server's clock when the list was made, for "3 min ago".
     pub generated_at: Timestamp,
+    /// Set only just after a server starts: the rows come from the list the
+    /// server saved before (its list cache), written at this time, while one
+    /// walk checks every run against its files. Rows may be out of date until
+    /// it ends; the version then changes (even when no row did), and this is
+    /// `None` from then on.
+    #[serde(default)]
+    pub from_cache: Option<Timestamp>,
 }
 
 /// A folder under the root that the scan could not enter, and why.

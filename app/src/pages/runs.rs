@@ -83,6 +83,7 @@ pub fn RunsPage() -> impl IntoView {
                         let rows = list.runs;
                         let now = list.generated_at;
                         let skipped = list.skipped;
+                        let from_cache = list.from_cache;
                         let shown = if rows.is_empty() { String::new() } else { format!(" (showing {}–{})", offset + 1, offset + rows.len()) };
                         let pages = matching.div_ceil(PAGE).max(1);
                         let current = offset / PAGE;
@@ -90,6 +91,11 @@ pub fn RunsPage() -> impl IntoView {
                             <p class="count" data-count=matching>
                                 {format!("{matching} of {total} runs{shown}")}
                             </p>
+                            {from_cache.map(|saved| view! {
+                                <p class="note from-cache" title=saved.to_display()>
+                                    {format!("Listed as saved {} (before this server started); checking every run against its files — the list updates when done.", ago(saved, now))}
+                                </p>
+                            })}
                             {(pages > 1).then(|| view! {
                                 <nav class="pager runs-pager">
                                     {(current > 0).then(|| view! { <a class="prev" href="" on:click=move |ev| { ev.prevent_default(); set_page.set(Some(current - 1)); }>"← newer"</a> })}

@@ -5,8 +5,8 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use runboard::json::{describe_error, from_slice_lenient};
 use runboard::runview::files::{self, VERSIONED};
@@ -108,6 +108,36 @@ pub struct RunIndex {
     list_cache_loaded: std::sync::atomic::AtomicBool,
     /// The list cache's save in progress: saves happen one after another.
     list_cache_saving: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// What lists and versions answer while a server's start is under way
+    /// (see [`RunIndex::keep_current`]).
+    start: Mutex<StartList>,
+    start_ready: std::sync::Condvar,
+    /// Held by the one walk of the root at a time (a list's, a version's, the
+    /// upkeep loop's): a look that finds it held answers what was made last
+    /// instead of waiting a walk's time (seconds at 100,000 runs).
+    walking: Mutex<()>,
+    /// A whole walk is under way now (not a quick update of what it found).
+    walk_under_way: std::sync::atomic::AtomicBool,
+    /// The watch's set-up has been tried (it is in `watch` if it worked).
+    watch_tried: Arc<std::sync::atomic::AtomicBool>,
+    /// `keep_current` makes the safety net's walks (a look then never walks
+    /// only because the last walk is old).
+    kept: std::sync::atomic::AtomicBool,
+    /// When a list or version was last asked for.
+    looked: Mutex<Option<Instant>>,
+}
+
+/// What the list answers while a server starts (`keep_current`).
+#[derive(Default)]
+enum StartList {
+    /// Nothing special: lists are made as always.
+    #[default]
+    AsAlways,
+    /// The list cache is being read: a list waits for it (it is quicker than a walk).
+    ReadingCache,
+    /// This list, until the root has been walked whole and its watch set:
+    /// first the list cache's rows (`from_cache` set), then the first walk's.
+    Answer(Arc<RunList>),
 }
 
 /// The list cache file: what was parsed of each run, by its path under the
@@ -139,6 +169,8 @@ struct Listing {
     versions_walked: Option<Instant>,
     /// The list as last made from `rows` (shared while nothing changes).
     made: Option<Arc<RunList>>,
+    /// The list's version as last made from `versions`.
+    version_made: Option<String>,
 }
 
 impl RunIndex {
@@ -165,6 +197,13 @@ impl RunIndex {
             list_cache: None,
             list_cache_loaded: std::sync::atomic::AtomicBool::new(false),
             list_cache_saving: Mutex::new(None),
+            start: Mutex::new(StartList::AsAlways),
+            start_ready: std::sync::Condvar::new(),
+            walking: Mutex::new(()),
+            walk_under_way: Default::default(),
+            watch_tried: Default::default(),
+            kept: Default::default(),
+            looked: Mutex::new(None),
         }
     }
 
@@ -238,11 +277,12 @@ impl RunIndex {
     /// version call then re-reads only the runs that changed (see `watch`).
     /// Without a watch (it could not be set up) every call walks, as before.
     pub fn watched(self) -> Self {
-        let (slot, root) = (self.watch.clone(), self.root.clone());
+        let (slot, root, tried) = (self.watch.clone(), self.root.clone(), self.watch_tried.clone());
         std::thread::spawn(move || {
             if let Some(w) = super::watch::TreeWatch::start(&root) {
                 let _ = slot.set(Arc::new(w));
             }
+            tried.store(true, Ordering::SeqCst);
         });
         self
     }
@@ -283,29 +323,59 @@ impl RunIndex {
 
     /// The run list as the index holds it: when the watch saw no change and no
     /// listed process is alive, the list made last time, shared (a first page
-    /// of 100 then costs the page, not 10,000 rows copied and sorted).
+    /// of 100 then costs the page, not 10,000 rows copied and sorted). While
+    /// a server starts, the list it answers until then (`keep_current`); while
+    /// another look walks the root, the list made before it.
     pub fn list_shared(&self) -> Arc<RunList> {
-        let Some(watch) = self.watch.get() else { return Arc::new(self.list_walked().0) };
-        let changes = watch.take(super::watch::Reader::Rows);
-        let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
-        if must_walk(&changes, listing.rows_walked) {
-            let (list, dirs, folders) = self.list_walked();
-            watch.set_runs(&dirs, &folders);
-            listing.rows = dirs.into_iter().zip(list.runs.iter().cloned()).collect();
-            listing.skipped = list.skipped.clone();
-            listing.rows_walked = Some(Instant::now());
-            let list = Arc::new(list);
-            listing.made = Some(list.clone());
+        *lock(&self.looked) = Some(Instant::now());
+        if let Some(list) = self.start_answer() {
             return list;
         }
-        // The changed runs, and the live ones: a process ending changes no file.
+        let Some(watch) = self.watch.get() else { return Arc::new(self.list_walked().0) };
+        let Ok(_turn) = self.turn(|l| l.made.clone()) else {
+            return lock(&self.listing).made.clone().unwrap_or_else(|| Arc::new(self.list_walked().0));
+        };
+        let changes = watch.take(super::watch::Reader::Rows);
+        let listing = lock(&self.listing);
+        if must_walk(&changes, listing.rows_walked, self.kept.load(Ordering::SeqCst)) {
+            drop(listing);
+            return self.walk_and_keep(watch);
+        }
+        self.list_updated(listing, changes)
+    }
+
+    /// Walks the root whole (others answer what was made before meanwhile),
+    /// keeps the rows and each run's version, and watches what was found.
+    /// The caller holds the turn to walk.
+    fn walk_and_keep(&self, watch: &Arc<super::watch::TreeWatch>) -> Arc<RunList> {
+        self.walk_under_way.store(true, Ordering::SeqCst);
+        let (list, dirs, folders) = self.list_walked();
+        self.walk_under_way.store(false, Ordering::SeqCst);
+        watch.set_runs(&dirs, &folders);
+        let mut listing = lock(&self.listing);
+        let now = Instant::now();
+        listing.versions =
+            list.runs.iter().zip(&dirs).map(|(r, d)| (r.path.clone(), (d.clone(), r.version.clone()))).collect();
+        listing.version_made = Some(list.version.clone());
+        listing.versions_walked = Some(now);
+        listing.rows = dirs.into_iter().zip(list.runs.iter().cloned()).collect();
+        listing.skipped = list.skipped.clone();
+        listing.rows_walked = Some(now);
+        let list = Arc::new(list);
+        listing.made = Some(list.clone());
+        list
+    }
+
+    /// The list made last, with the runs the watch saw change (and the live
+    /// ones: a process ending changes no file) read again.
+    fn list_updated(&self, mut listing: MutexGuard<'_, Listing>, changes: super::watch::Changes) -> Arc<RunList> {
         let live = listing
             .rows
             .iter()
             .filter(|(_, r)| matches!(r.process, ProcessCheck::Alive { .. }))
             .map(|(d, _)| d.clone());
         let again: HashSet<PathBuf> = changes.runs.into_iter().chain(live).collect();
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = lock(&self.cache);
         let mut changed = false;
         for dir in again {
             let stamps = stamps_of(&dir);
@@ -324,18 +394,120 @@ impl RunIndex {
         if let (false, Some(made)) = (changed, &listing.made) {
             return made.clone();
         }
-        let mut rows: Vec<RunRow> = listing.rows.values().cloned().collect();
-        rows.sort_by(|a, b| a.path.cmp(&b.path));
-        let version = RunVersion::of_list(rows.iter().map(|r| (r.path.as_str(), r.version.as_str()))).0;
-        sort_latest_first(&mut rows);
-        let list = Arc::new(RunList {
-            runs: rows,
-            skipped: listing.skipped.clone(),
-            version,
-            generated_at: crate::clock::now(),
-        });
+        let rows: Vec<RunRow> = listing.rows.values().cloned().collect();
+        let list = Arc::new(list_of(rows, listing.skipped.clone(), None));
         listing.made = Some(list.clone());
         list
+    }
+
+    /// The turn to walk the root or update what it found: at once, or after
+    /// the walk under way — unless that walk has something made before it to
+    /// answer (`made`), then `Err` (answer that; the watch's changes stay for
+    /// the next look).
+    fn turn<T>(&self, made: impl Fn(&Listing) -> Option<T>) -> Result<MutexGuard<'_, ()>, ()> {
+        match self.walking.try_lock() {
+            Ok(turn) => Ok(turn),
+            Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if self.walk_under_way.load(Ordering::SeqCst) && made(&lock(&self.listing)).is_some() {
+                    return Err(());
+                }
+                Ok(lock(&self.walking))
+            }
+        }
+    }
+
+    /// What a list answers while a server starts, when not made as always.
+    fn start_answer(&self) -> Option<Arc<RunList>> {
+        let mut start = lock(&self.start);
+        loop {
+            match &*start {
+                StartList::AsAlways => return None,
+                StartList::Answer(list) => return Some(list.clone()),
+                StartList::ReadingCache => {
+                    start = self.start_ready.wait(start).unwrap_or_else(|p| p.into_inner());
+                }
+            }
+        }
+    }
+
+    fn set_start(&self, to: StartList) {
+        *lock(&self.start) = to;
+        self.start_ready.notify_all();
+    }
+
+    /// For a server, from its start until `stop`: the first lists answered at
+    /// once from the list cache (`from_cache` set) while one walk checks every
+    /// run against its files, then from that walk while the watch of each
+    /// folder is set (100,000 runs take seconds); from then on the safety
+    /// net's walk (every [`super::watch::RESCAN_EVERY`]) is made here, ahead
+    /// of time, so no look waits a walk's time. Without a watch (it could not
+    /// be set up) every look walks, as always, and this only primes the cache.
+    pub fn keep_current(&self, stop: &std::sync::atomic::AtomicBool) {
+        let from_cache = self.answer_from_cache();
+        // The watch is set up on its own thread; its first folder is quick.
+        let waited = Instant::now();
+        while !self.watch_tried.load(Ordering::SeqCst) && waited.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let Some(watch) = self.watch.get() else {
+            self.set_start(StartList::AsAlways);
+            if !from_cache {
+                self.list_shared();
+            }
+            return;
+        };
+        let walk = || {
+            let _turn = lock(&self.walking);
+            // What the watch saw until now is in this walk.
+            drop(watch.take(super::watch::Reader::Rows));
+            drop(watch.take(super::watch::Reader::Versions));
+            self.walk_and_keep(watch)
+        };
+        self.set_start(StartList::Answer(walk()));
+        let waited = Instant::now();
+        while !watch.settled() && waited.elapsed() < Duration::from_secs(600) && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Changes made while the watches were added are in this walk.
+        walk();
+        self.set_start(StartList::AsAlways);
+        self.kept.store(true, Ordering::SeqCst);
+        while !stop.load(Ordering::SeqCst) {
+            let walked = lock(&self.listing).rows_walked;
+            let looked = *lock(&self.looked);
+            // The safety net's walk, when someone has looked since the last.
+            if walked.is_none_or(|w| w.elapsed() >= super::watch::RESCAN_EVERY && looked.is_some_and(|l| l > w)) {
+                walk();
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        self.kept.store(false, Ordering::SeqCst);
+    }
+
+    /// `keep_current`'s first step: reads the list cache and answers lists
+    /// from it (`from_cache` set) until the walk that checks it ends; whether
+    /// it held anything.
+    pub fn answer_from_cache(&self) -> bool {
+        let Some(file) = &self.list_cache else { return false };
+        self.set_start(StartList::ReadingCache);
+        let mut cache = lock(&self.cache);
+        if cache.is_empty() && !self.list_cache_loaded.swap(true, Ordering::Relaxed) {
+            *cache = self.load_list_cache();
+        }
+        if cache.is_empty() {
+            drop(cache);
+            self.set_start(StartList::AsAlways);
+            return false;
+        }
+        let entries: Vec<(&PathBuf, &Parsed)> = cache.iter().collect();
+        let rows = par_io_map(&entries, |(d, p)| self.row(d, p));
+        drop(entries);
+        drop(cache);
+        let saved = std::fs::metadata(file).ok().map(|md| stamp_time(&crate::fsread::stamp_of_metadata(&md)));
+        let list = list_of(rows, Vec::new(), Some(saved.unwrap_or_else(crate::clock::now)));
+        self.set_start(StartList::Answer(Arc::new(list)));
+        true
     }
 
     /// The list made by walking the whole root; also returns each row's folder.
@@ -385,28 +557,44 @@ impl RunIndex {
         let by_path: HashMap<String, PathBuf> = rows.iter().map(|r| r.path.clone()).zip(dirs).collect();
         sort_latest_first(&mut rows);
         let dirs = rows.iter().filter_map(|r| by_path.get(&r.path).cloned()).collect();
-        (RunList { runs: rows, skipped, version, generated_at: crate::clock::now() }, dirs, folders)
+        (RunList { runs: rows, skipped, version, generated_at: crate::clock::now(), from_cache: None }, dirs, folders)
     }
 
     /// The version of the whole list, from `stat` alone: with a watch, only the
     /// runs that changed are stat'ed again (the root is walked when the watch
-    /// saw anything else, and at least every `RESCAN_EVERY`).
+    /// saw anything else, and at least every `RESCAN_EVERY`). While a server
+    /// starts, the version of the list it answers; while another look walks
+    /// the root, the version made before it.
     pub fn list_version(&self) -> String {
+        *lock(&self.looked) = Some(Instant::now());
+        if let Some(list) = self.start_answer() {
+            return list.version.clone();
+        }
         let Some(watch) = self.watch.get() else { return self.version_walked().0 };
+        let Ok(_turn) = self.turn(|l| l.version_made.clone()) else {
+            return lock(&self.listing).version_made.clone().unwrap_or_else(|| self.version_walked().0);
+        };
         let changes = watch.take(super::watch::Reader::Versions);
-        let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
-        if must_walk(&changes, listing.versions_walked) {
+        let mut listing = lock(&self.listing);
+        if must_walk(&changes, listing.versions_walked, self.kept.load(Ordering::SeqCst)) {
+            drop(listing);
+            self.walk_under_way.store(true, Ordering::SeqCst);
             let (version, versions, folders) = self.version_walked();
+            self.walk_under_way.store(false, Ordering::SeqCst);
             let dirs: Vec<PathBuf> = versions.values().map(|(d, _)| d.clone()).collect();
             watch.set_runs(&dirs, &folders);
+            let mut listing = lock(&self.listing);
             listing.versions = versions;
             listing.versions_walked = Some(Instant::now());
+            listing.version_made = Some(version.clone());
             return version;
         }
         for dir in changes.runs {
             listing.versions.insert(self.relative(&dir), (dir.clone(), version_of(&dir)));
         }
-        RunVersion::of_list(listing.versions.iter().map(|(p, (_, v))| (p.as_str(), v.as_str()))).0
+        let version = RunVersion::of_list(listing.versions.iter().map(|(p, (_, v))| (p.as_str(), v.as_str()))).0;
+        listing.version_made = Some(version.clone());
+        version
     }
 
     /// The list's version made by walking the root, and each run's version.
@@ -597,11 +785,32 @@ impl RunIndex {
     }
 }
 
+/// A lock, whoever panicked holding it (what it guards is whole at every
+/// step: a panic leaves a list or cache a look makes again).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The list of `rows` (any order): sorted latest first, its version over the
+/// rows in path order. A list from the cache gets a version of its own, so
+/// the first list checked against the files is a new version even when no
+/// row changed (and a page following the version drops its "from cache").
+fn list_of(mut rows: Vec<RunRow>, skipped: Vec<SkippedFolder>, from_cache: Option<runboard::Timestamp>) -> RunList {
+    rows.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut version = RunVersion::of_list(rows.iter().map(|r| (r.path.as_str(), r.version.as_str()))).0;
+    if from_cache.is_some() {
+        version.push_str("-from-cache");
+    }
+    sort_latest_first(&mut rows);
+    RunList { runs: rows, skipped, version, generated_at: crate::clock::now(), from_cache }
+}
+
 /// Whether the watch's `changes` (since a list last walked at `walked`) call
 /// for walking the root again: something besides known runs changed, a changed
-/// run is no longer a run (its snapshot went), or the last walk is too old.
-fn must_walk(changes: &super::watch::Changes, walked: Option<Instant>) -> bool {
-    let fresh = walked.is_some_and(|t| t.elapsed() < super::watch::RESCAN_EVERY);
+/// run is no longer a run (its snapshot went), or the last walk is too old
+/// (unless `kept`: `keep_current` then walks ahead of the looks).
+fn must_walk(changes: &super::watch::Changes, walked: Option<Instant>, kept: bool) -> bool {
+    let fresh = walked.is_some_and(|t| kept || t.elapsed() < super::watch::RESCAN_EVERY);
     let gone = changes.runs.iter().any(|d| d.join(files::SNAPSHOT).symlink_metadata().is_err());
     changes.structural || !fresh || gone
 }
