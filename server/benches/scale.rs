@@ -103,9 +103,23 @@ fn serve_and_ask(root: &Path, data: &Path) -> Served {
     assert!(all.len() > body.len());
     let (version_s, _) = best_of(5, || get(&addr, "/api/runs/version"));
     let peak_kib = status_kib(&child.id().to_string(), "VmHWM:");
-    // The list cache is saved in the background after a full list: give it
-    // time before this server (the PID started here) is asked to stop.
-    std::thread::sleep(Duration::from_secs(2));
+    // The list cache is saved in the background after a full list (80 MiB at
+    // 100,000 runs): wait until it is written and quiet before this server
+    // (the PID started here) is asked to stop.
+    let cache_len = || {
+        std::fs::read_dir(data.join("list-cache"))
+            .map(|d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum::<u64>())
+            .unwrap_or(0)
+    };
+    let mut last = (0, Instant::now());
+    while last.1.elapsed() < Duration::from_secs(2) || last.0 == 0 {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = cache_len();
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+        assert!(t.elapsed() < Duration::from_secs(300), "the list cache was never written");
+    }
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
     let _ = child.wait();
     Served { start_s, first_page_s, full_list_s, version_s, peak_kib }

@@ -85,9 +85,13 @@ pub fn open_file(path: &Path) -> Result<(File, u64), String> {
     Ok((file, md.len()))
 }
 
-fn read_whole(mut file: File, len: u64) -> Result<Vec<u8>, String> {
-    if len > MAX_WHOLE_FILE {
-        return Err(format!("{len} bytes is larger than the {} MiB runboard reads whole", MAX_WHOLE_FILE >> 20));
+fn read_whole(file: File, len: u64) -> Result<Vec<u8>, String> {
+    read_whole_up_to(file, len, MAX_WHOLE_FILE)
+}
+
+fn read_whole_up_to(mut file: File, len: u64, max: u64) -> Result<Vec<u8>, String> {
+    if len > max {
+        return Err(format!("{len} bytes is larger than the {} MiB runboard reads whole", max >> 20));
     }
     let mut buf = Vec::with_capacity(len as usize);
     file.read_to_end(&mut buf).map_err(|e| e.to_string())?;
@@ -100,6 +104,14 @@ fn read_whole(mut file: File, len: u64) -> Result<Vec<u8>, String> {
 pub fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
     let (file, len) = open_file(path)?;
     read_whole(file, len)
+}
+
+/// [`read_regular`] with a bound of its own: for runboard's own files that
+/// grow with the campaign (the run list's cache is ~0.8 KiB a run: 80 MiB at
+/// 100,000 runs, past [`MAX_WHOLE_FILE`]).
+pub fn read_regular_up_to(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    let (file, len) = open_file(path)?;
+    read_whole_up_to(file, len, max)
 }
 
 /// The reason a path read from a campaign is refused because it leaves the root.

@@ -156,6 +156,8 @@ struct ListCacheFile {
 }
 
 const LIST_CACHE_SCHEMA: u32 = 1;
+/// The largest list cache read back (~0.8 KiB a run: a million runs).
+const LIST_CACHE_MAX: u64 = 1 << 30;
 
 /// The list as last made, by run directory, and when it was last walked whole.
 #[derive(Default)]
@@ -218,7 +220,15 @@ impl RunIndex {
     /// The parsed runs a list cache file holds for this root (empty when none).
     fn load_list_cache(&self) -> HashMap<PathBuf, Parsed> {
         let Some(file) = &self.list_cache else { return HashMap::new() };
-        let Ok(bytes) = crate::fsread::read_regular(file) else { return HashMap::new() };
+        let bytes = match crate::fsread::read_regular_up_to(file, LIST_CACHE_MAX) {
+            Ok(b) => b,
+            Err(e) => {
+                if file.exists() {
+                    tracing::warn!("list cache {}: not read: {e}", file.display());
+                }
+                return HashMap::new();
+            }
+        };
         match serde_json::from_slice::<ListCacheFile>(&bytes) {
             Ok(c)
                 if c.schema_version == LIST_CACHE_SCHEMA
@@ -464,11 +474,19 @@ impl RunIndex {
             drop(watch.take(super::watch::Reader::Versions));
             self.walk_and_keep(watch)
         };
-        self.set_start(StartList::Answer(walk()));
+        let began = Instant::now();
+        let checked = walk();
+        tracing::info!(
+            "run list: {} runs walked and read in {:.2} s",
+            checked.runs.len(),
+            began.elapsed().as_secs_f64()
+        );
+        self.set_start(StartList::Answer(checked));
         let waited = Instant::now();
         while !watch.settled() && waited.elapsed() < Duration::from_secs(600) && !stop.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(50));
         }
+        tracing::info!("run list: every folder watched in {:.2} s", waited.elapsed().as_secs_f64());
         // Changes made while the watches were added are in this walk.
         walk();
         self.set_start(StartList::AsAlways);
@@ -490,6 +508,7 @@ impl RunIndex {
     /// it held anything.
     pub fn answer_from_cache(&self) -> bool {
         let Some(file) = &self.list_cache else { return false };
+        let began = Instant::now();
         self.set_start(StartList::ReadingCache);
         let mut cache = lock(&self.cache);
         if cache.is_empty() && !self.list_cache_loaded.swap(true, Ordering::Relaxed) {
@@ -506,6 +525,11 @@ impl RunIndex {
         drop(cache);
         let saved = std::fs::metadata(file).ok().map(|md| stamp_time(&crate::fsread::stamp_of_metadata(&md)));
         let list = list_of(rows, Vec::new(), Some(saved.unwrap_or_else(crate::clock::now)));
+        tracing::info!(
+            "run list: {} runs answered from the list cache, read in {:.2} s",
+            list.runs.len(),
+            began.elapsed().as_secs_f64()
+        );
         self.set_start(StartList::Answer(Arc::new(list)));
         true
     }
