@@ -15,13 +15,16 @@
 //!
 //! Every figure of both sizes comes from this one run; compare the ratios.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use server::runview::RunIndex;
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::served::get_text;
 
 #[path = "list_runs.rs"]
 #[allow(dead_code)]
@@ -46,17 +49,6 @@ fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> (f64, T) {
         last = Some(v);
     }
     (best, last.unwrap())
-}
-
-/// `GET path` on `addr`: the status and body (one request, its own connection).
-fn get(addr: &str, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
 }
 
 /// What the real server did.
@@ -91,17 +83,17 @@ fn serve_and_ask(root: &Path, data: &Path) -> Served {
             break at.trim_end_matches('/').to_owned();
         }
     };
-    let (status, body) = get(&addr, "/api/runs?limit=100");
+    let (status, body) = get_text(&addr, "/api/runs?limit=100");
     let start_s = t.elapsed().as_secs_f64();
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"runs\""), "a page of runs");
     // Warm: once the server's watch of the root is set up (it starts after
     // the first list; without it every list walks the tree).
     std::thread::sleep(Duration::from_secs(3));
-    let (first_page_s, _) = best_of(5, || get(&addr, "/api/runs?limit=100"));
-    let (full_list_s, (_, all)) = best_of(5, || get(&addr, "/api/runs?limit=1000000"));
+    let (first_page_s, _) = best_of(5, || get_text(&addr, "/api/runs?limit=100"));
+    let (full_list_s, (_, all)) = best_of(5, || get_text(&addr, "/api/runs?limit=1000000"));
     assert!(all.len() > body.len());
-    let (version_s, _) = best_of(5, || get(&addr, "/api/runs/version"));
+    let (version_s, _) = best_of(5, || get_text(&addr, "/api/runs/version"));
     let peak_kib = status_kib(&child.id().to_string(), "VmHWM:");
     // The list cache is saved in the background after a full list (80 MiB at
     // 100,000 runs): wait until it is written and quiet before this server

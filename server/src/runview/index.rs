@@ -342,8 +342,9 @@ impl RunIndex {
             return list;
         }
         let Some(watch) = self.watch.get() else { return Arc::new(self.list_walked().0) };
-        let Ok(_turn) = self.turn(|l| l.made.clone()) else {
-            return lock(&self.listing).made.clone().unwrap_or_else(|| Arc::new(self.list_walked().0));
+        let _turn = match self.turn(|l| l.made.clone()) {
+            Ok(turn) => turn,
+            Err(made) => return made,
         };
         let changes = watch.take(super::watch::Reader::Rows);
         let listing = lock(&self.listing);
@@ -358,9 +359,7 @@ impl RunIndex {
     /// keeps the rows and each run's version, and watches what was found.
     /// The caller holds the turn to walk.
     fn walk_and_keep(&self, watch: &Arc<super::watch::TreeWatch>) -> Arc<RunList> {
-        self.walk_under_way.store(true, Ordering::SeqCst);
-        let (list, dirs, folders) = self.list_walked();
-        self.walk_under_way.store(false, Ordering::SeqCst);
+        let (list, dirs, folders) = self.whole_walk(|| self.list_walked());
         watch.set_runs(&dirs, &folders);
         let mut listing = lock(&self.listing);
         let now = Instant::now();
@@ -412,19 +411,35 @@ impl RunIndex {
 
     /// The turn to walk the root or update what it found: at once, or after
     /// the walk under way — unless that walk has something made before it to
-    /// answer (`made`), then `Err` (answer that; the watch's changes stay for
-    /// the next look).
-    fn turn<T>(&self, made: impl Fn(&Listing) -> Option<T>) -> Result<MutexGuard<'_, ()>, ()> {
+    /// answer (`made`), then `Err` with it (answer that; the watch's changes
+    /// stay for the next look).
+    fn turn<T>(&self, made: impl Fn(&Listing) -> Option<T>) -> Result<MutexGuard<'_, ()>, T> {
         match self.walking.try_lock() {
             Ok(turn) => Ok(turn),
             Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
             Err(std::sync::TryLockError::WouldBlock) => {
-                if self.walk_under_way.load(Ordering::SeqCst) && made(&lock(&self.listing)).is_some() {
-                    return Err(());
+                if self.walk_under_way.load(Ordering::SeqCst) {
+                    if let Some(answer) = made(&lock(&self.listing)) {
+                        return Err(answer);
+                    }
                 }
                 Ok(lock(&self.walking))
             }
         }
+    }
+
+    /// `walk`, a whole walk of the root, said to be under way meanwhile (see
+    /// `turn`), also if it panics.
+    fn whole_walk<R>(&self, walk: impl FnOnce() -> R) -> R {
+        struct UnderWay<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for UnderWay<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::SeqCst);
+            }
+        }
+        self.walk_under_way.store(true, Ordering::SeqCst);
+        let _under_way = UnderWay(&self.walk_under_way);
+        walk()
     }
 
     /// What a list answers while a server starts, when not made as always.
@@ -595,16 +610,15 @@ impl RunIndex {
             return list.version.clone();
         }
         let Some(watch) = self.watch.get() else { return self.version_walked().0 };
-        let Ok(_turn) = self.turn(|l| l.version_made.clone()) else {
-            return lock(&self.listing).version_made.clone().unwrap_or_else(|| self.version_walked().0);
+        let _turn = match self.turn(|l| l.version_made.clone()) {
+            Ok(turn) => turn,
+            Err(made) => return made,
         };
         let changes = watch.take(super::watch::Reader::Versions);
         let mut listing = lock(&self.listing);
         if must_walk(&changes, listing.versions_walked, self.kept.load(Ordering::SeqCst)) {
             drop(listing);
-            self.walk_under_way.store(true, Ordering::SeqCst);
-            let (version, versions, folders) = self.version_walked();
-            self.walk_under_way.store(false, Ordering::SeqCst);
+            let (version, versions, folders) = self.whole_walk(|| self.version_walked());
             let dirs: Vec<PathBuf> = versions.values().map(|(d, _)| d.clone()).collect();
             watch.set_runs(&dirs, &folders);
             let mut listing = lock(&self.listing);

@@ -76,9 +76,8 @@ fn is_read_only(kind: &notify::EventKind) -> bool {
 
 /// The watch of one root's folders.
 pub struct TreeWatch {
-    watcher: Mutex<notify::RecommendedWatcher>,
-    /// The folders watched now.
-    watched: Mutex<HashSet<PathBuf>>,
+    /// The watcher and the folders it watches now, changed together.
+    watching: Mutex<(notify::RecommendedWatcher, HashSet<PathBuf>)>,
     /// Watches being added on their threads now.
     adding: std::sync::atomic::AtomicUsize,
     shared: Arc<Shared>,
@@ -118,8 +117,8 @@ impl TreeWatch {
             return None;
         }
         tracing::info!("watching {}", root.display());
-        let watched = Mutex::new(HashSet::from([root.to_path_buf()]));
-        Some(Self { watcher: Mutex::new(watcher), watched, adding: Default::default(), shared })
+        let watching = Mutex::new((watcher, HashSet::from([root.to_path_buf()])));
+        Some(Self { watching, adding: Default::default(), shared })
     }
 
     /// The run folders a walk found (changes inside them are theirs) and the
@@ -147,13 +146,13 @@ impl TreeWatch {
     }
 
     fn watch_only(&self, want: HashSet<PathBuf>) {
-        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
-        let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        let mut watching = self.watching.lock().unwrap_or_else(|p| p.into_inner());
+        let (watcher, watched) = &mut *watching;
         for gone in watched.difference(&want).cloned().collect::<Vec<_>>() {
             let _ = watcher.unwatch(&gone);
             watched.remove(&gone);
         }
-        let new: Vec<PathBuf> = want.difference(&watched).cloned().collect();
+        let new: Vec<PathBuf> = want.difference(watched).cloned().collect();
         let mut failed = None;
         for dir in &new {
             match watcher.watch(dir, RecursiveMode::NonRecursive) {
