@@ -27,7 +27,10 @@ pub struct RunSetUse {
     pub endpoints: Vec<String>,
     /// Cells that ended (done or failed).
     pub cells: usize,
+    /// What they spent: reported, else counted of their calls.
     pub tokens: u64,
+    /// Their spend priced by kind (none: its model has no price).
+    pub cost: Option<f64>,
     /// When it was launched.
     pub started_at: Option<Timestamp>,
     /// A unit of it is in flight now.
@@ -139,6 +142,9 @@ fn add(u: &mut Use, r: &RunSetUse) {
     u.run_sets += 1;
     u.cells += r.cells;
     u.tokens += r.tokens;
+    if let Some(c) = r.cost {
+        u.cost = Some(u.cost.unwrap_or(0.0) + c);
+    }
     u.last_used = u.last_used.max(r.started_at);
     if r.in_flight {
         u.in_flight.push(r.run_set.clone());
@@ -237,7 +243,6 @@ pub fn catalogue(i: &CatalogueInputs) -> CatalogueView {
             for r in i.usage.iter().filter(|r| r.model.as_deref() == Some(m.name.as_str())) {
                 add(&mut used, r);
             }
-            used.cost = (m.price_per_1k_tokens > 0.0).then(|| used.tokens as f64 / 1000.0 * m.price_per_1k_tokens);
             let serving: Vec<&EndpointRow> = endpoints.iter().filter(|e| e.models.contains(&m.name)).collect();
             let launched_today = i.launches_today.get(&m.name).copied().unwrap_or(0);
             let credit_flag = i.credit_flags.get(&m.name).filter(|f| f.until > i.now).cloned();
@@ -359,6 +364,7 @@ mod tests {
                 endpoints: vec![],
                 cells: 4,
                 tokens: 3000,
+                cost: Some(1.5),
                 started_at: Some(Timestamp(100)),
                 in_flight: false,
             },
@@ -368,6 +374,7 @@ mod tests {
                 endpoints: vec!["a".into()],
                 cells: 2,
                 tokens: 500,
+                cost: None,
                 started_at: Some(Timestamp(200)),
                 in_flight: true,
             },
@@ -377,6 +384,7 @@ mod tests {
                 endpoints: vec!["a".into()],
                 cells: 1,
                 tokens: 1,
+                cost: None,
                 started_at: Some(Timestamp(300)),
                 in_flight: false,
             },

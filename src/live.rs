@@ -505,7 +505,7 @@ impl LiveView {
 pub fn cell_rows(
     planned: &[crate::spec::Cell],
     records: &[crate::drive::records::CellRecord],
-    price: Option<f64>,
+    prices: Option<crate::spend::Prices>,
     parallel: usize,
     now: Timestamp,
 ) -> (Vec<LiveCell>, LiveTotals, Option<f64>) {
@@ -514,7 +514,10 @@ pub fn cell_rows(
         records.iter().map(|r| (r.cell.as_str(), r)).collect();
     let mut totals = LiveTotals { planned: planned.len(), ..Default::default() };
     let mut ended_secs = Vec::new();
-    let cost_of = |t: Option<u64>| price.zip(t).map(|(p, t)| t as f64 / 1000.0 * p);
+    // Tokens without their split here: priced at the dearest (the spend,
+    // attached after, prices each kind).
+    let cost_of =
+        |t: Option<u64>| prices.zip(t).map(|(p, t)| p.cost(&crate::spend::Tokens { unsplit: t, ..Default::default() }));
     let rows: Vec<LiveCell> = planned
         .iter()
         .map(|c| {
@@ -934,7 +937,13 @@ mod tests {
             rec(&cells[1], CellStatus::Failed, 0, Some(120), None),
             rec(&cells[2], CellStatus::Running, 100, None, None),
         ];
-        let (rows, totals, eta) = cell_rows(&cells, &records, Some(2.0), 2, Timestamp(130_000));
+        let (rows, totals, eta) = cell_rows(
+            &cells,
+            &records,
+            Some(crate::spend::Prices { input: 2.0, output: 2.0, cached: 2.0 }),
+            2,
+            Timestamp(130_000),
+        );
         assert_eq!(rows[2].duration_s, Some(30.0), "a running cell's duration runs to now");
         assert_eq!(rows[3].status, "planned");
         assert_eq!(rows[0].cost, Some(2.0));

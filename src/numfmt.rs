@@ -15,6 +15,12 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// A count and its noun, thousands separated: `1, "cell"` → `1 cell`,
+/// `1200, "cell"` → `1,200 cells` (nouns whose plural adds an s).
+pub fn count(n: u64, noun: &str) -> String {
+    format!("{} {noun}{}", thousands(n), if n == 1 { "" } else { "s" })
+}
+
 /// An amount with two decimals, thousands separated, and its currency:
 /// `1234.5, "USD"` → `1,234.50 USD`.
 pub fn money(amount: f64, currency: &str) -> String {

@@ -154,7 +154,7 @@ pub fn warnings(spec: &BatchSpec, cfg: &CampaignConfig, prediction: &Prediction,
         }
     }
     let model = spec.model.as_deref().and_then(|m| cfg.model(m));
-    let paid = model.is_some_and(|m| m.kind == ModelKind::Paid || m.price_per_1k_tokens > 0.0);
+    let paid = model.is_some_and(|m| m.kind == ModelKind::Paid || crate::spend::Prices::of(m).any());
     if paid {
         let name = model.map(|m| m.name.as_str()).unwrap_or_default();
         out.push(match prediction.cost {
@@ -282,17 +282,15 @@ pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Pre
         }
     }
     let parallel = cfg.runner.as_ref().map_or(1, |r| r.parallel.max(1)) as f64;
-    let price = spec
-        .model
-        .as_deref()
-        .and_then(|m| cfg.model(m))
-        .filter(|m| m.price_per_1k_tokens > 0.0)
+    // History gives each cell's tokens as a total: priced at the dearest of
+    // the model's prices (by kind, or the one price), so a cap is never
+    // under-predicted.
+    let prices = crate::spend::prices_of(cfg, spec.model.as_deref())
         // No cell predicted from history: the cost is unknown, not zero.
-        .filter(|_| p.unknown < p.cells)
-        .map(|m| m.price_per_1k_tokens);
+        .filter(|_| p.unknown < p.cells);
     let [expected, low, high] = sums.map(|(tokens, secs)| Estimate {
         tokens: tokens as u64,
-        cost: price.map(|per_1k| tokens / 1000.0 * per_1k),
+        cost: prices.map(|p| p.cost(&crate::spend::Tokens { unsplit: tokens as u64, ..Default::default() })),
         hours: secs / parallel / 3600.0,
     });
     p.tokens = expected.tokens;
@@ -374,6 +372,23 @@ mod tests {
             request_preset: None,
             artefacts: Vec::new(),
         }
+    }
+
+    /// Issue 40 (item 3): a model priced only per kind is priced, at the
+    /// dearest kind (history gives totals), so a cost cap can refuse it.
+    #[test]
+    fn a_model_priced_per_kind_is_priced_at_its_dearest_kind() {
+        let mut c = cfg();
+        let mut m = ModelEntry::new("split", ModelKind::Paid, None, 0.0);
+        (m.price_input_per_1k, m.price_output_per_1k, m.price_cached_per_1k) = (Some(1.0), Some(4.0), Some(0.1));
+        c.models.push(m);
+        let a = cell("t1", 1);
+        let mut h = History::default();
+        h.by_cell.insert(a.id.clone(), vec![Sample { tokens: Some(20_000), seconds: Some(60.0) }]);
+        let p = predict(&spec("split", None, vec![a]), &c, &h);
+        assert_eq!((p.tokens, p.cost), (20_000, Some(80.0)));
+        let w = warnings(&spec("split", None, vec![]), &c, &p, &Circumstances::default());
+        assert!(w.iter().any(|w| w.contains("spends money: about 80.00 USD predicted on split")), "{w:?}");
     }
 
     #[test]

@@ -572,7 +572,8 @@ impl RunSetSummary {
             cells: 0,
             done: 0,
             failed: 0,
-            started_at: outcome.map(|o| o.started_at.clone()),
+            // The batch's first start, not a resume's.
+            started_at: outcome.map(|o| o.first_started_at.clone().unwrap_or_else(|| o.started_at.clone())),
             ended_at: outcome.and_then(|o| o.ended_at.clone()),
             tags: Vec::new(),
             spec: None,

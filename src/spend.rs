@@ -7,7 +7,9 @@
 //! cell writes one, else the call files of the run directory it owns
 //! (`{out}/calls/NNNN.json`, [`call_file`]). An ended cell that reported
 //! tokens in its `result.json` counts what it reported instead (its own
-//! total is the last word); one that reported none keeps what was counted.
+//! total is the last word); one that reported none keeps what was counted —
+//! its driver counts its calls once more when it ends and writes the count
+//! into its record (`counted`), so what was counted outlives the batch.
 //!
 //! **Prices.** Per 1,000 tokens, from the model's catalogue entry:
 //! input, output and cached separately when given, else
@@ -284,7 +286,29 @@ pub fn cell_spend(
                 source: source.to_owned(),
             }
         }
-        _ => CellSpend { source: "none".into(), ..Default::default() },
+        _ => match record.filter(|_| ended).and_then(|r| r.counted.as_ref().map(|c| (r, c))) {
+            // Counted by its driver when it ended: the record once nothing
+            // here read its files (a restarted console, another machine's cells).
+            Some((r, c)) => {
+                let tokens = Tokens {
+                    input: c.input_tokens,
+                    output: c.output_tokens,
+                    cached: c.cached_tokens,
+                    unsplit: c.unsplit_tokens,
+                };
+                let cost = prices.map(|p| p.cost(&tokens));
+                let on_day = r.ended_at.as_deref().is_some_and(|e| e.starts_with(today));
+                CellSpend {
+                    today_tokens: if on_day { tokens.total() } else { 0 },
+                    today_cost: cost.map(|c| if on_day { c } else { 0.0 }),
+                    tokens,
+                    cost,
+                    calls: c.calls,
+                    source: c.source.word().into(),
+                }
+            }
+            None => CellSpend { source: "none".into(), ..Default::default() },
+        },
     }
 }
 
@@ -660,6 +684,26 @@ mod tests {
         let failed = CellRecord { status: CellStatus::Failed, ..Default::default() };
         assert_eq!(cell_spend(Some(&failed), Some((&tally, "calls")), p, "2026-12-04").tokens.total(), 2500);
         assert_eq!(cell_spend(None, None, p, "2026-12-04").source, "none");
+        // Ended without a report, read by no one here (a console started
+        // after it ended): its driver's count is the record.
+        let counted = CellRecord {
+            status: CellStatus::Done,
+            ended_at: Some("2026-12-04T00:05:00Z".into()),
+            counted: Some(crate::drive::records::Counted {
+                calls: 2,
+                input_tokens: 2000,
+                output_tokens: 500,
+                source: crate::drive::records::CountSource::Progress,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let s = cell_spend(Some(&counted), None, p, "2026-12-04");
+        assert_eq!(
+            (s.tokens.total(), s.cost, s.today_cost, s.calls, s.source.as_str()),
+            (2500, Some(3.0), Some(3.0), 2, "progress")
+        );
+        assert_eq!(counted.tokens_total(), Some(2500));
     }
 
     #[test]

@@ -79,8 +79,58 @@ impl DemoWriter {
     }
 }
 
-/// Generates the demo campaign under `data_dir/demo` and starts its live writer.
-pub async fn prepare(data_dir: &Path) -> anyhow::Result<(PathBuf, DemoWriter)> {
+/// The claim of one server on the demo folder of a data folder, held while it
+/// serves: a second `runboard serve` of the same data folder is refused
+/// before it writes anything, so a demo in use is never regenerated under
+/// the server showing it. The lock is the operating system's (`flock`), so a
+/// server that was killed releases it with its last breath.
+#[derive(Debug)]
+pub struct DemoLease(#[allow(dead_code)] std::fs::File);
+
+/// The lock file beside the demo folder.
+const LEASE: &str = "demo.lock";
+
+impl DemoLease {
+    /// Claims the demo of `data_dir`, or says who serves it. Writes nothing
+    /// but the lock file (and the data folder, when it is new).
+    pub fn claim(data_dir: &Path) -> anyhow::Result<Self> {
+        use std::io::{Read, Seek, Write};
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
+        let path = data_dir.join(LEASE);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                let who = if holder.is_empty() { String::new() } else { format!(" ({holder})") };
+                anyhow::bail!(
+                    "the demo campaign in {} is served by another runboard{who}; it was left as it is. \
+                     Stop that server first, or serve a demo of your own with --data-dir DIR",
+                    data_dir.join("demo").display()
+                );
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()));
+            }
+        }
+        // Who holds it, for the next server's refusal (advice only: the lock decides).
+        let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| writeln!(file, "PID {}", std::process::id()));
+        Ok(Self(file))
+    }
+}
+
+/// Generates the demo campaign under `data_dir/demo` and starts its live
+/// writer. The caller holds the data folder's [`DemoLease`].
+pub async fn prepare(data_dir: &Path, _lease: &DemoLease) -> anyhow::Result<(PathBuf, DemoWriter)> {
     let root = data_dir.join("demo");
     if root.exists() {
         anyhow::ensure!(
@@ -315,6 +365,26 @@ async fn simulate(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_claim_on_a_demo_is_refused_and_names_the_holder_until_the_first_ends() {
+        let data = tempfile::tempdir().unwrap();
+        let first = DemoLease::claim(data.path()).unwrap();
+        let refused = DemoLease::claim(data.path()).unwrap_err().to_string();
+        assert!(refused.contains("served by another runboard"), "{refused}");
+        assert!(refused.contains(&format!("PID {}", std::process::id())), "{refused}");
+        assert!(refused.contains("--data-dir"), "{refused}");
+        drop(first);
+        // A process forked (by a test beside this one) while the lease was
+        // held shares its lock until it execs: free within moments.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut again = DemoLease::claim(data.path());
+        while again.is_err() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            again = DemoLease::claim(data.path());
+        }
+        again.expect("free once the first server has ended");
+    }
 
     /// The state letter of process `pid` in /proc (`Z` for a zombie), if it exists.
     fn proc_state(pid: u32) -> Option<char> {

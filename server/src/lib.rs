@@ -51,3 +51,4 @@ pub mod serve;
 pub mod signals;
 pub mod simulate;
 pub mod site;
+pub mod tally;

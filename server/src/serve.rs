@@ -63,6 +63,13 @@ pub enum Ended {
     Idle,
 }
 
+/// What a server serves: a campaign of the user's, or the demo of a data
+/// folder, claimed for as long as the server runs.
+enum Serving {
+    Campaign(PathBuf),
+    Demo { data: PathBuf, lease: crate::demo::DemoLease },
+}
+
 pub fn parse_host(host: &str) -> anyhow::Result<IpAddr> {
     if host == "localhost" {
         return Ok(IpAddr::from([127, 0, 0, 1]));
@@ -105,15 +112,34 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         );
     }
     let leptos = crate::site::options(opts.site_root.as_deref())?;
+    if let Some(root) = &opts.root {
+        anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
+    }
+    // Every check that can refuse comes before anything is written: the
+    // address bound (a port in use refuses it), the demo's folder claimed
+    // (another server of it refuses this one); only then is a demo made.
+    let addr = SocketAddr::new(ip, opts.port);
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+            "port {} on {ip} is already in use (another runboard?); choose another with --port",
+            opts.port
+        ),
+        Err(e) => return Err(e).with_context(|| format!("binding {addr}")),
+    };
 
-    let (root, demo, writer) = match &opts.root {
-        Some(root) => {
-            anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
-            (root.clone(), false, None)
-        }
+    let serving = match &opts.root {
+        Some(root) => Serving::Campaign(root.clone()),
         None => {
             let data = crate::demo::data_dir(opts.data_dir.as_deref())?;
-            let (root, writer) = crate::demo::prepare(&data).await?;
+            let lease = crate::demo::DemoLease::claim(&data)?;
+            Serving::Demo { data, lease }
+        }
+    };
+    let (root, demo, writer) = match &serving {
+        Serving::Campaign(root) => (root.clone(), false, None),
+        Serving::Demo { data, lease } => {
+            let (root, writer) = crate::demo::prepare(data, lease).await?;
             (root, true, Some(writer))
         }
     };
@@ -156,20 +182,6 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         }
     }
 
-    let addr = SocketAddr::new(ip, opts.port);
-    let listener = match tokio::net::TcpListener::bind(addr).await {
-        Ok(l) => l,
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
-            if let Some(w) = writer {
-                w.stop().await;
-            }
-            anyhow::bail!(
-                "port {} on {ip} is already in use (another runboard?); choose another with --port",
-                opts.port
-            )
-        }
-        Err(e) => return Err(e).with_context(|| format!("binding {addr}")),
-    };
     let local = listener.local_addr()?;
     let hosts = crate::auth::AllowedHosts::new(ip, &opts.allow_hosts);
     let state = AppState::new(leptos, console.clone(), Access { token: token.clone(), hosts });
@@ -233,5 +245,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         let _ = tokio::task::spawn_blocking(move || c.campaign().end_running_units()).await;
     }
     let why = *ended.lock().unwrap_or_else(|p| p.into_inner());
+    // The demo's folder is free for the next server only now.
+    drop(serving);
     Ok(why)
 }

@@ -171,6 +171,32 @@ fn pids_mentioning(needle: &str) -> Vec<u32> {
         .collect()
 }
 
+/// What regenerating a demo, or launching another batch in it, would
+/// change: the identity (inode) of its config, its specs and its finished
+/// runs' files, and the names of its run sets. (The running batch and the
+/// live run grow and replace files of their own as they go.)
+fn demo_fingerprint(demo: &Path) -> (Vec<(String, u64)>, Vec<String>) {
+    use std::os::unix::fs::MetadataExt;
+    let mut files = Vec::new();
+    let mut todo: Vec<_> =
+        ["campaign.toml", "specs", "runs/batch-a", "runs/batch-b"].iter().map(|p| demo.join(p)).collect();
+    while let Some(p) = todo.pop() {
+        let m = std::fs::metadata(&p).unwrap();
+        files.push((p.strip_prefix(demo).unwrap().display().to_string(), m.ino()));
+        if m.is_dir() {
+            todo.extend(std::fs::read_dir(&p).unwrap().flatten().map(|e| e.path()));
+        }
+    }
+    files.sort();
+    let mut run_sets: Vec<String> = std::fs::read_dir(demo.join("runsets"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    run_sets.sort();
+    (files, run_sets)
+}
+
 #[test]
 fn the_demo_serves_a_live_run_and_sigterm_stops_server_and_writer() {
     let tmp = tempfile::tempdir().unwrap();
@@ -185,6 +211,20 @@ fn the_demo_serves_a_live_run_and_sigterm_stops_server_and_writer() {
     let live = data.join("demo/runs/live/explore-qwen");
     let writers = pids_mentioning(live.to_str().unwrap());
     assert_eq!(writers.len(), 1, "one live writer: {writers:?}");
+
+    // A second server of the same demo — on the first one's port, or on a
+    // port of its own — is refused before it writes anything: the first
+    // demo's files, batches and writer are as they were.
+    let demo = data.join("demo");
+    let before = demo_fingerprint(&demo);
+    let port = s.addr.rsplit(':').next().unwrap().to_owned();
+    let err = run_fails(&["serve", "--data-dir", data.to_str().unwrap(), "--port", &port]);
+    assert!(err.contains(&format!("port {port} on 127.0.0.1 is already in use")), "{err}");
+    let err = run_fails(&["serve", "--data-dir", data.to_str().unwrap(), "--port", "0"]);
+    assert!(err.contains("is served by another runboard"), "{err}");
+    assert!(err.contains(&format!("PID {}", s.child.id())), "names the server holding it: {err}");
+    assert_eq!(demo_fingerprint(&demo), before, "the running demo was left as it is");
+    assert_eq!(pids_mentioning(live.to_str().unwrap()), writers, "its live writer runs on");
     // The live run writes: the list's version changes (asked until it does, bounded).
     let version = || request(&s.addr, "GET /api/runs/version HTTP/1.1\r\n").1.lines().last().map(str::to_owned);
     let v1 = version();

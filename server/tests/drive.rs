@@ -277,7 +277,7 @@ fn sigterm_to_the_driver_tears_down_and_records_stopped() {
 fn exec_toml(flag: &Path) -> String {
     format!(
         r#"[runner]
-command = ["sh", "-c", "echo working on $1; test \"$1\" != b || test -e \"$FLAG\"; s=$?; echo '{{{{\"tokens\": 120, \"score\": 0.5}}}}' > $RUNBOARD_CELL_DIR/result.json; exit $s", "_", "{{task}}"]
+command = ["sh", "-c", "echo working on $1; if [ \"$1\" != b ]; then echo '{{{{\"tokens\": 120, \"score\": 0.5}}}}' > $RUNBOARD_CELL_DIR/result.json; elif [ ! -e \"$FLAG\" ]; then echo '{{{{\"tokens\": 999, \"reason\": \"first attempt broke\"}}}}' > $RUNBOARD_CELL_DIR/result.json; exit 1; fi", "_", "{{task}}"]
 parallel = 2
 env = {{ FLAG = "{}" }}
 "#,
@@ -311,6 +311,8 @@ fn resume_runs_only_unfinished_cells_and_nothing_left_starts_nothing() {
     assert_eq!(first[0]["score"], 0.5);
     assert_eq!(first[1]["status"], "failed");
     assert_eq!(first[1]["exit_code"], 1);
+    assert_eq!((first[1]["tokens"].as_u64(), first[1]["reason"].as_str()), (Some(999), Some("first attempt broke")));
+    let first_start = outcome(&set)["started_at"].clone();
 
     std::fs::write(&flag, "").unwrap();
     let e = run(&c, &["--resume-into", set.to_str().unwrap()], &[]);
@@ -319,7 +321,16 @@ fn resume_runs_only_unfinished_cells_and_nothing_left_starts_nothing() {
     let attempts: Vec<u64> = again.iter().map(|r| r["attempts"].as_u64().unwrap()).collect();
     assert_eq!(attempts, [1, 2, 1], "only the failed cell ran again");
     assert!(again.iter().all(|r| r["status"] == "done"));
-    assert_eq!(outcome(&set)["attempted"], 1);
+    // Issue 40 (item 4): the resumed cell reported nothing this time, and
+    // nothing its failed attempt reported stays in its record.
+    assert!(again[1].get("tokens").is_none_or(Value::is_null) && again[1].get("reason").is_none(), "{}", again[1]);
+    let o = outcome(&set);
+    assert_eq!(o["attempted"], 1);
+    // Issue 40 (item 7): a resume says it ran the cells left, beside the
+    // whole batch's count, and keeps when the batch first started.
+    assert_eq!(o["reason"], "ran 1 cell left by an earlier attempt; 3 of the 3 planned cells are done", "{o}");
+    assert_eq!(o["first_started_at"], first_start, "{o}");
+    assert_ne!(o["started_at"], first_start, "{o}");
 
     let logs_before = std::fs::read_dir(set.join("logs")).unwrap().count();
     let e = run(&c, &["--resume-into", set.to_str().unwrap()], &[]);

@@ -203,3 +203,73 @@ fn a_silent_cell_is_named_stalled_and_cleared_when_it_writes_again() {
     );
     assert_eq!(post(&s.addr, "/api/control/stop", json!({"run_sets": [run_set]})).0, 200);
 }
+
+/// Issue 40 (items 2 and 3): a cell that counts its calls only in its
+/// progress file — no tokens in a `result.json` — keeps what was counted
+/// after its batch ends: its record holds the driver's count, and the
+/// report, the catalogue and the next batch's prediction (priced per kind,
+/// with no `price_per_1k_tokens`) all read it; a day's cost cap then
+/// refuses a next batch predicted to spend past it.
+#[test]
+fn what_was_counted_outlives_the_batch_and_a_model_priced_per_kind_is_predicted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("campaign");
+    let line = r#"{{"model":"paid-m","input_tokens":1000,"output_tokens":500}}"#;
+    // Three calls a cell, 2.00 USD each; a result.json with a score and no tokens.
+    let script = format!(
+        "for i in 1 2 3; do printf '%s\\n' '{line}' >> {{out}}/progress.jsonl; sleep 0.05; done; \
+         printf '{{{{\"score\": 1}}}}' > {{out}}/result.json"
+    );
+    let f = server::fixture::ConsoleFixture {
+        name: "counted test".into(),
+        command: vec!["sh".into(), "-c".into(), script],
+        parallel: 2,
+        models: "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_input_per_1k = 1.0\nprice_output_per_1k = 2.0\n"
+            .into(),
+        default_graces: false,
+    };
+    server::fixture::write_console_campaign(&root, &f).unwrap();
+    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    std::fs::write(root.join("campaign.toml"), format!("{toml}[budget]\ndaily_max_cost = 20.0\n")).unwrap();
+    let data = tmp.path().join("data");
+    let s = serve(&root, &data);
+    let run_set = launch(&s.addr, "counted", 2);
+    wait_for("ended", Duration::from_secs(30), || {
+        let (state, v) = live_state(&s.addr);
+        state == "idle" && v["run_set"] == run_set.as_str()
+    });
+    // A console started afresh knows only the records.
+    drop(s);
+    let s = serve(&root, &data);
+    let record: Value = {
+        let cells = root.join("runsets").join(&run_set).join("cells");
+        let first = std::fs::read_dir(cells).unwrap().flatten().next().unwrap().path();
+        serde_json::from_slice(&std::fs::read(first).unwrap()).unwrap()
+    };
+    assert_eq!(record["counted"]["calls"], 3, "{record}");
+    assert_eq!(
+        (record["counted"]["input_tokens"].as_u64(), record["counted"]["source"].as_str()),
+        (Some(3000), Some("progress"))
+    );
+    let (code, r) = get(&s.addr, &format!("/api/reports/{run_set}"));
+    assert_eq!(code, 200, "{r}");
+    assert_eq!((r["tokens"].as_u64(), r["cells_with_tokens"].as_u64()), (Some(9000), Some(2)), "{r}");
+    assert_eq!(r["cost"].as_f64(), Some(12.0), "priced by kind: 6,000 in at 1.00 + 3,000 out at 2.00");
+    let (_, c) = get(&s.addr, "/api/catalogue");
+    let m = c["models"].as_array().unwrap().iter().find(|m| m["name"] == "paid-m").unwrap().clone();
+    assert_eq!((m["use"]["tokens"].as_u64(), m["use"]["cost"].as_f64()), (Some(9000), Some(12.0)), "{m}");
+    // The next batch is predicted from that history, and priced: 2 cells of
+    // 4,500 tokens at the dearest kind (2.00): 18.00 USD, more than the 8.00 left today.
+    let next = draft(&s.addr, json!({"label": "counted2", "max_cells": 2, "model": "paid-m"}));
+    let (code, pf) = post(&s.addr, "/api/preflight", json!({"path": next}));
+    assert_eq!(code, 200, "{pf}");
+    assert_eq!(
+        (pf["prediction"]["tokens"].as_u64(), pf["prediction"]["cost"].as_f64()),
+        (Some(9000), Some(18.0)),
+        "{pf}"
+    );
+    assert!(
+        pf["refusals"].to_string().contains("more than the 8.00 USD left under the day's and the campaign's caps"),
+        "{pf}"
+    );
+}

@@ -87,6 +87,55 @@ pub struct CellRecord {
     /// Why it failed, in the cell's own words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// What the driver counted of its calls when it ended (its progress
+    /// file, else its call files): the record of what it spent when its
+    /// report says nothing of tokens. Absent when nothing was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<Counted>,
+}
+
+/// A cell's calls as the driver counted them when it ended, every attempt's
+/// (`cells/<id>.json` → `counted`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counted {
+    pub calls: u64,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Cached input, not also in `input_tokens`.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Reported as a total only.
+    #[serde(default)]
+    pub unsplit_tokens: u64,
+    pub source: CountSource,
+}
+
+impl Counted {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cached_tokens + self.unsplit_tokens
+    }
+}
+
+/// Where a cell's calls were counted from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CountSource {
+    /// `{out}/progress.jsonl`, one line per call.
+    #[default]
+    Progress,
+    /// The call files of the run directory it owns (`{out}/calls/NNNN.json`).
+    Calls,
+}
+
+impl CountSource {
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Progress => "progress",
+            Self::Calls => "calls",
+        }
+    }
 }
 
 impl CellRecord {
@@ -95,11 +144,30 @@ impl CellRecord {
     }
 
     /// The tokens it reported in all: `tokens`, else its split's sum.
-    pub fn tokens_total(&self) -> Option<u64> {
+    pub fn tokens_reported(&self) -> Option<u64> {
         self.tokens.or(match (self.input_tokens, self.output_tokens) {
             (None, None) => None,
             (i, o) => Some(i.unwrap_or(0) + o.unwrap_or(0)),
         })
+    }
+
+    /// The tokens it spent: what it reported, else what was counted of its
+    /// calls (none: neither).
+    pub fn tokens_total(&self) -> Option<u64> {
+        self.tokens_reported().or(self.counted.as_ref().map(Counted::total))
+    }
+
+    /// A new attempt starts: nothing an earlier attempt reported or was
+    /// counted of stays in the record (a report is always the latest
+    /// attempt's; the count is made again, of every attempt, when it ends).
+    pub fn start_attempt(&mut self, started_at: String) {
+        self.take_result(CellResult::default());
+        self.status = CellStatus::Running;
+        self.attempts += 1;
+        self.started_at = Some(started_at);
+        self.ended_at = None;
+        self.exit_code = None;
+        self.counted = None;
     }
 
     /// Takes what the cell reported for its latest attempt: every reported
@@ -141,9 +209,14 @@ pub struct BatchOutcome {
     pub attempted: usize,
     pub completed: usize,
     pub failed: usize,
+    /// When this attempt of the batch started (a resume's own start).
     pub started_at: String,
     #[serde(default)]
     pub ended_at: Option<String>,
+    /// When the batch first started, kept across resumes (absent in a run
+    /// set never resumed, or written before it was kept: `started_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_started_at: Option<String>,
     /// The `runboard drive` process writing this run set: while `status` is
     /// `running`, a reader on the same host whose process is gone knows the
     /// driver was killed (the outcome is stale), not that the batch still runs.

@@ -115,7 +115,7 @@ pub fn outcomes(run_sets: &[RunSetRecords], rules: &ResultsConfig) -> Vec<Outcom
 
 /// Whether an ended cell passed, and why not. A `done` cell's own `passed`
 /// wins; else `pass_score`, when set, needs a score at least that.
-fn verdict(c: &CellRecord, pass_score: Option<f64>) -> (bool, Option<String>) {
+pub fn verdict(c: &CellRecord, pass_score: Option<f64>) -> (bool, Option<String>) {
     match (c.status, c.passed, pass_score, c.score) {
         (CellStatus::Done, Some(true), _, _) | (CellStatus::Done, None, None, _) => (true, None),
         (CellStatus::Done, Some(false), _, _) => {

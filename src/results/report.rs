@@ -24,11 +24,22 @@ pub struct ReportCell {
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
     pub duration_s: Option<f64>,
+    /// What it spent: reported, else counted of its calls.
     pub tokens: Option<u64>,
+    /// Its tokens priced by kind (none: not priced, or nothing spent).
+    #[serde(default)]
+    pub cost: Option<f64>,
     pub score: Option<f64>,
+    /// Whether it passed, by Evidence's rule (none: it has not ended done or failed).
+    #[serde(default)]
+    pub passed: Option<bool>,
     pub exit_code: Option<i32>,
     /// Why it failed, in words (`exit 3`, `killed by signal 9`).
     pub failure: Option<String>,
+    /// Why a cell that ran did not pass (`score 0.40 below 0.80`, the reason it
+    /// reported): none when it passed, or failed (see `failure`).
+    #[serde(default)]
+    pub not_passed: Option<String>,
     /// Its log, relative to the campaign root.
     pub log: Option<String>,
 }
@@ -56,11 +67,12 @@ pub struct Report {
     /// The listed cells' last attempts, added up.
     pub cell_hours: f64,
     pub tokens: u64,
-    /// Cells that reported tokens.
+    /// Cells with tokens: reported, or counted of their calls.
     pub cells_with_tokens: usize,
-    /// The model's catalogue price per 1,000 tokens, when it has one.
-    pub price_per_1k_tokens: Option<f64>,
-    /// `tokens / 1000 × price`, when priced.
+    /// The model's catalogue prices per 1,000 tokens, when it has any.
+    #[serde(default)]
+    pub prices: Option<crate::spend::Prices>,
+    /// The cells' tokens priced by kind (a total alone at the dearest), when priced.
     pub cost: Option<f64>,
     /// The currency of the price and the cost (the campaign's).
     #[serde(default)]
@@ -68,6 +80,12 @@ pub struct Report {
     pub cells: Vec<ReportCell>,
     /// Failure reasons and how many cells each, most first.
     pub failures: Vec<(String, u64)>,
+    /// Cells that ran and did not pass: each reason and how many, most first.
+    #[serde(default)]
+    pub not_passed: Vec<(String, u64)>,
+    /// Cells that ended done and passed.
+    #[serde(default)]
+    pub passed: usize,
     pub runs: Vec<OwnedRunDir>,
     /// Records that could not be read, and why.
     pub problems: Vec<String>,
@@ -89,6 +107,17 @@ pub fn failure_words(c: &CellRecord) -> Option<String> {
     })
 }
 
+/// Reasons and how many cells gave each, most first.
+fn by_reason(reasons: impl Iterator<Item = String>) -> Vec<(String, u64)> {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for r in reasons {
+        *counts.entry(r).or_default() += 1;
+    }
+    let mut out: Vec<(String, u64)> = counts.into_iter().collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out
+}
+
 /// Everything the report needs from outside the run set's records.
 pub struct ReportInputs<'a> {
     pub summary: RunSetSummary,
@@ -96,7 +125,9 @@ pub struct ReportInputs<'a> {
     pub spec: Option<&'a crate::spec::BatchSpec>,
     /// The cells in scope.
     pub cells: &'a [CellRecord],
-    pub price_per_1k_tokens: Option<f64>,
+    pub prices: Option<crate::spend::Prices>,
+    /// `[results] pass_score`.
+    pub pass_score: Option<f64>,
     pub currency: String,
     /// Every run directory the run list knows (those under this run set's
     /// `out/` are its own).
@@ -114,6 +145,9 @@ pub fn report(i: ReportInputs) -> Report {
         .map(|c| {
             let start = c.started_at.as_deref().and_then(secs);
             let end = c.ended_at.as_deref().and_then(secs).or((c.status == CellStatus::Running).then_some(now));
+            let spent = crate::spend::cell_spend(Some(c), None, i.prices, "");
+            let ran = matches!(c.status, CellStatus::Done | CellStatus::Failed);
+            let (passed, why_not) = crate::results::verdict(c, i.pass_score);
             ReportCell {
                 cell: c.cell.clone(),
                 factors: c.factors.clone(),
@@ -122,22 +156,23 @@ pub fn report(i: ReportInputs) -> Report {
                 started_at: c.started_at.clone(),
                 ended_at: c.ended_at.clone(),
                 duration_s: start.zip(end).map(|(a, b)| (b - a).max(0.0)),
-                tokens: c.tokens,
+                tokens: c.tokens_total(),
+                cost: spent.cost.filter(|_| spent.source != "none"),
                 score: c.score,
+                passed: ran.then_some(passed),
                 exit_code: c.exit_code,
                 failure: failure_words(c),
+                not_passed: why_not.filter(|_| c.status == CellStatus::Done),
                 log: c.log.as_ref().map(|l| format!("runsets/{}/{l}", i.summary.name)),
             }
         })
         .collect();
     // Failures first, then by cell id: the page reads top down.
     cells.sort_by(|a, b| b.failure.is_some().cmp(&a.failure.is_some()).then_with(|| a.cell.cmp(&b.cell)));
-    let mut failures: BTreeMap<String, u64> = BTreeMap::new();
-    for f in cells.iter().filter_map(|c| c.failure.clone()) {
-        *failures.entry(f).or_default() += 1;
-    }
-    let mut failures: Vec<(String, u64)> = failures.into_iter().collect();
-    failures.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let failures = by_reason(cells.iter().filter_map(|c| c.failure.clone()));
+    let not_passed = by_reason(cells.iter().filter_map(|c| c.not_passed.clone()));
+    let passed = cells.iter().filter(|c| c.passed == Some(true)).count();
+    let cost = i.prices.map(|_| cells.iter().filter_map(|c| c.cost).sum::<f64>());
     let tokens: u64 = cells.iter().filter_map(|c| c.tokens).sum();
     let cells_with_tokens = cells.iter().filter(|c| c.tokens.is_some()).count();
     let wall_s = i.outcome.as_ref().and_then(|o| {
@@ -170,11 +205,13 @@ pub fn report(i: ReportInputs) -> Report {
         cell_hours: cells.iter().filter_map(|c| c.duration_s).sum::<f64>() / 3600.0,
         tokens,
         cells_with_tokens,
-        cost: i.price_per_1k_tokens.map(|p| tokens as f64 / 1000.0 * p),
-        price_per_1k_tokens: i.price_per_1k_tokens,
+        cost,
+        prices: i.prices,
         currency: i.currency.clone(),
         cells,
         failures,
+        not_passed,
+        passed,
         runs,
         problems: i.problems,
         summary: i.summary,
@@ -230,7 +267,8 @@ mod tests {
             outcome: None,
             spec: None,
             cells: &cells,
-            price_per_1k_tokens: Some(0.5),
+            prices: Some(crate::spend::Prices { input: 0.5, output: 0.5, cached: 0.5 }),
+            pass_score: None,
             currency: "USD".into(),
             runs: &runs,
             problems: vec![],
@@ -238,10 +276,50 @@ mod tests {
             now: crate::timefmt::Timestamp::from_millis(0),
         });
         assert_eq!((r.tokens, r.cells_with_tokens, r.cost), (2000, 2, Some(1.0)));
+        assert_eq!((r.passed, r.not_passed.len()), (1, 0));
         assert!((r.cell_hours - 90.0 / 3600.0).abs() < 1e-9);
         assert_eq!(r.failures, vec![("exit 3".to_string(), 1), ("killed by signal 9 (exit 137)".to_string(), 1)]);
         assert_eq!(r.cells[0].cell, "c-2", "failures first");
         assert_eq!(r.cells[2].log.as_deref(), Some("runsets/b-1/logs/cell-c-1.log"));
         assert_eq!(r.runs.iter().map(|d| d.path.as_str()).collect::<Vec<_>>(), ["runsets/b-1/out/c-1/run"]);
+    }
+
+    /// Issue 40 (items 2, 3, 7): what was counted of a cell's calls is its
+    /// spend in the report when it reported none, priced by kind; a cell that
+    /// ran and did not pass is listed as such, apart from failures.
+    #[test]
+    fn a_report_counts_what_was_counted_prices_by_kind_and_lists_cells_that_did_not_pass() {
+        let mut counted = rec("c-1", CellStatus::Done, Some(0), None);
+        counted.score = Some(0.9);
+        counted.counted = Some(crate::drive::records::Counted {
+            calls: 60,
+            input_tokens: 60_000,
+            output_tokens: 60_000,
+            ..Default::default()
+        });
+        let mut low = rec("c-2", CellStatus::Done, Some(0), Some(1000));
+        low.score = Some(0.2);
+        let cells = [counted, low];
+        let r = report(ReportInputs {
+            summary: RunSetSummary { name: "b-1".into(), ..Default::default() },
+            outcome: None,
+            spec: None,
+            cells: &cells,
+            prices: Some(crate::spend::Prices { input: 0.01, output: 0.02, cached: 0.0 }),
+            pass_score: Some(0.5),
+            currency: "USD".into(),
+            runs: &[],
+            problems: vec![],
+            scope: String::new(),
+            now: crate::timefmt::Timestamp::from_millis(0),
+        });
+        assert_eq!((r.tokens, r.cells_with_tokens), (121_000, 2));
+        // 60 × 0.01 + 60 × 0.02 = 1.80 counted; 1,000 reported unsplit at the dearest: 0.02.
+        assert!((r.cost.unwrap() - 1.82).abs() < 1e-9, "{:?}", r.cost);
+        assert!(r.failures.is_empty());
+        assert_eq!(r.not_passed, vec![("score 0.20 below 0.50".to_string(), 1)]);
+        assert_eq!(r.passed, 1);
+        let c2 = r.cells.iter().find(|c| c.cell == "c-2").unwrap();
+        assert_eq!((c2.passed, c2.not_passed.as_deref()), (Some(false), Some("score 0.20 below 0.50")));
     }
 }

@@ -77,20 +77,40 @@ fn opt_secs(s: Option<f64>) -> String {
     s.map(span_words).unwrap_or_else(|| "—".into())
 }
 
+/// "at 1.00 USD per 1,000 tokens", or each kind's price when they differ.
+fn price_words(p: &runboard::spend::Prices, currency: &str) -> String {
+    let m = |x| runboard::numfmt::money(x, currency);
+    if p.input == p.output && p.input == p.cached {
+        format!("at {} per 1,000 tokens", m(p.input))
+    } else {
+        format!("per 1,000 tokens: {} input, {} output, {} cached", m(p.input), m(p.output), m(p.cached))
+    }
+}
+
+/// Reasons and how many cells gave each, or `empty` in words.
+fn reasons_table(rows: &[(String, u64)], class: &'static str, empty: &'static str) -> AnyView {
+    if rows.is_empty() {
+        return view! { <p class="empty">{empty}</p> }.into_any();
+    }
+    view! {
+        <table class=class>
+            <thead><tr><th>"Reason"</th><th>"Cells"</th></tr></thead>
+            <tbody>{rows.iter().map(|(w, n)| view! { <tr><td>{w.clone()}</td><td class="num">{*n}</td></tr> }).collect_view()}</tbody>
+        </table>
+    }.into_any()
+}
+
 fn body(r: &Report) -> impl IntoView {
     let s = &r.summary;
     let outcome = match &r.outcome {
         Some(o) => format!("{}: {}", runboard::live::outcome_words(o.status), o.reason),
         None => "no outcome written".into(),
     };
-    let cost = match (r.cost, r.price_per_1k_tokens) {
-        (Some(c), Some(p)) => format!(
-            "{} (at {} per 1,000 tokens)",
-            runboard::numfmt::money(c, &r.currency),
-            runboard::numfmt::money(p, &r.currency)
-        ),
+    let cost = match (r.cost, r.prices) {
+        (Some(c), Some(p)) => format!("{} ({})", runboard::numfmt::money(c, &r.currency), price_words(&p, &r.currency)),
         _ => "not priced (the catalogue gives this model no price)".into(),
     };
+    let ran = r.cells.iter().filter(|c| c.passed.is_some()).count();
     view! {
         <h1>"Report: " {s.name.clone()}</h1>
         {(!r.scope.is_empty()).then(|| view! { <p class="scope-note">"Cells in scope " {r.scope.clone()} " only."</p> })}
@@ -105,7 +125,8 @@ fn body(r: &Report) -> impl IntoView {
             <dt>"Wall time"</dt><dd class="wall">{opt_secs(r.wall_s)}</dd>
             <dt>"Cell time"</dt><dd>{runboard::timefmt::duration_words(r.cell_hours * 3600.0)}</dd>
             <dt>"Cells"</dt><dd class="cell-counts">{format!("{} listed: {} done, {} failed", r.cells.len(), s.done, s.failed)}</dd>
-            <dt>"Tokens"</dt><dd class="tokens">{format!("{} (from {} cells that reported)", runboard::numfmt::thousands(r.tokens), r.cells_with_tokens)}</dd>
+            <dt>"Passed"</dt><dd class="pass-counts">{format!("{} of the {ran} that ended passed; {} did not pass", r.passed, ran - r.passed)}</dd>
+            <dt>"Tokens"</dt><dd class="tokens">{format!("{} (from {} cells: reported, or counted of their calls)", runboard::numfmt::thousands(r.tokens), r.cells_with_tokens)}</dd>
             <dt>"Cost"</dt><dd class="cost">{cost}</dd>
         </dl>
         {(!r.problems.is_empty()).then(|| view! {
@@ -113,19 +134,13 @@ fn body(r: &Report) -> impl IntoView {
                 <ul>{r.problems.iter().map(|p| view! { <li class="problem">{p.clone()}</li> }).collect_view()}</ul></div>
         })}
         <h2>"Failures"</h2>
-        {if r.failures.is_empty() {
-            view! { <p class="empty">"No cell failed."</p> }.into_any()
-        } else {
-            view! {
-                <table class="report-failures">
-                    <thead><tr><th>"Reason"</th><th>"Cells"</th></tr></thead>
-                    <tbody>{r.failures.iter().map(|(w, n)| view! { <tr><td>{w.clone()}</td><td>{*n}</td></tr> }).collect_view()}</tbody>
-                </table>
-            }.into_any()
-        }}
+        <p class="words-note">"A cell " <em>"failed"</em> " when its process did; one that ran to its end and did not pass is listed apart, under " <em>"Did not pass"</em> "."</p>
+        {reasons_table(&r.failures, "report-failures", "No cell failed (its process ended badly).")}
+        <h2>"Did not pass"</h2>
+        {reasons_table(&r.not_passed, "report-not-passed", "Every cell that ran to its end passed.")}
         <h2>"Cells"</h2>
         <table class="report-cells">
-            <thead><tr><th>"Cell"</th><th>"Factors"</th><th>"Status"</th><th>"Attempts"</th><th>"Duration"</th><th>"Tokens"</th><th>"Score"</th><th>"Failure"</th><th>"Log"</th></tr></thead>
+            <thead><tr><th>"Cell"</th><th>"Factors"</th><th>"Status"</th><th>"Attempts"</th><th>"Duration"</th><th>"Tokens"</th><th>"Score"</th><th>"Passed"</th><th>"Failure or why not passed"</th><th>"Log"</th></tr></thead>
             <tbody>
                 {r.cells.iter().map(|c| {
                     let factors: Vec<String> = c.factors.iter().map(|(k, v)| format!("{k}={}", runboard::matrix::value_text(v))).collect();
@@ -138,7 +153,8 @@ fn body(r: &Report) -> impl IntoView {
                             <td>{opt_secs(c.duration_s)}</td>
                             <td class="num">{c.tokens.map(runboard::numfmt::thousands).unwrap_or_default()}</td>
                             <td>{c.score.map(|t| format!("{t:.2}")).unwrap_or_default()}</td>
-                            <td class="failure">{c.failure.clone().unwrap_or_default()}</td>
+                            <td class="passed">{match c.passed { Some(true) => "yes", Some(false) => "no", None => "–" }}</td>
+                            <td class="failure">{c.failure.clone().or_else(|| c.not_passed.clone()).unwrap_or_default()}</td>
                             <td><code>{c.log.clone().unwrap_or_default()}</code></td>
                         </tr>
                     }

@@ -46,17 +46,22 @@ impl Campaign {
                 let spec = rs.spec.as_ref().and_then(|s| s.as_ref().ok());
                 let launch = launches.get(rs.name.as_str()).copied();
                 let ended = rs.cells.iter().filter(|c| matches!(c.status, CellStatus::Done | CellStatus::Failed));
+                let model = spec
+                    .and_then(|s| s.model.clone())
+                    .or_else(|| launch.map(|e| e.model.clone()).filter(|m| !m.is_empty()));
+                let prices = runboard::spend::prices_of(&cfg, model.as_deref());
                 RunSetUse {
                     run_set: rs.name.clone(),
-                    model: spec
-                        .and_then(|s| s.model.clone())
-                        .or_else(|| launch.map(|e| e.model.clone()).filter(|m| !m.is_empty())),
+                    cost: prices.map(|p| {
+                        ended.clone().filter_map(|c| runboard::spend::cell_spend(Some(c), None, Some(p), "").cost).sum()
+                    }),
+                    model,
                     endpoints: match spec {
                         Some(s) => s.endpoints_used(),
                         None => launch.map(|e| e.endpoint.clone()).filter(|e| !e.is_empty()).into_iter().collect(),
                     },
                     cells: ended.clone().count(),
-                    tokens: ended.filter_map(|c| c.tokens).sum(),
+                    tokens: ended.filter_map(|c| c.tokens_total()).sum(),
                     started_at: launch.map(|e| e.launched_at),
                     in_flight: in_flight.contains(&rs.name) || self.records.is_live(rs),
                 }

@@ -146,11 +146,8 @@ impl Campaign {
         let spec = rs
             .and_then(|r| r.spec.as_ref().and_then(|s| s.as_ref().ok()).cloned())
             .or_else(|| obs.unit.as_ref().and_then(|u| self.load_spec(&u.spec).ok().map(|(_, _, s)| s)));
-        let price = spec
-            .as_ref()
-            .and_then(|s| s.model.as_deref())
-            .and_then(|m| cfg.as_ref()?.model(m).map(|m| m.price_per_1k_tokens))
-            .filter(|p| *p > 0.0);
+        let price =
+            cfg.as_ref().and_then(|c| runboard::spend::prices_of(c, spec.as_ref().and_then(|s| s.model.as_deref())));
         let parallel = cfg.as_ref().and_then(|c| c.runner.as_ref()).map_or(1, |r| r.parallel.max(1) as usize);
         let records = rs.map(|r| r.cells.as_slice()).unwrap_or_default();
         let planned = spec.as_ref().map(|s| s.cells.as_slice()).unwrap_or_default();

@@ -416,12 +416,12 @@ impl Campaign {
         let spec = rs.spec.as_ref().and_then(|s| s.as_ref().ok());
         let cells = scope_cells(&scope, &rs);
         let summary = self.summaries(std::slice::from_ref(&rs)).pop().unwrap_or_default();
-        let price = model_of(&rs).and_then(|m| cfg.model(m)).map(|m| m.price_per_1k_tokens).filter(|p| *p > 0.0);
         Ok(runboard::results::report::report(runboard::results::report::ReportInputs {
             outcome: rs.outcome_ok().cloned(),
             spec,
             cells: &cells,
-            price_per_1k_tokens: price,
+            prices: runboard::spend::prices_of(&cfg, model_of(&rs)),
+            pass_score: cfg.results.pass_score,
             currency: cfg.currency.clone(),
             runs,
             problems: rs.problems.clone(),

@@ -108,11 +108,7 @@ async fn drive_cells(
             }
             let name = format!("cell-{}", cell.id);
             let mut rec = existing.get(&cell.id).cloned().unwrap_or_else(|| CellRecord::new(cell, CellStatus::Pending));
-            rec.status = CellStatus::Running;
-            rec.attempts += 1;
-            rec.started_at = Some(crate::clock::now().to_rfc3339());
-            rec.ended_at = None;
-            rec.exit_code = None;
+            rec.start_attempt(crate::clock::now().to_rfc3339());
             rec.log = Some(format!("logs/{name}.log"));
             *attempted += 1;
             match sup.spawn(&name, &argv, &cell_env) {
@@ -190,14 +186,18 @@ async fn drive_cells(
             _ = stop.cancelled() => {}
         }
     }
-    Ok((BatchStatus::Completed, format!("ran {} cells", cells.len())))
+    Ok((BatchStatus::Completed, format!("ran {}", runboard::numfmt::count(cells.len() as u64, "cell"))))
 }
 
 /// Takes what a cell reported in `result.json`, if it wrote one; a field
 /// that does not fit the contract is left out and named in the run set's log.
+/// And counts the calls it wrote (its progress file, else its call
+/// files): what was counted stays the record of what it spent, whatever its
+/// report says of tokens.
 fn read_result(runset: &super::runset::RunSet, rec: &mut CellRecord) {
-    let path = runset.out_dir().join(&rec.cell).join(RESULT_FILE);
-    let Ok(bytes) = crate::fsread::read_regular(&path) else { return };
+    let dir = runset.out_dir().join(&rec.cell);
+    rec.counted = crate::tally::count_cell(&dir, crate::clock::now());
+    let Ok(bytes) = crate::fsread::read_regular(&dir.join(RESULT_FILE)) else { return };
     let (result, problems) = CellResult::parse(&bytes);
     for p in problems {
         runset.log(&format!("cell {}: {p}", rec.cell));

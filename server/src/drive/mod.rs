@@ -298,6 +298,12 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
 
     // Resume: nothing left.
     let started_at = crate::clock::now().to_rfc3339();
+    // A resume keeps when the batch first started.
+    let first_started_at = opts
+        .resume_into
+        .as_ref()
+        .and_then(|_| runset.read_outcome())
+        .map(|o| o.first_started_at.unwrap_or(o.started_at));
     let mut outcome = BatchOutcome {
         schema_version: 1,
         label: spec.label.clone(),
@@ -309,6 +315,7 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         failed: 0,
         started_at,
         ended_at: None,
+        first_started_at,
         driver: Some(DriverProcess {
             host: nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default(),
             pid: std::process::id(),
@@ -415,6 +422,18 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         ),
         BatchStatus::Completed if outcome.failed > 0 => (BatchStatus::CompletedWithFailures, reason),
         s => (s, reason),
+    };
+    // A resume ran only the cells left: say so beside the whole batch's count.
+    let reason = if left.len() < spec.cells.len()
+        && matches!(status, BatchStatus::Completed | BatchStatus::CompletedWithFailures)
+    {
+        format!(
+            "{reason} left by an earlier attempt; {} of the {} planned cells are done",
+            outcome.completed,
+            spec.cells.len()
+        )
+    } else {
+        reason
     };
     outcome.status = status;
     outcome.reason = reason;

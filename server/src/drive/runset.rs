@@ -82,6 +82,11 @@ impl RunSet {
         write_atomic(&path, &bytes).map_err(DriveError::io("writing", &path))
     }
 
+    /// The outcome written by an earlier attempt, if it reads.
+    pub fn read_outcome(&self) -> Option<BatchOutcome> {
+        serde_json::from_slice(&crate::fsread::read_regular(&self.dir.join("batch_outcome.json")).ok()?).ok()
+    }
+
     pub fn read_spec_label(&self) -> Option<String> {
         let v: Value = serde_json::from_slice(&crate::fsread::read_regular(&self.dir.join("spec.json")).ok()?).ok()?;
         v["label"].as_str().map(str::to_owned)
