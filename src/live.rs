@@ -312,6 +312,17 @@ impl LiveState {
     }
 }
 
+/// A batch's outcome in words, as its record says it — unless the operator
+/// aborted it since: then its driver's "resumable" no longer holds, and the
+/// words say so rather than offer what the state refuses.
+pub fn outcome_text(o: &crate::drive::records::BatchOutcome, aborted: bool) -> String {
+    if aborted {
+        let reason = o.reason.trim_end_matches("; resumable");
+        return format!("{}: {reason}; then aborted by the operator: it will not be resumed", outcome_words(o.status));
+    }
+    format!("{}: {}", outcome_words(o.status), o.reason)
+}
+
 pub fn outcome_words(o: BatchStatus) -> &'static str {
     match o {
         // Only the outcome's own word: whether a driver is still alive is the
@@ -750,6 +761,31 @@ mod tests {
             observation: obs,
             outcome,
         }
+    }
+
+    /// Issue 40 (item 12): an aborted batch's outcome never says "resumable".
+    #[test]
+    fn an_aborted_batchs_outcome_is_not_called_resumable() {
+        let o = crate::drive::records::BatchOutcome {
+            schema_version: 1,
+            label: "b".into(),
+            status: BatchStatus::Stopped,
+            reason: "stopped by a signal after 1 of 4 cells; resumable".into(),
+            planned: 4,
+            attempted: 2,
+            completed: 1,
+            failed: 0,
+            started_at: "2026-12-01T10:00:00Z".into(),
+            ended_at: None,
+            first_started_at: None,
+            driver: None,
+        };
+        assert_eq!(outcome_text(&o, false), "stopped: stopped by a signal after 1 of 4 cells; resumable");
+        let aborted = outcome_text(&o, true);
+        assert!(
+            !aborted.contains("resumable") && aborted.ends_with("aborted by the operator: it will not be resumed"),
+            "{aborted}"
+        );
     }
 
     #[test]

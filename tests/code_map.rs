@@ -120,3 +120,19 @@ fn every_auto_event_and_hold_reason_is_in_the_formats_doc() {
         HoldReason::ALL.iter().map(|r| r.word()).filter(|w| !line.contains(&format!("`{w}`"))).collect();
     assert!(missing.is_empty(), "the hold row lacks: {}", missing.join(", "));
 }
+
+/// Issue 40 (item 20): every status the run list gives — and filters by —
+/// is named by the run list's section of docs/formats.md, in its filter's
+/// list and with a line of its own under `status.kind`.
+#[test]
+fn every_run_list_status_is_in_the_formats_doc() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/formats.md")).unwrap();
+    let section =
+        doc.split("## The run list").nth(1).and_then(|s| s.split("\n## ").next()).expect("the run list section");
+    let filter = section.split("`status` one of").nth(1).and_then(|s| s.split(';').next()).expect("the filter's list");
+    for s in runboard::runview::listing::STATUSES {
+        assert!(filter.contains(&format!("`{s}`")), "the status filter's list lacks {s}: {filter}");
+        assert!(section.contains(&format!("  - `{s}`")), "status.kind lacks a line for {s}");
+    }
+}

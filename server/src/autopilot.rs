@@ -94,7 +94,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
                 }
             }
         };
-        events.push(record_launch(&mut next, planned, &result, crate::clock::now()));
+        events.extend(record_launch(&mut next, planned, &result, crate::clock::now()));
     }
     // A hold that has lasted longer than the settings say is announced once.
     let notify_after = next.settings.get("hold_notify_minutes").and_then(Value::as_f64).unwrap_or(30.0);

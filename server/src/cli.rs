@@ -207,8 +207,10 @@ pub enum ConsoleCommand {
     /// A run set's logs: without NAME, every log it has (its cells', its
     /// cluster processes', its unit's) with sizes; with NAME, that log's
     /// last 16 KiB, and with --follow what it writes next until interrupted.
+    /// Without RUN_SET (or with `-`), the batch `status` shows.
     Logs {
-        run_set: String,
+        /// The run set (default: the batch the live view shows, as `status` names it).
+        run_set: Option<String>,
         /// A log's name as listed (`cell-<id>`, `manager`, `unit:<unit>`).
         name: Option<String>,
         #[command(flatten)]
@@ -443,8 +445,23 @@ fn logs_text(v: &runboard::logs::LogsView) -> String {
     out
 }
 
+/// The run set named, or (none, or `-`) the one the live view shows — as
+/// pause, stop and status default to it.
+fn live_run_set(console: &LocalConsole, named: Option<String>) -> Result<String, ApiError> {
+    if let Some(n) = named.filter(|n| n != "-") {
+        return Ok(n);
+    }
+    let live = op::live::call(console, LiveParams::default())?;
+    live.run_set.ok_or_else(|| {
+        ApiError::not_found(
+            "no batch to read the logs of: nothing has been launched yet; name a run set (runboard logs RUN_SET)",
+        )
+    })
+}
+
 /// Prints a log's tail, then (with `follow`) what it writes next, every
-/// 0.5 s, until interrupted; a reset is said on stderr.
+/// 0.5 s, until interrupted; a reset is said on stderr. A log that does not
+/// exist is refused with the run set's logs named (with `follow`, waited for).
 fn follow_log(
     console: &LocalConsole,
     run_set: String,
@@ -457,6 +474,19 @@ fn follow_log(
     loop {
         let q = runboard::logs::LogQuery { run_set: run_set.clone(), name: name.clone(), after: after.clone() };
         let chunk = op::log::call(console, q)?;
+        if chunk.missing && after.is_none() {
+            let listed = op::logs::call(console, runboard::logs::LogsQuery { run_set: run_set.clone() })?;
+            let names: Vec<&str> = listed.logs.iter().map(|l| l.name.as_str()).collect();
+            let has = if names.is_empty() {
+                "it has no log yet".to_owned()
+            } else {
+                format!("its logs: {}", names.join(", "))
+            };
+            if !follow {
+                return Err(ApiError::not_found(format!("run set {run_set} has no log {name:?} (yet); {has}")));
+            }
+            eprintln!("[{name} has not been written yet; waiting for it — {has}]");
+        }
         if let Some(r) = &chunk.reset {
             eprintln!("[{r}]");
         }
@@ -689,7 +719,7 @@ fn run_auto(cmd: AutoCommand) -> ExitCode {
 
 /// The campaign at `--root`, or the exit code after saying why not.
 fn open(at: &RootArg) -> Result<LocalConsole, ExitCode> {
-    LocalConsole::open_once(&at.root).map_err(|e| {
+    LocalConsole::require_campaign(&at.root).and_then(|_| LocalConsole::open_once(&at.root)).map_err(|e| {
         eprintln!("runboard: {e:#}");
         ExitCode::from(2)
     })
@@ -865,12 +895,13 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
                 format!("{}{freed}\n", d.words)
             })
         }),
-        ConsoleCommand::Logs { run_set, name: None, .. } => {
-            ask::<op::logs>(&console, runboard::logs::LogsQuery { run_set }, json, logs_text)
-        }
-        ConsoleCommand::Logs { run_set, name: Some(name), follow, .. } => {
-            follow_log(&console, run_set, name, follow, json)
-        }
+        ConsoleCommand::Logs { run_set, name, follow, .. } => match live_run_set(&console, run_set) {
+            Err(e) => Err(e),
+            Ok(run_set) => match name {
+                None => ask::<op::logs>(&console, runboard::logs::LogsQuery { run_set }, json, logs_text),
+                Some(name) => follow_log(&console, run_set, name, follow, json),
+            },
+        },
         ConsoleCommand::Status { .. } => ask::<op::live>(&console, LiveParams::default(), json, |v| {
             let mut out = format!("{}\n", v.words);
             if v.totals.planned > 0 {

@@ -56,6 +56,20 @@ impl LocalConsole {
         self
     }
 
+    /// That `root` is a campaign folder: a console command (status, draft,
+    /// propose, check…) on any other folder is refused by name rather than
+    /// answered as if from an empty campaign. (`serve` and `runs` read any
+    /// folder of run directories.)
+    pub fn require_campaign(root: &Path) -> anyhow::Result<()> {
+        anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
+        anyhow::ensure!(
+            root.join(CONFIG_FILE).is_file(),
+            "no {CONFIG_FILE} in {}: it is not a campaign folder (`runboard init DIR --example exec` makes one)",
+            root.display()
+        );
+        Ok(())
+    }
+
     /// Opens the campaign for one command (no file-system watch).
     pub fn open_once(root: &Path) -> anyhow::Result<Self> {
         Self::open_unwatched(root, false)

@@ -86,7 +86,8 @@ pub fn app(state: AppState) -> Router {
         .route("/api/auto/version/stream", get(auto_version_stream))
         .route("/api/logs/{run_set}/{name}/stream", get(log_stream))
         .route("/api/debug/readers", get(debug_readers))
-        .route("/api/{*rest}", get(api_not_found).post(api_not_found));
+        .route("/api/{*rest}", get(api_not_found).post(api_not_found))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY));
     Router::new()
         .merge(api)
         .leptos_routes_with_context(
@@ -108,6 +109,10 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.last_request.clone(), note_request))
         .with_state(state)
 }
+
+/// The most a request body may hold (axum's default limit, said here so
+/// the refusal names it): 2 MiB.
+const MAX_BODY: usize = 2 << 20;
 
 /// The pages' server functions (`/sfn/*`) answer with the status their
 /// refusal's kind says. Errors the server-fn layer makes itself before the
@@ -204,8 +209,17 @@ async fn serve<O: Operation>(
     PathParams(params): PathParams,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
-    bytes: axum::body::Bytes,
+    bytes: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, AppError> {
+    // A body past the limit (or one that cannot be read) is refused in the
+    // documented shape, like every other refusal.
+    let bytes = bytes.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
+            ErrorKind::TooLarge,
+            format!("the request body is larger than {} MiB, the most the console reads", MAX_BODY >> 20),
+        ),
+        _ => ApiError::with_reasons(ErrorKind::BadQuery, vec![format!("the request body could not be read: {e}")]),
+    })?;
     let input = input_of::<O>(params, query.as_deref().unwrap_or(""), &headers, &bytes)?;
     let console = s.console.clone();
     let output = blocking(O::DOING, move || O::call(console.as_ref(), input)).await??;

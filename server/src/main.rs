@@ -285,7 +285,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
         },
         Command::Check { root, json } => {
-            anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
+            server::console::LocalConsole::require_campaign(&root)?;
             let findings = tokio::task::spawn_blocking(move || server::init::check(&root)).await?;
             let blocking = findings.iter().filter(|f| f.severity == server::init::Severity::Blocking).count();
             if json {

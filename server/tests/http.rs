@@ -268,6 +268,14 @@ async fn bodies_are_objects_with_known_fields_and_every_refusal_is_the_documente
     let v = body_json(body);
     assert_eq!((status, v["kind"].as_str()), (StatusCode::FORBIDDEN, Some("forbidden")), "{v}");
     assert!(documented(&v), "{v}");
+    // Issue 40 (item 19): a body past 2 MiB, on any POST, is 413 in the same shape.
+    for uri in ["/api/drafts", "/api/control/start", "/api/tags"] {
+        let big = format!("{{\"label\": \"{}\"}}", "x".repeat(3 << 20));
+        let (status, _, body) = send(&st, post_json(uri, &big)).await;
+        let v = body_json(body);
+        assert_eq!((status, v["kind"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("too_large")), "{uri}: {v}");
+        assert!(documented(&v) && v["error"].as_str().unwrap().contains("larger than 2 MiB"), "{v}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -226,5 +226,52 @@ fn the_command_line_lists_a_run_sets_logs_prints_a_tail_and_refuses_a_bad_name()
     assert!(err.contains("name \"../spec\""), "{err}");
     let (code, _, err) = cli(&["logs", "no-such-set"]);
     assert_eq!(code, Some(2), "{err}");
+    // Issue 40 (item 14): without a run set, the live batch's logs (as
+    // status, pause and stop default to it); a name it has no log of is
+    // refused with its logs named, never an empty answer.
+    let (code, alone, err) = cli(&["logs"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(alone.contains(&name) && alone.contains(&format!("read one: runboard logs {rs} NAME")), "{alone}");
+    let (code, tail, _) = cli(&["logs", "-", &name]);
+    assert_eq!(code, Some(0));
+    assert!(!numbers(&tail).is_empty(), "{tail}");
+    let (code, out, err) = cli(&["logs", &rs, "nosuch"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        err.contains(&format!("run set {rs} has no log \"nosuch\" (yet); its logs: ")) && err.contains(&name),
+        "{err}"
+    );
     assert_eq!(post(&server.addr, "/api/control/stop", json!({"run_sets": [rs]})).0, 200);
+}
+
+/// Issue 40 (items 13 and 14): console commands pointed at a folder that is
+/// not a campaign say so and exit 2; `logs` with nothing launched says why.
+#[test]
+fn console_commands_on_a_folder_that_is_not_a_campaign_say_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let run = |args: &[&str], root: &std::path::Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_runboard"))
+            .args(args)
+            .arg("--root")
+            .arg(root)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for args in [&["status"][..], &["propose"], &["check"], &["coverage"], &["logs"], &["draft", "--label", "x"]] {
+        let (code, out, err) = run(args, &empty);
+        assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+        assert!(out.is_empty(), "{args:?} printed nothing else: {out}");
+        assert!(err.contains(&format!("no campaign.toml in {}", empty.display())), "{args:?}: {err}");
+    }
+    let root = chatty_campaign(tmp.path());
+    let (code, _, err) = run(&["logs"], &root);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("nothing has been launched yet; name a run set"), "{err}");
 }

@@ -68,6 +68,8 @@ pub enum ErrorKind {
     /// 409: another action holds the campaign (a stop in progress), or what is
     /// asked for is already happening.
     Busy,
+    /// 413: a request body larger than the server reads (2 MiB).
+    TooLarge,
     /// 500: the server failed; the detail is in its log.
     Internal,
 }
@@ -78,6 +80,7 @@ impl ErrorKind {
             Self::NoSuchRun | Self::NoSuchTrial | Self::NotFound => 404,
             Self::BadQuery | Self::Unreadable | Self::Refused => 422,
             Self::Busy => 409,
+            Self::TooLarge => 413,
             Self::Internal => 500,
         }
     }

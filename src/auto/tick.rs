@@ -973,7 +973,7 @@ pub enum LaunchResult {
 /// Records a planned launch's result: the current batch, the daily and
 /// session counts and `batch_launched`; or `launch_failed`, a hold, and the
 /// last-finished time (so a failing launch waits before it is tried again).
-pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchResult, now: Timestamp) -> LogEvent {
+pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchResult, now: Timestamp) -> Vec<LogEvent> {
     match result {
         LaunchResult::Launched { unit, run_set, spec, backend } => {
             let current = Current {
@@ -1013,7 +1013,7 @@ pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchRe
                 ..Default::default()
             });
             state.hold = None;
-            LogEvent {
+            vec![LogEvent {
                 at: now,
                 event: AutoEvent::BatchLaunched {
                     unit: unit.clone(),
@@ -1025,7 +1025,7 @@ pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchRe
                     cells: planned.draft.spec.cells.len(),
                     why: planned.why.clone(),
                 },
-            }
+            }]
         }
         LaunchResult::Refused(reasons) => {
             state.last_batch_finished_at = Some(now);
@@ -1033,11 +1033,7 @@ pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchRe
             if state.hold.as_ref().is_none_or(|h| h.reason != HoldReason::LaunchFailed) {
                 state.hold = Some(Hold { reason: HoldReason::LaunchFailed, words, since: now });
             }
-            if let Some(e) = planned.endpoint.as_ref() {
-                let f = quarantine(state, e, "its launch was refused", now);
-                state.endpoint_failures.insert(e.clone(), f);
-            }
-            LogEvent {
+            let mut events = vec![LogEvent {
                 at: now,
                 event: AutoEvent::LaunchFailed {
                     lane: planned.lane.clone(),
@@ -1045,7 +1041,25 @@ pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchRe
                     endpoint: planned.endpoint.clone(),
                     reasons: reasons.clone(),
                 },
+            }];
+            // A refused launch quarantines its endpoint as a failed batch
+            // does, and says so in the same event.
+            if let Some(e) = planned.endpoint.as_ref() {
+                let reason = "its launch was refused";
+                let f = quarantine(state, e, reason, now);
+                events.push(LogEvent {
+                    at: now,
+                    event: AutoEvent::EndpointQuarantined {
+                        endpoint: e.clone(),
+                        lane: planned.lane.clone(),
+                        retry_at: f.retry_at,
+                        failures: f.failures,
+                        reason: reason.into(),
+                    },
+                });
+                state.endpoint_failures.insert(e.clone(), f);
             }
+            events
         }
     }
 }
@@ -1416,13 +1430,17 @@ mod tests {
             },
             now(),
         );
-        assert_eq!(e.event.kind(), "batch_launched");
+        assert_eq!(e.iter().map(|e| e.event.kind()).collect::<Vec<_>>(), ["batch_launched"]);
         assert_eq!(ok.current.as_ref().unwrap().unit, "rb-auto-1-x");
         assert_eq!(ok.daily_launches["2026-12-01"]["qwen"], 1);
         assert_eq!(ok.session.iterations.len(), 1);
         let mut bad = t.state.clone();
         let e = record_launch(&mut bad, p, &LaunchResult::Refused(vec!["budget: too much".into()]), now());
-        assert_eq!(e.event.kind(), "launch_failed");
+        // Issue 40 (item 21): the quarantine a refused launch makes is said as an event.
+        let kinds: Vec<&str> = e.iter().map(|e| e.event.kind()).collect();
+        assert_eq!(kinds, ["launch_failed", "endpoint_quarantined"]);
+        assert!(e[1].event.words().contains("its launch was refused"), "{}", e[1].event.words());
+        assert!(bad.endpoint_failures.contains_key(p.endpoint.as_deref().unwrap()));
         assert_eq!(bad.hold.as_ref().unwrap().reason, HoldReason::LaunchFailed);
         assert_eq!(bad.last_batch_finished_at, Some(now()), "a refused launch waits before the next try");
         assert!(bad.current.is_none());

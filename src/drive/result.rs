@@ -104,12 +104,13 @@ impl CellResult {
     }
 }
 
-/// `s` cut to at most `max` bytes at a character boundary, with `…` when cut.
+/// `s` cut to at most `max` bytes, the `…` that says so included, at a
+/// character boundary.
 fn cut(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_owned();
     }
-    let mut end = max;
+    let mut end = max.saturating_sub('…'.len_utf8());
     while !s.is_char_boundary(end) {
         end -= 1;
     }
@@ -167,6 +168,11 @@ mod tests {
         let long = format!("{{\"reason\": \"{}\"}}", "é".repeat(400));
         let (r, _) = CellResult::parse(long.as_bytes());
         let reason = r.reason.unwrap();
-        assert!(reason.len() <= REASON_MAX + '…'.len_utf8() && reason.ends_with('…'), "{}", reason.len());
+        // Issue 40 (item 18): at most 300 bytes, the ellipsis included.
+        assert!(
+            reason.len() <= REASON_MAX && reason.len() > REASON_MAX - 4 && reason.ends_with('…'),
+            "{}",
+            reason.len()
+        );
     }
 }

@@ -531,7 +531,7 @@ fn summary(v: &LiveView) -> impl IntoView {
             // `running` until the driver writes its end (the state says the rest).
             {v.outcome.as_ref().filter(|o| o.status != runboard::drive::records::BatchStatus::Running).map(|o| view! {
                 <dt>"Outcome"</dt>
-                <dd class="outcome">{format!("{}: {}", runboard::live::outcome_words(o.status), o.reason)}</dd>
+                <dd class="outcome">{runboard::live::outcome_text(o, matches!(v.state, LiveState::Aborted { .. }))}</dd>
             })}
         </dl>
     }
