@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { binary, consoleCampaign, postJson, startServer, startBrowser, watchErrors } from './support.mjs';
+import { binary, consoleCampaign, draftAndLaunch, postJson, startServer, startBrowser, watchErrors } from './support.mjs';
 
 let browser;
 before(async () => { browser = await startBrowser(); });
@@ -78,11 +78,7 @@ test('spend counted while a batch ran is its report afterwards, priced by kind; 
   appendFileSync(join(root, 'campaign.toml'), '\n[results]\npass_score = 0.5\n');
   const server = await startServer(['--root', root]);
   try {
-    const saved = await postJson(server.url, '/api/drafts', { label: 'after', max_cells: 2, model: 'paid-m' });
-    assert.equal(saved.status, 200, JSON.stringify(saved.body));
-    const launched = await postJson(server.url, '/api/control/start', { path: saved.body.path });
-    assert.equal(launched.status, 200, JSON.stringify(launched.body));
-    const rs = launched.body.run_set;
+    const rs = await draftAndLaunch(server.url, { label: 'after', max_cells: 2, model: 'paid-m' });
     await until('the batch to end', 30_000, async () => {
       const v = await (await fetch(`${server.url}/api/live`)).json();
       return v.state.state === 'idle' && v.run_set === rs;
@@ -116,11 +112,7 @@ test('an aborted batch is called aborted on Live, never resumable, and offers no
   });
   const server = await startServer(['--root', root]);
   try {
-    const saved = await postJson(server.url, '/api/drafts', { label: 'abort', max_cells: 1, endpoint: 'gpu-a' });
-    assert.equal(saved.status, 200, JSON.stringify(saved.body));
-    const launched = await postJson(server.url, '/api/control/start', { path: saved.body.path });
-    assert.equal(launched.status, 200, JSON.stringify(launched.body));
-    const rs = launched.body.run_set;
+    const rs = await draftAndLaunch(server.url, { label: 'abort', max_cells: 1, endpoint: 'gpu-a' });
     await until('running', 30_000, async () => (await (await fetch(`${server.url}/api/live`)).json()).state.state === 'running');
     const stopped = await postJson(server.url, '/api/control/stop', { run_sets: [rs] });
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));

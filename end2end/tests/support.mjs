@@ -119,6 +119,15 @@ export async function postJson(url, path, body) {
   return { status: r.status, body: await r.json() };
 }
 
+/** Saves a draft (`body` as POST /api/drafts takes it) and launches it; resolves to its run set. */
+export async function draftAndLaunch(url, body) {
+  const saved = await postJson(url, '/api/drafts', body);
+  assert.equal(saved.status, 200, JSON.stringify(saved.body));
+  const launched = await postJson(url, '/api/control/start', { path: saved.body.path });
+  assert.equal(launched.status, 200, JSON.stringify(launched.body));
+  return launched.body.run_set;
+}
+
 /**
  * Drafts one cell labelled `label` on endpoint gpu-a, launches it, and opens
  * the Live page, hydrated and marked (`window.__sameDocument`, so a reload
