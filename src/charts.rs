@@ -135,12 +135,18 @@ pub fn time_label(secs: f64, span: f64) -> String {
         format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second())
     } else {
         // A short span: fractions of a second, so the ticks differ.
+        // A tick on a whole second says no fraction ("10:00:03", never
+        // "10:00:03.0").
         let t = time::OffsetDateTime::from_unix_timestamp(secs.floor() as i64).unwrap_or(t);
         let frac = secs - secs.floor();
-        if span > 5.0 {
-            format!("{:02}:{:02}:{:02}.{}", t.hour(), t.minute(), t.second(), (frac * 10.0).floor() as u8)
-        } else {
-            format!("{:02}:{:02}:{:02}.{:02}", t.hour(), t.minute(), t.second(), (frac * 100.0).floor() as u8)
+        let (tenths, hundredths) = ((frac * 10.0).round() as u8, (frac * 100.0).round() as u8);
+        match (span > 5.0, tenths, hundredths) {
+            (true, 0 | 10, _) | (false, _, 0 | 100) => {
+                let t = if tenths == 10 || hundredths == 100 { t + time::Duration::SECOND } else { t };
+                format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second())
+            }
+            (true, d, _) => format!("{:02}:{:02}:{:02}.{d}", t.hour(), t.minute(), t.second()),
+            (false, _, d) => format!("{:02}:{:02}:{:02}.{d:02}", t.hour(), t.minute(), t.second()),
         }
     }
 }
@@ -191,19 +197,39 @@ mod draw {
         }
     }
 
-    /// The legend of the series drawn with a label, framed, in a corner.
-    fn legend<'a, CT: plotters::coord::CoordTranslate>(
-        chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
-        at: SeriesLabelPosition,
+    /// The height a legend takes under a chart.
+    const LEGEND_H: u32 = 26;
+
+    /// How a legend entry is marked: as its series is drawn.
+    #[derive(Clone, Copy)]
+    enum Mark {
+        Line,
+        Bar,
+        Dot,
+    }
+
+    /// The legend in one row at the foot of the picture, under the axes —
+    /// never over the data (a framed legend in a corner hid the points under
+    /// it). The chart leaves [`LEGEND_H`] free at its bottom for it.
+    fn legend_row(
+        root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+        h: u32,
+        items: &[(String, RGBColor, Mark)],
     ) -> Result<(), String> {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 204, 209))
-            .position(at)
-            .label_font((FONT, 14))
-            .draw()
-            .map_err(|e| e.to_string())
+        let y = h as i32 - LEGEND_H as i32 / 2 - 2;
+        let mut x = 64;
+        let font = TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        for (name, c, mark) in items {
+            let drawn = match mark {
+                Mark::Line => root.draw(&PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))),
+                Mark::Bar => root.draw(&Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled())),
+                Mark::Dot => root.draw(&Circle::new((x + 7, y), 4, c.filled())),
+            };
+            drawn.map_err(|e| e.to_string())?;
+            root.draw(&Text::new(name.clone(), (x + 22, y), font.clone())).map_err(|e| e.to_string())?;
+            x += 22 + 8 * name.chars().count() as i32 + 18;
+        }
+        Ok(())
     }
 
     fn colour(c: (u8, u8, u8)) -> RGBColor {
@@ -260,10 +286,13 @@ mod draw {
             return Chart { title: title.into(), svg: String::new(), table };
         }
         let x_span = x1 - x0;
-        let svg = render(320, |root| {
+        let keyed = series.len() > 1;
+        let h = 320 + if keyed { LEGEND_H } else { 0 };
+        let svg = render(h, |root| {
             let mut chart = ChartBuilder::on(root)
                 .caption(title, (FONT, 20))
                 .margin(12)
+                .margin_bottom(12 + if keyed { LEGEND_H } else { 0 })
                 .x_label_area_size(36)
                 .y_label_area_size(56)
                 .build_cartesian_2d(x0..x1, y0..y1)
@@ -287,15 +316,18 @@ mod draw {
                 let c = colour(PALETTE[i % PALETTE.len()]);
                 chart
                     .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-                    .map_err(|e| e.to_string())?
-                    .label(s.name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+                    .map_err(|e| e.to_string())?;
                 chart
                     .draw_series(s.points.iter().map(|p| Circle::new(*p, 2, c.filled())))
                     .map_err(|e| e.to_string())?;
             }
-            if series.len() > 1 {
-                legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+            if keyed {
+                let items: Vec<_> = series
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (s.name.clone(), colour(PALETTE[i % PALETTE.len()]), Mark::Line))
+                    .collect();
+                legend_row(root, h, &items)?;
             }
             Ok(())
         });
@@ -324,12 +356,13 @@ mod draw {
         );
         let n = rows.len();
         let used: Vec<Phase> = Phase::ALL.into_iter().filter(|p| segs.clone().any(|s| s.2 == *p)).collect();
-        let h = (80 + 18 * n as u32 + 30).clamp(160, 2400);
+        let h = (80 + 18 * n as u32 + 30).clamp(160, 2400) + LEGEND_H;
         let x_span = x1 - x0;
         let svg = render(h, |root| {
             let mut chart = ChartBuilder::on(root)
                 .caption(title, (FONT, 20))
                 .margin(12)
+                .margin_bottom(12 + LEGEND_H)
                 .x_label_area_size(36)
                 .y_label_area_size(150)
                 .build_cartesian_2d(x0..x1, (0..n as i32).into_segmented())
@@ -362,15 +395,9 @@ mod draw {
                     }))
                     .map_err(|e| e.to_string())?;
             }
-            for p in &used {
-                let c = colour(phase_colour(*p));
-                chart
-                    .draw_series(std::iter::empty::<Rectangle<(f64, SegmentValue<i32>)>>())
-                    .map_err(|e| e.to_string())?
-                    .label(p.word())
-                    .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
-            }
-            legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+            let items: Vec<_> =
+                used.iter().map(|p| (p.word().to_owned(), colour(phase_colour(*p)), Mark::Bar)).collect();
+            legend_row(root, h, &items)?;
             Ok(())
         });
         Chart { title: title.into(), svg, table }
@@ -483,10 +510,12 @@ mod draw {
                 dots.iter().map(|d| d.0.x).fold(f64::NEG_INFINITY, f64::max),
             )
         });
-        let svg = render(360, |root| {
+        let h = 360 + LEGEND_H;
+        let svg = render(h, |root| {
             let mut chart = ChartBuilder::on(root)
                 .caption(title, (FONT, 20))
                 .margin(12)
+                .margin_bottom(12 + LEGEND_H)
                 .x_label_area_size(36)
                 .y_label_area_size(56)
                 .build_cartesian_2d(x0..x1, y0..y1)
@@ -516,7 +545,7 @@ mod draw {
                     .map_err(|e| e.to_string())?;
                 chart.draw_series([Text::new(at.1.clone(), at.0, label_style.clone())]).map_err(|e| e.to_string())?;
             }
-            for (g, name) in groups.iter().enumerate() {
+            for g in 0..groups.len() {
                 let c = colour(PALETTE[g % PALETTE.len()]);
                 chart
                     .draw_series(
@@ -524,11 +553,14 @@ mod draw {
                             .filter(|d| d.0.group == g)
                             .map(|d| Circle::new((d.0.x, d.0.y), 4, c.mix(0.8).filled())),
                     )
-                    .map_err(|e| e.to_string())?
-                    .label(*name)
-                    .legend(move |(x, y)| Circle::new((x + 6, y), 4, c.filled()));
+                    .map_err(|e| e.to_string())?;
             }
-            legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+            let items: Vec<_> = groups
+                .iter()
+                .enumerate()
+                .map(|(g, name)| ((*name).to_owned(), colour(PALETTE[g % PALETTE.len()]), Mark::Dot))
+                .collect();
+            legend_row(root, h, &items)?;
             Ok(())
         });
         Chart { title: title.into(), svg, table }
@@ -538,6 +570,36 @@ mod draw {
 #[cfg(all(test, feature = "charts"))]
 mod tests {
     use super::*;
+
+    /// Issue 40 (item 10): a tick on a whole second has no ".0"; one
+    /// between seconds keeps its fraction, so the ticks still differ.
+    #[test]
+    fn time_axes_say_no_empty_fraction() {
+        let t0 = 1_764_000_000.0; // 16:00:00 UTC
+        assert_eq!(time_label(t0 + 3.0, 60.0), "16:00:03");
+        assert_eq!(time_label(t0 + 3.5, 60.0), "16:00:03.5");
+        assert_eq!(time_label(t0 + 2.999_99, 60.0), "16:00:03");
+        assert_eq!(time_label(t0 + 1.0, 4.0), "16:00:01");
+        assert_eq!(time_label(t0 + 1.25, 4.0), "16:00:01.25");
+    }
+
+    /// Issue 40 (item 10): the legend is drawn under the axes, never over the data.
+    #[test]
+    fn legends_sit_under_the_chart() {
+        let c = lines_over_time("Progress", "cells", &series());
+        let h: f64 = c.svg.split("height=\"").nth(1).and_then(|r| r.split('"').next()).unwrap().parse().unwrap();
+        for name in ["covered", "failed"] {
+            let tag = c
+                .svg
+                .split("<text")
+                .filter_map(|t| t.split("</text>").next()?.split_once('>'))
+                .find(|(_, text)| text.trim() == name)
+                .map(|(tag, _)| tag)
+                .unwrap_or_else(|| panic!("{name} in the legend"));
+            let y: f64 = tag.split(" y=\"").nth(1).and_then(|r| r.split('"').next()).unwrap().parse().unwrap();
+            assert!(y > h - 30.0, "{name}'s legend entry at y={y} is under the axes (picture {h} high)");
+        }
+    }
 
     fn series() -> Vec<Series> {
         vec![

@@ -46,6 +46,26 @@ pub struct PauseRequest {
     pub run_set: Option<String>,
 }
 
+/// `POST /api/control/stop-cell`: one running cell of a batch to end (a
+/// stalled one, say); the rest of its batch goes on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopCellRequest {
+    pub run_set: String,
+    pub cell: String,
+}
+
+/// What ending one cell did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StopCellReport {
+    pub run_set: String,
+    pub cell: String,
+    /// Its processes sent SIGTERM.
+    pub processes: usize,
+    /// In words: what was done, and what the batch does next.
+    pub words: String,
+}
+
 /// A launch's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Launched {

@@ -512,12 +512,20 @@ impl LiveView {
 }
 
 /// The rows, counts and ETA of a batch: its planned cells joined with their
-/// records; `price` per 1,000 tokens; `parallel` cells at once.
+/// records; `prices` of its model; `parallel` cells at once; `typical_s`: a
+/// cell's time from history (Timing's counted durations), until one of this
+/// batch's cells has ended.
+///
+/// The time left is the work left spread over the lanes: each running cell's
+/// typical time less what it has run (never below 0), and a typical time for
+/// each cell not started — so it moves down as cells run, not only when one
+/// ends. None when nothing is typical yet, or every cell left has run past it.
 pub fn cell_rows(
     planned: &[crate::spec::Cell],
     records: &[crate::drive::records::CellRecord],
     prices: Option<crate::spend::Prices>,
     parallel: usize,
+    typical_s: Option<f64>,
     now: Timestamp,
 ) -> (Vec<LiveCell>, LiveTotals, Option<f64>) {
     use crate::drive::records::CellStatus;
@@ -525,6 +533,7 @@ pub fn cell_rows(
         records.iter().map(|r| (r.cell.as_str(), r)).collect();
     let mut totals = LiveTotals { planned: planned.len(), ..Default::default() };
     let mut ended_secs = Vec::new();
+    let mut running_secs = Vec::new();
     // Tokens without their split here: priced at the dearest (the spend,
     // attached after, prices each kind).
     let cost_of =
@@ -548,8 +557,10 @@ pub fn cell_rows(
                 Some(CellStatus::Failed) => totals.failed += 1,
                 Some(CellStatus::Stopped) => totals.stopped += 1,
             }
-            if matches!(status, Some(CellStatus::Done | CellStatus::Failed)) {
-                ended_secs.extend(duration_s);
+            match status {
+                Some(CellStatus::Done | CellStatus::Failed) => ended_secs.extend(duration_s),
+                Some(CellStatus::Running) => running_secs.push(duration_s.unwrap_or(0.0)),
+                _ => {}
             }
             let tokens = rec.and_then(|r| r.tokens_total());
             totals.tokens += tokens.unwrap_or(0);
@@ -579,9 +590,11 @@ pub fn cell_rows(
     totals.cost = cost_of(Some(totals.tokens));
     let left = totals.planned.saturating_sub(totals.done + totals.failed);
     ended_secs.sort_by(f64::total_cmp);
-    let eta = (!ended_secs.is_empty() && left > 0).then(|| {
-        let median = ended_secs[ended_secs.len() / 2];
-        median * left as f64 / parallel.max(1) as f64
+    let typical = if ended_secs.is_empty() { typical_s } else { Some(ended_secs[ended_secs.len() / 2]) };
+    let not_started = left.saturating_sub(running_secs.len());
+    let eta = typical.filter(|t| left > 0 && *t > 0.0).and_then(|t| {
+        let work = running_secs.iter().map(|ran| (t - ran).max(0.0)).sum::<f64>() + not_started as f64 * t;
+        (work > 0.0).then(|| work / parallel.max(1) as f64)
     });
     (rows, totals, eta)
 }
@@ -978,14 +991,32 @@ mod tests {
             &records,
             Some(crate::spend::Prices { input: 2.0, output: 2.0, cached: 2.0 }),
             2,
+            Some(999.0),
             Timestamp(130_000),
         );
         assert_eq!(rows[2].duration_s, Some(30.0), "a running cell's duration runs to now");
         assert_eq!(rows[3].status, "planned");
         assert_eq!(rows[0].cost, Some(2.0));
         assert_eq!((totals.done, totals.failed, totals.running, totals.pending), (1, 1, 1, 2));
-        // Median of 60 s and 120 s (the upper one of two), 3 left, 2 at once.
-        assert_eq!(eta, Some(120.0 * 3.0 / 2.0));
+        // Median of 60 s and 120 s (the upper one of two; history's 999 s no
+        // longer counts once a cell ended): the running cell has 90 s to go,
+        // two not started 120 s each, 2 at once.
+        assert_eq!(eta, Some((90.0 + 2.0 * 120.0) / 2.0));
+        // Issue 40 (item 6): time left moves down while cells run, not only
+        // when one ends ...
+        let later = cell_rows(&cells, &records, None, 2, None, Timestamp(160_000)).2;
+        assert_eq!(later, Some((60.0 + 2.0 * 120.0) / 2.0));
+        // ... and before any cell ended it comes from history's typical time.
+        let first = vec![rec(&cells[0], CellStatus::Running, 100, None, None)];
+        assert_eq!(
+            cell_rows(&cells, &first, None, 2, Some(50.0), Timestamp(110_000)).2,
+            Some((40.0 + 4.0 * 50.0) / 2.0)
+        );
+        assert_eq!(
+            cell_rows(&cells, &first, None, 2, None, Timestamp(110_000)).2,
+            None,
+            "nothing typical yet: not known"
+        );
     }
 
     #[test]

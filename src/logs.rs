@@ -21,11 +21,17 @@ pub const CHUNK_MAX: u64 = 64 * 1024;
 /// Where a reader with no position starts: the last 16 KiB, from a line's start.
 pub const TAIL_BYTES: u64 = 16 * 1024;
 
-/// A file, by what the filesystem calls it (device, inode).
+/// A file, by what the filesystem calls it: device, inode, and when it was
+/// made. An inode number is reused once its file is deleted — a log rotated
+/// twice may come back under the number its first part had — so the birth
+/// time tells that new file from the old one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileId {
     pub dev: u64,
     pub ino: u64,
+    /// Its birth time, nanoseconds since the epoch (0: the filesystem does
+    /// not say, and files are told apart by device and inode alone).
+    pub born: u64,
 }
 
 /// Where a reader stands: a file and the offset of the next byte to read.
@@ -36,16 +42,16 @@ pub struct Position {
 }
 
 impl Position {
-    /// The token a client gives back: `<dev>.<ino>.<offset>`, decimal.
+    /// The token a client gives back: `<dev>.<ino>.<born>.<offset>`, decimal.
     pub fn token(&self) -> String {
-        format!("{}.{}.{}", self.file.dev, self.file.ino, self.offset)
+        format!("{}.{}.{}.{}", self.file.dev, self.file.ino, self.file.born, self.offset)
     }
 
     /// A token read back; `None` when it is not one.
     pub fn parse(token: &str) -> Option<Position> {
         let mut parts = token.trim().split('.').map(|p| p.parse::<u64>().ok());
-        let (dev, ino, offset) = (parts.next()??, parts.next()??, parts.next()??);
-        parts.next().is_none().then_some(Position { file: FileId { dev, ino }, offset })
+        let (dev, ino, born, offset) = (parts.next()??, parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(Position { file: FileId { dev, ino, born }, offset })
     }
 }
 
@@ -265,9 +271,9 @@ pub struct LogChunk {
 mod tests {
     use super::*;
 
-    const A: FileId = FileId { dev: 1, ino: 10 };
-    const B: FileId = FileId { dev: 1, ino: 11 };
-    const C: FileId = FileId { dev: 1, ino: 12 };
+    const A: FileId = FileId { dev: 1, ino: 10, born: 100 };
+    const B: FileId = FileId { dev: 1, ino: 11, born: 200 };
+    const C: FileId = FileId { dev: 1, ino: 12, born: 300 };
 
     fn at(file: FileId, offset: u64) -> Option<Position> {
         Some(Position { file, offset })
@@ -284,8 +290,24 @@ mod tests {
     fn tokens_round_trip_and_junk_is_refused() {
         let p = Position { file: A, offset: 77 };
         assert_eq!(Position::parse(&p.token()), Some(p));
-        for bad in ["", "1.2", "1.2.3.4", "a.b.c", "1.2.-3"] {
+        for bad in ["", "1.2", "1.2.3", "1.2.3.4.5", "a.b.c.d", "1.2.3.-3"] {
             assert_eq!(Position::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    /// Issue 40 (item 5): a log rotated twice whose new file got the inode
+    /// number of the reader's file is a new file, said as a reset — never
+    /// read on silently from the old offset.
+    #[test]
+    fn a_reused_inode_number_is_a_new_file_and_a_reset() {
+        let reused = FileId { born: 999, ..A };
+        let found = Found { current: Some((reused, 5_000)), rotated: Some((C, 9_000)) };
+        match plan(&found, at(A, 4_000)) {
+            Plan::Read { part: Part::Current, file, start: 0, reset: Some(why), earlier: true, .. } => {
+                assert_eq!(file, reused);
+                assert!(why.contains("rotated more than once"), "{why}");
+            }
+            p => panic!("{p:?}"),
         }
     }
 

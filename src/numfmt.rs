@@ -16,9 +16,33 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// A count and its noun, thousands separated: `1, "cell"` → `1 cell`,
-/// `1200, "cell"` → `1,200 cells` (nouns whose plural adds an s).
+/// `1200, "cell"` → `1,200 cells`, `2, "process"` → `2 processes` (nouns
+/// whose plural adds -s, or -es after s, x, ch, sh).
 pub fn count(n: u64, noun: &str) -> String {
-    format!("{} {noun}{}", thousands(n), if n == 1 { "" } else { "s" })
+    let plural = if n == 1 {
+        ""
+    } else if ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e)) {
+        "es"
+    } else {
+        "s"
+    };
+    format!("{} {noun}{plural}", thousands(n))
+}
+
+/// A size as people read it: `512 B`, `12.3 KiB`, `4.0 MiB`, `1.2 GiB`
+/// (binary units, one decimal).
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut x = n as f64 / 1024.0;
+    let mut unit = 0;
+    while x >= 1024.0 && unit + 1 < UNITS.len() {
+        x /= 1024.0;
+        unit += 1;
+    }
+    format!("{} {}", decimal(x, 1), UNITS[unit])
 }
 
 /// An amount with two decimals, thousands separated, and its currency:
@@ -51,6 +75,17 @@ pub fn decimal(x: f64, places: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_in_binary_units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(12_595), "12.3 KiB");
+        assert_eq!(bytes(4 << 20), "4.0 MiB");
+        assert_eq!(bytes(1_288_490_189), "1.2 GiB");
+        assert_eq!(count(1, "cell"), "1 cell");
+        assert_eq!(count(1200, "cell"), "1,200 cells");
+        assert_eq!(count(2, "process"), "2 processes");
+    }
 
     #[test]
     fn money_has_two_decimals_separators_and_its_currency() {

@@ -19,6 +19,9 @@ use crate::spec::BatchSpec;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     pub tokens: Option<u64>,
+    /// How long it ran — only when Timing counts its timing (complete, alone
+    /// on its endpoint, not paused or retried, a plausible throughput): a
+    /// duration Timing rejects is no basis for a prediction either.
     pub seconds: Option<f64>,
 }
 
@@ -42,8 +45,13 @@ pub struct Prediction {
     pub tokens: u64,
     /// `tokens` × the model's price per 1,000 tokens; none without a priced model.
     pub cost: Option<f64>,
-    /// Wall-clock hours with the runner's parallelism.
+    /// Wall-clock hours with the runner's parallelism (0 when no cell's
+    /// time is known: see `timed`).
     pub hours: f64,
+    /// Cells whose time is predicted: from history with a timing Timing
+    /// counts. The rest count no time in `hours`.
+    #[serde(default)]
+    pub timed: usize,
     /// The currency of `cost` (the campaign's).
     #[serde(default)]
     pub currency: Option<String>,
@@ -78,12 +86,25 @@ impl Prediction {
             .map(|c| format!(", {} in cost", crate::numfmt::money(c, self.currency.as_deref().unwrap_or("USD"))))
             .unwrap_or_default();
         let known = self.from_cell_history + self.from_task_history;
+        let time = match self.timed {
+            0 => "time not known (no timing in history that Timing counts)".to_owned(),
+            n if n < known => {
+                format!("at least {} ({n} of them timed)", crate::timefmt::duration_words(self.hours * 3600.0))
+            }
+            _ => crate::timefmt::duration_words(self.hours * 3600.0),
+        };
         format!(
-            "about {} tokens{cost}, {} ({known} of {} cells from history)",
+            "about {} tokens{cost}, {time} ({known} of {} cells from history)",
             crate::numfmt::thousands(self.tokens),
-            crate::timefmt::duration_words(self.hours * 3600.0),
             self.cells
         )
+    }
+
+    /// One timed cell's predicted seconds on average (none: no cell timed),
+    /// `parallel` the runner's — the Live page's time left before any of
+    /// the batch's own cells has ended.
+    pub fn typical_cell_s(&self, parallel: usize) -> Option<f64> {
+        (self.timed > 0 && self.hours > 0.0).then(|| self.hours * 3600.0 * parallel.max(1) as f64 / self.timed as f64)
     }
 
     /// "80,000–150,000 tokens, 0.80 USD–1.50 USD, 30 min–1 h" (none without history).
@@ -96,12 +117,20 @@ impl Prediction {
             }
             _ => String::new(),
         };
+        // No time is said where none is known (0 s would be a claim).
+        let time = if self.timed == 0 {
+            String::new()
+        } else {
+            format!(
+                ", {}–{}",
+                crate::timefmt::duration_words(low.hours * 3600.0),
+                crate::timefmt::duration_words(high.hours * 3600.0)
+            )
+        };
         Some(format!(
-            "{}–{} tokens{cost}, {}–{}",
+            "{}–{} tokens{cost}{time}",
             crate::numfmt::thousands(low.tokens),
-            crate::numfmt::thousands(high.tokens),
-            crate::timefmt::duration_words(low.hours * 3600.0),
-            crate::timefmt::duration_words(high.hours * 3600.0)
+            crate::numfmt::thousands(high.tokens)
         ))
     }
 }
@@ -272,6 +301,9 @@ pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Pre
         };
         let tokens: Vec<f64> = samples.iter().filter_map(|s| s.tokens.map(|t| t as f64)).collect();
         let secs: Vec<f64> = samples.iter().filter_map(|s| s.seconds).collect();
+        if !secs.is_empty() {
+            p.timed += 1;
+        }
         for (sum, at) in sums.iter_mut().zip([None, Some(0.1), Some(0.9)]) {
             let pick = |xs: &[f64]| match at {
                 None => central(xs),
@@ -389,6 +421,21 @@ mod tests {
         assert_eq!((p.tokens, p.cost), (20_000, Some(80.0)));
         let w = warnings(&spec("split", None, vec![]), &c, &p, &Circumstances::default());
         assert!(w.iter().any(|w| w.contains("spends money: about 80.00 USD predicted on split")), "{w:?}");
+    }
+
+    /// Issue 40 (item 6): history without a timing Timing counts predicts
+    /// tokens and says the time is not known — never "0 s".
+    #[test]
+    fn a_history_without_counted_timings_predicts_no_time() {
+        let a = cell("t1", 1);
+        let mut h = History::default();
+        h.by_cell.insert(a.id.clone(), vec![Sample { tokens: Some(233_862), seconds: None }]);
+        let p = predict(&spec("gpt", None, vec![a]), &cfg(), &h);
+        assert_eq!((p.tokens, p.timed, p.hours), (233_862, 0, 0.0));
+        let w = p.words();
+        assert!(w.contains("time not known") && !w.contains(" 0 s"), "{w}");
+        assert!(!p.range_words().unwrap().contains(" s"), "{:?}", p.range_words());
+        assert_eq!(p.typical_cell_s(2), None);
     }
 
     #[test]

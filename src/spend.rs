@@ -46,6 +46,19 @@ impl Tokens {
         self.input + self.output + self.cached + self.unsplit
     }
 
+    /// By kind, when any was counted apart: "12,000 in, 3,400 out, 800
+    /// cached" (a total alone says "not split"); none when every token came
+    /// as a total only, or there is none.
+    pub fn split_words(&self) -> Option<String> {
+        let parts: Vec<String> =
+            [(self.input, "in"), (self.output, "out"), (self.cached, "cached"), (self.unsplit, "not split")]
+                .into_iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, what)| format!("{} {what}", crate::numfmt::thousands(n)))
+                .collect();
+        (parts.len() > 1 || self.unsplit == 0 && !parts.is_empty()).then(|| parts.join(", "))
+    }
+
     pub fn add(&mut self, o: &Tokens) {
         self.input += o.input;
         self.output += o.output;
@@ -241,7 +254,8 @@ pub struct CellSpend {
     /// Of that, spent today (UTC).
     pub today_tokens: u64,
     pub today_cost: Option<f64>,
-    /// Calls counted from its files (0 when its report is the source).
+    /// Calls counted from its files (its driver's count when its report is the
+    /// source; 0 when none was counted).
     pub calls: u64,
     /// `report` (its `result.json`), `progress`/`calls` (counted), `none`.
     pub source: String,
@@ -268,7 +282,8 @@ pub fn cell_spend(
             today_cost: cost.map(|c| if on_day { c } else { 0.0 }),
             tokens,
             cost,
-            calls: 0,
+            // Its calls, as its driver counted them (0: none counted).
+            calls: r.counted.as_ref().map_or(0, |c| c.calls),
             source: "report".into(),
         };
     }
@@ -649,6 +664,17 @@ mod tests {
         assert!((p.cost(&t) - (0.002 + 0.004 + 0.002 + 0.002)).abs() < 1e-12);
         m.price_output_per_1k = None;
         assert_eq!(Prices::of(&m).output, 0.002);
+    }
+
+    /// Issue 40 (item 10): tokens that came as totals only are not said as
+    /// "0 in, 0 out, 0 cached".
+    #[test]
+    fn tokens_are_split_in_words_only_when_counted_apart() {
+        let t = |input, output, cached, unsplit| Tokens { input, output, cached, unsplit };
+        assert_eq!(t(12_000, 3_400, 800, 0).split_words().as_deref(), Some("12,000 in, 3,400 out, 800 cached"));
+        assert_eq!(t(0, 0, 0, 108_000).split_words(), None);
+        assert_eq!(t(1_000, 0, 0, 500).split_words().as_deref(), Some("1,000 in, 500 not split"));
+        assert_eq!(t(0, 0, 0, 0).split_words(), None);
     }
 
     #[test]

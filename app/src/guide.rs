@@ -72,12 +72,26 @@ pub const STEPS: [Step; 8] = [
     },
 ];
 
-/// The step to show from what the storage holds: none once dismissed.
-pub fn step_from(stored: Option<&str>) -> Option<usize> {
+/// What the guide shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// Nothing: dismissed.
+    Nothing,
+    /// One line offering the walk, on a first visit to a page no step is
+    /// about: a page is never covered by a step about another.
+    Offer,
+    /// A step.
+    Step(usize),
+}
+
+/// What the guide shows, from what the storage holds and the page: a
+/// reader under way goes on where they were; a first visit starts at this
+/// page's own first step, or (on a page no step is about) only offers the walk.
+pub fn shown_for(stored: Option<&str>, path: &str) -> Shown {
     match stored {
-        None => Some(0),
-        Some("dismissed") => None,
-        Some(n) => Some(n.parse::<usize>().ok().filter(|i| *i < STEPS.len()).unwrap_or(0)),
+        None => STEPS.iter().position(|s| s.path == path).map_or(Shown::Offer, Shown::Step),
+        Some("dismissed") => Shown::Nothing,
+        Some(n) => Shown::Step(n.parse::<usize>().ok().filter(|i| *i < STEPS.len()).unwrap_or(0)),
     }
 }
 
@@ -125,6 +139,9 @@ fn point(target: Option<&'static str>) {
 #[component]
 pub fn Guide(demo: bool) -> impl IntoView {
     let step = RwSignal::new(None::<usize>);
+    let offer = RwSignal::new(false);
+    let location = use_location();
+    let pathname = location.pathname;
     // In the browser only: read where the reader left the guide.
     #[cfg(not(feature = "hydrate"))]
     let _ = demo;
@@ -132,11 +149,13 @@ pub fn Guide(demo: bool) -> impl IntoView {
         #[cfg(feature = "hydrate")]
         if demo {
             let stored = storage().and_then(|s| s.get_item(KEY).ok().flatten());
-            step.set(step_from(stored.as_deref()));
+            match shown_for(stored.as_deref(), &pathname.get_untracked()) {
+                Shown::Nothing => {}
+                Shown::Offer => offer.set(true),
+                Shown::Step(i) => step.set(Some(i)),
+            }
         }
     });
-    let location = use_location();
-    let pathname = location.pathname;
     Effect::new(move |_| {
         let path = pathname.get();
         point(step.get().map(|i| &STEPS[i]).filter(|s| s.path == path).map(|s| s.target));
@@ -152,8 +171,22 @@ pub fn Guide(demo: bool) -> impl IntoView {
     let dismiss = move || {
         remember("dismissed");
         step.set(None);
+        offer.set(false);
     };
+    let start = go.clone();
     view! {
+        {move || offer.get().then(|| {
+            let start = start.clone();
+            view! {
+                <aside class="guide guide-offer" aria-label="A walk through the console">
+                    <p class="guide-words">"New here? A short guide walks through the console, from the Overview to launching a batch."</p>
+                    <div class="guide-controls">
+                        <button type="button" class="guide-start" on:click=move |_| { offer.set(false); start(0); }>"Start the guide"</button>
+                        <button type="button" class="guide-dismiss" on:click=move |_| dismiss()>"No thanks"</button>
+                    </div>
+                </aside>
+            }
+        })}
         {move || step.get().map(|i| {
             let s = &STEPS[i];
             let last = i + 1 == STEPS.len();
@@ -183,12 +216,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_storage_says_where_the_guide_is() {
-        assert_eq!(step_from(None), Some(0), "a first visit starts it");
-        assert_eq!(step_from(Some("dismissed")), None);
-        assert_eq!(step_from(Some("3")), Some(3));
-        assert_eq!(step_from(Some("99")), Some(0), "a step that is not there starts again");
-        assert_eq!(step_from(Some("x")), Some(0));
+    fn the_storage_and_the_page_say_what_the_guide_shows() {
+        assert_eq!(shown_for(None, "/"), Shown::Step(0), "a first visit to the Overview starts it");
+        // Issue 40 (item 11): a first visit elsewhere starts at that page's
+        // own step, or only offers the walk — never the Overview's step over it.
+        assert_eq!(shown_for(None, "/live"), Shown::Step(4));
+        assert_eq!(shown_for(None, "/coverage"), Shown::Step(1));
+        assert_eq!(shown_for(None, "/runs"), Shown::Offer);
+        assert_eq!(shown_for(Some("dismissed"), "/"), Shown::Nothing);
+        assert_eq!(shown_for(Some("3"), "/runs"), Shown::Step(3), "a reader under way goes on");
+        assert_eq!(shown_for(Some("99"), "/"), Shown::Step(0), "a step that is not there starts again");
+        assert_eq!(shown_for(Some("x"), "/"), Shown::Step(0));
         // The walk the issue names, in order.
         let paths: Vec<&str> = STEPS.iter().map(|s| s.path).collect();
         assert_eq!(paths, ["/", "/coverage", "/coverage", "/coverage", "/live", "/evidence", "/next", "/next"]);

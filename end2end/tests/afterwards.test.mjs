@@ -135,3 +135,148 @@ test('an aborted batch is called aborted on Live, never resumable, and offers no
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+/**
+ * Every word and number in the page's tables that was broken across lines
+ * (a break is allowed only at spaces, slashes and dashes, as in a path or an
+ * id): `["13,224 in <TD> num", …]`.
+ */
+function brokenInTables(page) {
+  return page.evaluate(() => {
+    const broken = [];
+    for (const cell of document.querySelectorAll('main td, main th')) {
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const re = /[^\s/\-–—]{2,}/g;
+        for (let m = re.exec(node.data); m; m = re.exec(node.data)) {
+          const r = document.createRange();
+          r.setStart(node, m.index);
+          r.setEnd(node, m.index + m[0].length);
+          const lines = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
+          if (lines.size > 1) broken.push(`${m[0]} in <${cell.tagName}> ${cell.className}`);
+        }
+      }
+    }
+    return broken;
+  });
+}
+
+test('at 390 and 1,400 px no table cell wraps inside a word or a number; the demo\'s first visits and its catalogue', async () => {
+  const server = await startServer();
+  try {
+    await until('the demo batch', 30_000, async () => (await (await fetch(`${server.url}/api/live`)).json()).run_set);
+    const runs = await (await fetch(`${server.url}/api/runs`)).json();
+    const long = runs.runs.find((r) => r.path.endsWith('long-search'));
+    const sets = await (await fetch(`${server.url}/api/runsets`)).json();
+    const pages = ['/catalogue', '/live', '/runs', `/runs/${long.path}?tab=rounds`, '/evidence', '/timing', '/upkeep',
+      `/reports/${encodeURIComponent(sets[sets.length - 1].name)}`];
+    for (const width of [390, 1400]) {
+      const page = await browser.context.newPage();
+      await page.setViewportSize({ width, height: 900 });
+      const errors = watchErrors(page);
+      for (const path of pages) {
+        await page.goto(`${server.url}${path}`);
+        await hydrated(page);
+        await page.waitForSelector('main table', { state: 'attached', timeout: 15_000 });
+        assert.deepEqual(await brokenInTables(page), [], `${path} at ${width} px`);
+        // The page itself never scrolls sideways: a wide table scrolls in its box.
+        assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), `${path} at ${width} px`);
+      }
+      assert.deepEqual(errors, []);
+      await page.close();
+    }
+
+    // A first visit to a page no step is about only offers the guide; one
+    // to Live starts at Live's own step, never the Overview's over it.
+    const fresh = await startBrowser();
+    try {
+      const page = await fresh.context.newPage();
+      await page.goto(`${server.url}/runs`);
+      await hydrated(page);
+      await page.waitForSelector('aside.guide-offer');
+      assert.equal(await page.$$eval('aside.guide[data-step]', (a) => a.length), 0);
+      await page.goto(`${server.url}/live`);
+      await hydrated(page);
+      // Still a first visit: nothing was stored by the offer.
+      await page.waitForSelector('aside.guide[data-step="4"]');
+      assert.match(await page.textContent('aside.guide .guide-step'), /step 5 of 8: Live/);
+    } finally {
+      await fresh.close();
+    }
+
+    // The demo's local model is available (its stand-in endpoint answers).
+    const page = await browser.context.newPage();
+    await page.goto(`${server.url}/catalogue`);
+    await hydrated(page);
+    await page.waitForSelector('tr.model[data-name="qwen3-32b"]');
+    assert.equal(await page.getAttribute('tr.model[data-name="qwen3-32b"]', 'data-available'), 'true');
+    const qwen = await page.textContent('tr.model[data-name="qwen3-32b"]');
+    assert.match(qwen, /Available/);
+    assert.doesNotMatch(qwen, /Not available/);
+    // Launch, disabled with no spec yet, says why.
+    await page.goto(`${server.url}/coverage`);
+    await hydrated(page);
+    assert.match(await page.textContent('p.launch-why'), /Launch needs a spec/);
+    // A draft's prediction never claims "0 s": a time from timings Timing counts, or "time not known".
+    await page.fill('input[name="label"]', 'after');
+    await page.fill('input[name="max_cells"]', '6');
+    await page.selectOption('select[name="endpoint"]', 'gpu-local');
+    await page.click('button.preview');
+    await page.waitForSelector('.draft-preview .draft-count');
+    const predicted = await page.textContent('.draft-preview .draft-count');
+    assert.doesNotMatch(predicted, /[^\d,.]0 s\b/, predicted);
+    assert.match(predicted, /time not known|\d+ (s|min|h)/, predicted);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('a stalled cell can be ended alone, the stall names [stall] action, an empty log says so, and time left moves while cells run', async () => {
+  // The first cell (base, warmup, seed 1): one progress line, then silence
+  // (stalled after 2 s), writing nothing to its log. The others: 6 s each,
+  // one at a time.
+  const line = '{{"model":"local-m","tokens":10}}';
+  const script = `if [ "{condition}" = base ] && [ "{seed}" = 1 ] && [ "{phase}" = warmup ]; then printf '%s\\n' '${line}' >> {out}/progress.jsonl; sleep 60; else sleep 6; fi`;
+  const root = consoleCampaign('runboard-e2e-stall-', { name: 'e2e stall', command: JSON.stringify(['sh', '-c', script]) });
+  appendFileSync(join(root, 'campaign.toml'), '\n[budget]\npoll_s = 0.5\n[stall]\nafter_s = 2.0\n');
+  const server = await startServer(['--root', root]);
+  try {
+    const rs = await draftAndLaunch(server.url, { label: 'stall', max_cells: 4, endpoint: 'gpu-a' });
+    const page = await browser.context.newPage();
+    const errors = watchErrors(page);
+    page.on('dialog', (d) => d.accept());
+    await page.goto(`${server.url}/live`);
+    await hydrated(page);
+    await page.waitForSelector('dd.stalls li.stall button.end-cell', { timeout: 30_000 });
+    assert.match(await page.textContent('dd.stalls'), /\[stall\] action = "stop"/);
+    // The batch's rate says its unit and window, apart from an endpoint's.
+    assert.match(await page.textContent('.live-facts dd.rate'), /tokens\/s — this batch's average since its first call$/);
+    const cell = await page.getAttribute('dd.stalls li.stall', 'data-cell');
+    // Its log is empty, and says so.
+    await page.click(`tr[data-cell="${cell}"] button.log`);
+    await page.waitForFunction(() => /Nothing written yet/.test(document.querySelector('.log-panel .log-note')?.textContent ?? ''), null, { timeout: 15_000 });
+    await page.click('.log-panel button.close');
+    // Ended alone: the rest of the batch runs on.
+    await page.click('dd.stalls li.stall button.end-cell');
+    await page.waitForSelector('p.said.ok');
+    assert.match(await page.textContent('p.said.ok'), new RegExp(`Sent SIGTERM to \\d+ process(es)? of cell ${cell}; the rest of ${rs} runs on`));
+    await until('the cell recorded failed while its batch runs', 30_000, async () => {
+      const v = await (await fetch(`${server.url}/api/live`)).json();
+      return v.state.state === 'running' && v.cells.some((c) => c.cell === cell && c.status === 'failed');
+    });
+    // Time left, once a cell ended, falls while the next cells run (pushed,
+    // no reload): two different values, the later smaller.
+    const seen = [];
+    await until('time left to fall', 30_000, async () => {
+      const t = await page.textContent('dd.eta');
+      const m = t.match(/about (\d+) s/);
+      if (m && (seen.length === 0 || seen[seen.length - 1] !== Number(m[1]))) seen.push(Number(m[1]));
+      return seen.length >= 2 && seen[seen.length - 1] < seen[0];
+    });
+    assert.deepEqual(errors, []);
+    await postJson(server.url, '/api/control/stop', { run_sets: [rs] });
+  } finally {
+    await server.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+});

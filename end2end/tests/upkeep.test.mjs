@@ -54,7 +54,7 @@ test('a stale draft and a dead writer\'s temporary file are listed and cleared a
   page.once('dialog', (d) => d.accept());
   await page.click(`${draftRow} button.act`);
   await page.waitForSelector('p.said.ok');
-  assert.match(await page.textContent('p.said.ok'), /^Done: deleted the draft specs\/drafts\/.* \(\d[\d,]* bytes freed\)\.$/);
+  assert.match(await page.textContent('p.said.ok'), /^Done: deleted the draft specs\/drafts\/.* \(\d[\d.]* (B|KiB|MiB) freed\)\.$/);
   await page.waitForSelector(draftRow, { state: 'detached' });
   assert.ok(!existsSync(draft), 'the draft is gone');
 

@@ -144,7 +144,22 @@ pub async fn run(opts: InspectCell) -> anyhow::Result<ExitCode> {
     }
     // Made before the child starts: a stop that comes at once is still seen.
     let stop = crate::signals::Terminated::register();
-    let mut child = cmd.spawn().map_err(|e| anyhow::anyhow!("{} could not be started: {e}", opts.python))?;
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        // The cell failed for this reason: said in its report, not only its log.
+        Err(e) => {
+            let reason = format!(
+                "{} could not be started: {e} (make the environment: python3 -m venv .venv && .venv/bin/pip install inspect-ai openai)",
+                opts.python
+            );
+            say(&reason);
+            crate::atomic::write_json(
+                &out.join(RESULT_FILE),
+                &CellResult { reason: Some(reason), ..CellResult::default() },
+            )?;
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     let status = tokio::select! {
         s = child.wait() => Some(s?),
         _ = stop.wait() => None,

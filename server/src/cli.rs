@@ -227,9 +227,11 @@ pub enum ConsoleCommand {
     Upkeep {
         #[command(flatten)]
         at: RootArg,
-        /// Do the action of finding N (as numbered in the list).
-        #[arg(long = "do", value_name = "N")]
-        act: Option<usize>,
+        /// Do the action of one finding: its id as listed (`u-…`), which
+        /// names that finding whatever else comes and goes; or its number,
+        /// asked first on a terminal (refused with --yes: numbers shift).
+        #[arg(long = "do", value_name = "ID|N")]
+        act: Option<String>,
         /// Do it without asking.
         #[arg(long)]
         yes: bool,
@@ -387,26 +389,36 @@ fn catalogue_text(c: &runboard::catalogue::CatalogueView) -> String {
     out
 }
 
+/// A finding's id for `--do`: from its token (what it was found from), so
+/// it names this finding alone, and stops naming anything once it changed.
+fn finding_id(f: &runboard::upkeep::Finding) -> String {
+    format!("u-{:08x}", runboard::hash::fnv1a(f.token.as_bytes()) as u32)
+}
+
 fn upkeep_text(v: &runboard::upkeep::UpkeepView) -> String {
     let mut out = String::new();
     if v.findings.is_empty() {
         out += "Nothing to clear up.\n";
     }
     for (i, f) in v.findings.iter().enumerate() {
-        out += &format!("{:>3}. {} → {}\n", i + 1, f.words, f.action.word());
+        out += &format!("{:>3}. {} {} → {}\n", i + 1, finding_id(f), f.words, f.action.word());
     }
     if !v.findings.is_empty() {
-        out += "do one: runboard upkeep --do N (asks first; --yes to skip)\n";
+        out += "do one: runboard upkeep --do ID (or N, asked first on a terminal; --yes to skip asking, with an ID)\n";
     }
-    out += &format!("disk: {} bytes in {} run set(s)\n", thousands(v.total_bytes), v.disk.len());
+    out += &format!(
+        "disk: {} in {}\n",
+        runboard::numfmt::bytes(v.total_bytes),
+        runboard::numfmt::count(v.disk.len() as u64, "run set")
+    );
     for d in &v.disk {
         out += &format!(
-            "  {:40} {:>15} bytes{} in {} files ({} bytes of logs), {}\n",
+            "  {:40} {:>10}{} in {} files ({} of logs), {}\n",
             d.run_set,
-            thousands(d.bytes),
+            runboard::numfmt::bytes(d.bytes),
             if d.partial { "+" } else { "" },
             thousands(d.files),
-            thousands(d.log_bytes),
+            runboard::numfmt::bytes(d.log_bytes),
             d.state.word()
         );
     }
@@ -520,7 +532,11 @@ fn timing_text(t: &runboard::results::timing::TimingView) -> String {
         out += &format!("  duration: median {}, 90th percentile {}\n", span_words(m), span_words(p));
     }
     if let Some(r) = s.tokens_per_s {
-        out += &format!("  throughput: {r:.1} tokens/s over {} tokens\n", s.tokens);
+        out += &format!(
+            "  throughput: {} tokens/s over {} tokens\n",
+            runboard::numfmt::decimal(r, 1),
+            thousands(s.tokens)
+        );
     }
     for (e, es) in &t.by_endpoint {
         out += &format!(
@@ -729,12 +745,11 @@ fn open(at: &RootArg) -> Result<LocalConsole, ExitCode> {
 fn spend_text(s: &runboard::spend::BatchSpend, currency: &str) -> String {
     let money = |x: f64| runboard::numfmt::money(x, currency);
     let mut out = format!(
-        "spend: {} tokens ({} in, {} out, {} cached) over {} calls",
+        "spend: {} tokens{}{}",
         runboard::numfmt::thousands(s.total_tokens),
-        runboard::numfmt::thousands(s.tokens.input),
-        runboard::numfmt::thousands(s.tokens.output),
-        runboard::numfmt::thousands(s.tokens.cached),
-        runboard::numfmt::thousands(s.calls)
+        s.tokens.split_words().map(|w| format!(" ({w})")).unwrap_or_default(),
+        // Cells that report their own totals are counted no calls: none said.
+        if s.calls > 0 { format!(" over {}", runboard::numfmt::count(s.calls, "call")) } else { String::new() }
     );
     if let Some(c) = s.cost {
         out += &format!(", {}", money(c));
@@ -868,11 +883,25 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         }),
         ConsoleCommand::Upkeep { act: None, .. } => ask::<op::upkeep>(&console, Nothing {}, json, upkeep_text),
         ConsoleCommand::Upkeep { act: Some(n), yes, .. } => op::upkeep::call(&console, Nothing {}).and_then(|v| {
-            let Some(f) = n.checked_sub(1).and_then(|i| v.findings.get(i)) else {
-                return Err(ApiError::refused(vec![format!(
-                    "--do {n}: there are {} finding(s) (numbered from 1; see runboard upkeep)",
-                    v.findings.len()
-                )]));
+            let f = match n.parse::<usize>() {
+                // A number names whatever is listed there now: only a person,
+                // shown the target in the question, may act on it.
+                Ok(_) if yes => {
+                    return Err(ApiError::refused(vec![format!(
+                        "--do {n} --yes: a number names whatever finding is there now, and findings come and go; give the finding's id as listed (runboard upkeep: u-…)"
+                    )]))
+                }
+                Ok(i) => i.checked_sub(1).and_then(|i| v.findings.get(i)).ok_or_else(|| {
+                    ApiError::refused(vec![format!(
+                        "--do {n}: there are {} finding(s) (numbered from 1; see runboard upkeep)",
+                        v.findings.len()
+                    )])
+                })?,
+                Err(_) => v.findings.iter().find(|f| finding_id(f) == n).ok_or_else(|| {
+                    ApiError::refused(vec![format!(
+                        "--do {n}: no finding has this id now (it was cleared, or what it was found from changed); list them again: runboard upkeep"
+                    )])
+                })?,
             };
             if !yes && !confirmed(&f.question) {
                 return Err(ApiError::refused(vec![format!(
@@ -888,7 +917,7 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
             };
             ask::<op::upkeep_act>(&console, req, json, |d| {
                 let freed = if d.freed_bytes > 0 {
-                    format!(" ({} bytes freed)", thousands(d.freed_bytes))
+                    format!(" ({} freed)", runboard::numfmt::bytes(d.freed_bytes))
                 } else {
                     String::new()
                 };
@@ -908,13 +937,13 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
                 let t = &v.totals;
                 out += &format!(
                     "cells: {} planned, {} done, {} failed, {} running, {} pending, {} stopped; {} tokens{}\n",
-                    t.planned,
-                    t.done,
-                    t.failed,
-                    t.running,
-                    t.pending,
-                    t.stopped,
-                    t.tokens,
+                    thousands(t.planned as u64),
+                    thousands(t.done as u64),
+                    thousands(t.failed as u64),
+                    thousands(t.running as u64),
+                    thousands(t.pending as u64),
+                    thousands(t.stopped as u64),
+                    thousands(t.tokens),
                     v.eta_s
                         .map(|s| format!("; about {} left", runboard::timefmt::duration_words(s)))
                         .unwrap_or_default()

@@ -268,6 +268,10 @@ impl Console for LocalConsole {
         self.campaign.stop(&req)
     }
 
+    fn stop_cell(&self, req: StopCellRequest) -> Result<StopCellReport, ApiError> {
+        self.campaign.stop_cell(&req)
+    }
+
     fn resume(&self, req: ResumeRequest) -> Result<Launched, ApiError> {
         self.campaign.resume(&req)
     }

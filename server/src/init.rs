@@ -171,6 +171,16 @@ mod tests {
             let dir = tmp.path().join("new");
             let written = init(&dir, example).unwrap();
             assert_eq!(written.len(), example.files().len());
+            if example == Example::Inspect {
+                // Issue 40 (item 16): without its Python environment the
+                // example cannot start a cell, and the check says so.
+                let blocking: Vec<String> =
+                    check(&dir).into_iter().filter(|f| f.severity == Severity::Blocking).map(|f| f.message).collect();
+                assert!(!blocking.is_empty(), "{blocking:?}");
+                assert!(blocking.iter().all(|m| m.contains("command not found: .venv/bin/python")), "{blocking:?}");
+                std::fs::create_dir_all(dir.join(".venv/bin")).unwrap();
+                std::fs::write(dir.join(".venv/bin/python"), "#!/bin/sh\n").unwrap();
+            }
             let findings = check(&dir);
             let blocking: Vec<_> = findings.iter().filter(|f| f.severity == Severity::Blocking).collect();
             assert!(blocking.is_empty(), "{example:?}: {blocking:?}");

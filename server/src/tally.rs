@@ -32,6 +32,8 @@ pub struct CellReader {
     next_call: Option<u32>,
     /// Its newest write seen: when, and what it was.
     pub last_write: Option<(Timestamp, &'static str)>,
+    /// Lines of the progress file read so far (for a skipped line's number).
+    lines: u64,
     /// Read once after its cell ended: nothing more will come.
     pub done: bool,
 }
@@ -93,6 +95,7 @@ impl CellReader {
             // Replaced or cut short: it is counted again from its start.
             Some(_) => {
                 self.tally = CellTally::default();
+                self.lines = 0;
                 0
             }
             None => 0,
@@ -103,14 +106,11 @@ impl CellReader {
             return;
         }
         let (lines, covered) = runboard::runview::jsonl::complete_lines(&buf);
-        for (i, line) in lines.into_iter().enumerate() {
+        for line in lines {
+            self.lines += 1;
             match spend::progress_line(line) {
                 Ok(call) => gaps.extend(self.tally.feed(&call, now)),
-                Err(e) => self.tally.problem(format!(
-                    "{} line {}: {e}",
-                    spend::PROGRESS_FILE,
-                    self.tally.calls + 1 + i as u64
-                )),
+                Err(e) => self.tally.problem(format!("{} line {}: {e}; skipped", spend::PROGRESS_FILE, self.lines)),
             }
         }
         self.progress = Some((id, offset + covered as u64));

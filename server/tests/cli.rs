@@ -574,3 +574,21 @@ fn run_set_tags_are_edited_checked_and_scope_the_results() {
     );
     assert_eq!(std::fs::read(&file).unwrap(), b"{\"schema_version\": 1, \"tags\": {");
 }
+
+/// Issue 40 (item 16): an Inspect cell whose interpreter cannot be started
+/// fails with that reason in its report, not only in its log.
+#[test]
+fn an_inspect_cell_without_its_interpreter_reports_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["cell", "inspect", "suite.py@t1", "--model", "openai/m", "--python", ".venv/bin/python", "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("result.json")).unwrap()).unwrap();
+    let reason = result["reason"].as_str().unwrap();
+    assert!(reason.starts_with(".venv/bin/python could not be started:"), "{reason}");
+    assert!(reason.contains("python3 -m venv .venv"), "{reason}");
+}

@@ -745,6 +745,7 @@ async fn every_operation_answers_alike_over_rest_and_server_functions() {
         ("start", json!({"path": "../outside.json"}), 422, None),
         ("pause", json!({"run_set": "nope"}), 409, None),
         ("stop", json!({"run_sets": ["nope"]}), 404, None),
+        ("stop_cell", json!({"run_set": "nope", "cell": "c-1"}), 404, None),
         ("resume", json!({"run_set": "nope"}), 422, None),
         ("logs", json!({"run_set": "nope"}), 404, None),
         ("log", json!({"run_set": "nope", "name": "manager"}), 404, None),

@@ -156,7 +156,7 @@ fn a_day_cap_refuses_the_next_batch_at_preflight_and_the_status_says_the_spend()
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("spend: 3,000 tokens (2,000 in, 1,000 out, 0 cached)"), "{text}");
+    assert!(text.contains("spend: 3,000 tokens (2,000 in, 1,000 out) over 2 calls"), "{text}");
     assert!(text.contains("budget: the cap of 6.00 USD per UTC day: 4.00 USD spent"), "{text}");
 }
 
@@ -201,7 +201,22 @@ fn a_silent_cell_is_named_stalled_and_cleared_when_it_writes_again() {
             .is_some_and(|a| a.is_empty())),
         "cleared after its next write"
     );
-    assert_eq!(post(&s.addr, "/api/control/stop", json!({"run_sets": [run_set]})).0, 200);
+    // Issue 40 (item 11): the operator ends just that cell; its batch records
+    // it failed (exit 143) and ends, resumable.
+    let (code, ended) = post(&s.addr, "/api/control/stop-cell", json!({"run_set": run_set, "cell": cell}));
+    assert_eq!(code, 200, "{ended}");
+    assert!(ended["processes"].as_u64().unwrap() >= 1, "{ended}");
+    assert!(
+        ended["words"].as_str().unwrap().contains(&format!("of cell {cell}; the rest of {run_set} runs on")),
+        "{ended}"
+    );
+    wait_for("the cell recorded failed", Duration::from_secs(20), || {
+        let (_, v) = live_state(&s.addr);
+        v["cells"].as_array().unwrap().iter().any(|c| c["cell"] == cell.as_str() && c["status"] == "failed")
+    });
+    let (code, again) = post(&s.addr, "/api/control/stop-cell", json!({"run_set": run_set, "cell": cell}));
+    assert_eq!(code, 409, "{again}");
+    assert!(again["error"].as_str().unwrap().contains("is not running"), "{again}");
 }
 
 /// Issue 40 (items 2 and 3): a cell that counts its calls only in its
@@ -215,9 +230,11 @@ fn what_was_counted_outlives_the_batch_and_a_model_priced_per_kind_is_predicted(
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("campaign");
     let line = r#"{{"model":"paid-m","input_tokens":1000,"output_tokens":500}}"#;
-    // Three calls a cell, 2.00 USD each; a result.json with a score and no tokens.
+    // Three calls a cell, 2.00 USD each, and a line that is not a call
+    // (skipped and said); a result.json with a score and no tokens.
     let script = format!(
-        "for i in 1 2 3; do printf '%s\\n' '{line}' >> {{out}}/progress.jsonl; sleep 0.05; done; \
+        "printf '%s\\n' '{line}' oops >> {{out}}/progress.jsonl; \
+         for i in 2 3; do printf '%s\\n' '{line}' >> {{out}}/progress.jsonl; sleep 0.05; done; \
          printf '{{{{\"score\": 1}}}}' > {{out}}/result.json"
     );
     let f = server::fixture::ConsoleFixture {
@@ -251,6 +268,10 @@ fn what_was_counted_outlives_the_batch_and_a_model_priced_per_kind_is_predicted(
         (record["counted"]["input_tokens"].as_u64(), record["counted"]["source"].as_str()),
         (Some(3000), Some("progress"))
     );
+    // Issue 40 (item 17): the skipped line is said, with its file and line.
+    let (_, live) = get(&s.addr, "/api/live");
+    let problems = live["problems"].to_string();
+    assert!(problems.contains("/progress.jsonl line 2: not JSON") && problems.contains("skipped"), "{live}");
     let (code, r) = get(&s.addr, &format!("/api/reports/{run_set}"));
     assert_eq!(code, 200, "{r}");
     assert_eq!((r["tokens"].as_u64(), r["cells_with_tokens"].as_u64()), (Some(9000), Some(2)), "{r}");

@@ -179,13 +179,33 @@ fn what_was_left_lying_about_is_listed_and_each_safe_action_done_once_confirmed_
     std::fs::write(&orphan, b"again\n").unwrap();
     let out = cli(&["upkeep"]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let n =
-        text.lines().find(|l| l.contains("rb-ghost.log")).and_then(|l| l.trim().split('.').next()).unwrap().to_owned();
+    let line = text.lines().find(|l| l.contains("rb-ghost.log")).unwrap().to_owned();
+    let n = line.trim().split('.').next().unwrap().to_owned();
+    let id = line.split_whitespace().nth(1).unwrap().to_owned();
+    assert!(id.starts_with("u-"), "{line}");
     let out = cli(&["upkeep", "--do", &n]);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not confirmed"));
     assert!(orphan.exists());
+    // Issue 40 (item 15): a number with --yes is refused (it names whatever is
+    // there now); the id names this finding, and a finding that changed since
+    // it was listed is not acted on.
     let out = cli(&["upkeep", "--do", &n, "--yes"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give the finding's id as listed"));
+    std::fs::write(&orphan, b"again, and longer now\n").unwrap();
+    let out = cli(&["upkeep", "--do", &id, "--yes"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no finding has this id now"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(orphan.exists());
+    let text = String::from_utf8_lossy(&cli(&["upkeep"]).stdout).into_owned();
+    let line = text.lines().find(|l| l.contains("rb-ghost.log")).unwrap().to_owned();
+    let id = line.split_whitespace().nth(1).unwrap().to_owned();
+    let out = cli(&["upkeep", "--do", &id, "--yes"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("deleted the log .runboard/units/rb-ghost.log"));
     assert!(!orphan.exists());

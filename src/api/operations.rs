@@ -91,7 +91,9 @@ pub mod types {
     pub use crate::catalogue::CatalogueView;
     pub use crate::coverage::{CellPage, CellParams, CoverageView};
     pub use crate::draft::{DraftPreview, DraftRequest, SavedDraft};
-    pub use crate::launch::{LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport, StopRequest};
+    pub use crate::launch::{
+        LaunchRequest, Launched, PauseRequest, ResumeRequest, StopCellReport, StopCellRequest, StopReport, StopRequest,
+    };
     pub use crate::live::{LiveParams, LiveView};
     pub use crate::logs::{LogChunk, LogQuery, LogsQuery, LogsView};
     pub use crate::preflight::Preflight;
@@ -172,6 +174,8 @@ macro_rules! operations {
             start "start": POST "/api/control/start", LaunchRequest => Launched, "launching";
             pause "pause": POST "/api/control/pause", PauseRequest => StopReport, "pausing";
             stop "stop": POST "/api/control/stop", StopRequest => StopReport, "stopping";
+            /// Ends one running cell (SIGTERM to its processes); its batch goes on.
+            stop_cell "stop_cell": POST "/api/control/stop-cell", StopCellRequest => StopCellReport, "ending a cell";
             resume "resume": POST "/api/control/resume", ResumeRequest => Launched, "resuming";
             /// A run set's logs: each process's (`logs/<name>.log`) and each
             /// driving unit's, with sizes.

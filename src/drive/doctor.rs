@@ -55,15 +55,26 @@ pub fn is_loopback_host(host: &str) -> bool {
     host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The programs the cluster or runner would start (first word of each command).
+/// The programs the cluster or runner would start: the first word of each
+/// command, and the interpreter a harness adapter of runboard's starts in
+/// turn (`{runboard} cell inspect … --python P`: P), so a missing virtual
+/// environment is found before the batch rather than by each cell failing.
 pub fn programs(cluster: Option<&ClusterConfig>, runner: Option<&RunnerConfig>) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
+    let mut add = |command: &[String]| {
+        out.extend(command.first().cloned());
+        if command.first().is_some_and(|p| p == "{runboard}") && command.get(1).is_some_and(|w| w == "cell") {
+            let python = command.iter().skip_while(|a| *a != "--python").nth(1);
+            // A templated value is known only per cell: not checked here.
+            out.extend(python.filter(|p| !p.contains('{')).cloned());
+        }
+    };
     if let Some(c) = cluster {
-        out.extend(c.manager.command.first().cloned());
-        out.extend(c.rooms.iter().chain(&c.players).filter_map(|s| s.command.first().cloned()));
+        add(&c.manager.command);
+        c.rooms.iter().chain(&c.players).for_each(|s| add(&s.command));
     }
     if let Some(r) = runner {
-        out.extend(r.command.first().cloned());
+        add(&r.command);
     }
     out
 }
@@ -199,6 +210,24 @@ mod tests {
 
     fn messages(f: &[Finding]) -> Vec<String> {
         f.iter().map(|f| f.message.clone()).collect()
+    }
+
+    /// Issue 40 (item 16): the interpreter `runboard cell inspect` starts is
+    /// a program the batch needs, checked before it starts.
+    #[test]
+    fn a_harness_adapters_interpreter_is_a_program_to_find() {
+        let runner = |command: &[&str]| RunnerConfig {
+            kind: Default::default(),
+            command: command.iter().map(|s| (*s).to_owned()).collect(),
+            parallel: 1,
+            env: BTreeMap::new(),
+            grace_s: 5.0,
+        };
+        let inspect =
+            runner(&["{runboard}", "cell", "inspect", "suite.py@{task}", "--python", ".venv/bin/python", "--", "-x"]);
+        assert_eq!(programs(None, Some(&inspect)).into_iter().collect::<Vec<_>>(), [".venv/bin/python", "{runboard}"]);
+        let templated = runner(&["{runboard}", "cell", "inspect", "--python", "{py}"]);
+        assert_eq!(programs(None, Some(&templated)).len(), 1, "a templated interpreter is known per cell only");
     }
 
     #[test]

@@ -154,7 +154,9 @@ pub fn timings(run_sets: &[RunSetTiming], now: Timestamp) -> Vec<CellTiming> {
             };
             let last_run = segments.iter().rev().find(|s| s.phase != Phase::Queued && s.phase != Phase::Paused);
             let duration_s = last_run.map(|s| s.to - s.from);
-            let tokens_per_s = match (c.tokens, duration_s) {
+            // What it spent: reported, else counted of its calls.
+            let tokens = c.tokens_total();
+            let tokens_per_s = match (tokens, duration_s) {
                 (Some(t), Some(d)) if d > 0.0 && c.status == CellStatus::Done => Some(t as f64 / d),
                 _ => None,
             };
@@ -178,7 +180,7 @@ pub fn timings(run_sets: &[RunSetTiming], now: Timestamp) -> Vec<CellTiming> {
             if (c.started_at.is_none() || c.ended_at.is_none()) && c.status == CellStatus::Done {
                 why_not.push("its record lacks a start or end time".to_owned());
             }
-            if let (Some(rate), Some(t), Some(d)) = (tokens_per_s, c.tokens, duration_s) {
+            if let (Some(rate), Some(t), Some(d)) = (tokens_per_s, tokens, duration_s) {
                 if rate > MAX_PLAUSIBLE_TOKENS_PER_S {
                     why_not.push(format!(
                         "implausible: {} tokens in {} is {} tokens/s (more than {} tokens/s is not a real timing)",
@@ -199,7 +201,7 @@ pub fn timings(run_sets: &[RunSetTiming], now: Timestamp) -> Vec<CellTiming> {
                 attempts: c.attempts,
                 segments,
                 duration_s,
-                tokens: c.tokens,
+                tokens,
                 tokens_per_s,
                 counts: false,
                 why_not,

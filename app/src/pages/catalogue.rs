@@ -47,7 +47,7 @@ pub fn CataloguePage() -> impl IntoView {
 fn used_cells(u: &Use) -> impl IntoView {
     view! {
         <td class="num run-sets">{u.run_sets}</td>
-        <td class="num cells">{u.cells}</td>
+        <td class="num cells">{runboard::numfmt::thousands(u.cells as u64)}</td>
         <td class="num tokens">{runboard::numfmt::thousands(u.tokens)}</td>
         <td class="last-used">{u.last_used.map(|t| t.to_display()).unwrap_or_else(|| "never".into())}</td>
     }

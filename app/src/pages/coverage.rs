@@ -355,6 +355,18 @@ pub(crate) fn Launching(spec_path: RwSignal<String>) -> impl IntoView {
         }
     });
     let refusals = move || -> Option<Result<Preflight, ApiError>> { check.value().get() };
+    // Why Launch cannot be pressed now, in words (none: it can).
+    let why_not = move || -> Option<&'static str> {
+        if spec_path.with(String::is_empty) {
+            Some("Launch needs a spec: save a draft above (Save), or type a spec's path.")
+        } else if launch.pending().get() {
+            Some("Launching…")
+        } else if matches!(refusals(), Some(Ok(ref p)) if !p.refusals.is_empty()) {
+            Some("Launch waits until the preflight refuses nothing: see its reasons below.")
+        } else {
+            None
+        }
+    };
     view! {
         <div class="launching">
             <label>"Spec "
@@ -363,8 +375,8 @@ pub(crate) fn Launching(spec_path: RwSignal<String>) -> impl IntoView {
             </label>
             <button class="check" on:click=move |_| { check.dispatch(spec_path.get_untracked()); }>"Check"</button>
             <button class="launch"
-                disabled=move || spec_path.with(String::is_empty) || launch.pending().get()
-                    || matches!(refusals(), Some(Ok(ref p)) if !p.refusals.is_empty())
+                disabled=move || why_not().is_some()
+                title=move || why_not().unwrap_or("Start this batch (a launch that spends money or re-runs cells asks first)")
                 on:click=move |_| {
                     // Warnings (money, a re-run, a shared or unavailable
                     // endpoint) are confirmed before anything is launched.
@@ -385,6 +397,7 @@ pub(crate) fn Launching(spec_path: RwSignal<String>) -> impl IntoView {
                         launch.dispatch(spec_path.get_untracked());
                     }
                 }>"Launch"</button>
+            {move || why_not().map(|w| view! { <p class="launch-why">{w}</p> })}
             <div class="preflight">
                 {move || refusals().map(|r| match r {
                     Err(e) => refusal(&e).into_any(),

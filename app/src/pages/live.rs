@@ -7,7 +7,7 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
-use runboard::launch::{PauseRequest, ResumeRequest, StopReport, StopRequest};
+use runboard::launch::{PauseRequest, ResumeRequest, StopCellRequest, StopReport, StopRequest};
 use runboard::live::{LiveCell, LiveParams, LiveState, LiveView, CELL_STATUSES, DEFAULT_LIVE_CELLS};
 use runboard::timefmt::duration_words;
 
@@ -84,6 +84,16 @@ pub fn LivePage() -> impl IntoView {
             after(r);
         }
     });
+    // One stalled cell ended, its batch left running.
+    let end_cell = Action::new(move |(run_set, cell): &(String, String)| {
+        let req = StopCellRequest { run_set: run_set.clone(), cell: cell.clone() };
+        async move { api::stop_cell(req).await.map(|r| r.words) }
+    });
+    Effect::new(move |_| {
+        if let Some(r) = end_cell.value().get() {
+            after(r);
+        }
+    });
     let busy = move || pause.pending().get() || stop.pending().get() || resume.pending().get();
 
     view! {
@@ -147,7 +157,7 @@ pub fn LivePage() -> impl IntoView {
                                 Ok(text) => view! { <p class="said ok">{text}</p> }.into_any(),
                                 Err(e) => refusal(&e).into_any(),
                             })}
-                            {summary(&v)}
+                            {summary(&v, end_cell)}
                             {(v.totals.planned > 0).then(|| {
                                 let (matching, offset, shown) = (v.cells_matching, v.cells_offset, v.cells.len());
                                 let page = offset / DEFAULT_LIVE_CELLS;
@@ -283,6 +293,9 @@ fn tail_into(url: &str, el: web_sys::HtmlPreElement, note: RwSignal<String>) {
                 (Some(why), _, _) => format!("Output was lost: {why}."),
                 (None, true, _) => "No output yet.".to_owned(),
                 (None, false, true) => format!("Earlier output is not shown (the whole log: {}).", chunk.source),
+                (None, false, false) if kept.is_empty() => {
+                    "Nothing written yet: its output appears here as it is written.".to_owned()
+                }
                 (None, false, false) => String::new(),
             };
             note.set(words);
@@ -319,7 +332,7 @@ fn Endpoints(run_set: String) -> impl IntoView {
                             <span class="note">{t.note.clone()}</span>
                             <table class="endpoints-table">
                                 <thead><tr>
-                                    <th>"endpoint"</th><th>"calls (last min)"</th><th>"tokens/s"</th><th>"latency p50 / p95"</th>
+                                    <th>"endpoint"</th><th>"calls (last min)"</th><th title="every batch's calls on this endpoint in the last minute">"tokens/s (last min, all its batches)"</th><th>"latency p50 / p95"</th>
                                     <th>"in flight"</th><th>"engine: running / waiting"</th><th>"KV cache"</th><th>"generated tokens/s"</th>
                                 </tr></thead>
                                 <tbody>{rows.into_iter().map(endpoint_row).collect_view()}</tbody>
@@ -497,7 +510,7 @@ fn failure_panel(v: &LiveView) -> Option<impl IntoView> {
     })
 }
 
-fn summary(v: &LiveView) -> impl IntoView {
+fn summary(v: &LiveView, end_cell: Action<(String, String), Result<String, ApiError>>) -> impl IntoView {
     let t = v.totals;
     let pct = (v.progress * 100.0).round();
     let unit = v.unit.as_ref().map(|u| format!("{} ({}), spec {}", u.unit, u.backend, u.spec));
@@ -515,7 +528,7 @@ fn summary(v: &LiveView) -> impl IntoView {
             <dt>"Time left"</dt><dd class="eta">{v.eta_s.map(duration_words).map(|d| format!("about {d}")).unwrap_or_else(|| "–".into())}</dd>
             <dt>"Tokens"</dt><dd class="tokens">{runboard::numfmt::thousands(t.tokens)}{v.spend.as_ref().map(split_words)}</dd>
             <dt>"Cost"</dt><dd class="cost">{cost}</dd>
-            {v.spend.as_ref().and_then(|s| rate_words(s, &v.currency)).map(|r| view! { <dt>"Rate"</dt><dd class="rate">{r}</dd> })}
+            {v.spend.as_ref().and_then(|s| rate_words(s, &v.currency)).map(|r| view! { <dt>"Average rate"</dt><dd class="rate">{r}</dd> })}
             {v.spend.as_ref().and_then(|s| projection_words(s, &v.currency)).map(|p| view! { <dt>"At its end"</dt><dd class="projection">{p}</dd> })}
             {v.spend.as_ref().filter(|s| !s.caps.is_empty()).map(|s| view! {
                 <dt>"Budget"</dt>
@@ -523,9 +536,26 @@ fn summary(v: &LiveView) -> impl IntoView {
                     <li class=if c.reached { "cap reached" } else { "cap" } data-cap=c.key.clone()>{c.words.clone()}{c.reached.then_some(" — reached")}</li>
                 }).collect_view()}</ul></dd>
             })}
-            {(!v.stalls.is_empty()).then(|| view! {
-                <dt>"Stalled"</dt>
-                <dd class="stalls"><ul>{v.stalls.iter().map(|st| view! { <li class="stall" data-cell=st.cell.clone()>{st.words.clone()}</li> }).collect_view()}</ul></dd>
+            {(!v.stalls.is_empty()).then(|| {
+                let rs = v.run_set.clone().unwrap_or_default();
+                view! {
+                    <dt>"Stalled"</dt>
+                    <dd class="stalls">
+                        <ul>{v.stalls.iter().map(|st| {
+                            let (rs, cell) = (rs.clone(), st.cell.clone());
+                            view! {
+                                <li class="stall" data-cell=st.cell.clone()>{st.words.clone()}" "
+                                    <button type="button" class="end-cell" disabled=move || end_cell.pending().get()
+                                        on:click=move |_| {
+                                            let ask = format!("End cell {cell} of {rs}? Its processes are sent SIGTERM now and it is recorded failed; the rest of the batch runs on, and Resume runs it again later.");
+                                            if confirm(&ask) { end_cell.dispatch((rs.clone(), cell.clone())); }
+                                        }>"End this cell"</button>
+                                </li>
+                            }
+                        }).collect_view()}</ul>
+                        <p class="note">"With " <code>"[stall] action = \"stop\""</code> " in campaign.toml, runboard ends a stalled cell by itself."</p>
+                    </dd>
+                }
             })}
             // A batch still running has no outcome yet: its record says
             // `running` until the driver writes its end (the state says the rest).
@@ -537,23 +567,19 @@ fn summary(v: &LiveView) -> impl IntoView {
     }
 }
 
-/// Tokens by kind, when any was counted apart: " (12,000 in, 3,400 out, 800 cached)".
+/// Tokens by kind, when any was counted apart: " (12,000 in, 3,400 out, 800 cached; 42 calls)".
 fn split_words(s: &runboard::spend::BatchSpend) -> Option<String> {
-    let t = s.tokens;
-    let parts: Vec<String> = [(t.input, "in"), (t.output, "out"), (t.cached, "cached"), (t.unsplit, "not split")]
-        .into_iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, what)| format!("{} {what}", runboard::numfmt::thousands(n)))
-        .collect();
-    (parts.len() > 1 || t.unsplit == 0 && !parts.is_empty())
-        .then(|| format!(" ({}; {} calls)", parts.join(", "), runboard::numfmt::thousands(s.calls)))
+    s.tokens.split_words().map(|w| format!(" ({w}; {} calls)", runboard::numfmt::thousands(s.calls)))
 }
 
-/// "2,300 tokens/min, 1.20 USD/h".
+/// "38.3 tokens/s, 1.20 USD/h — this batch's average since its first call":
+/// in tokens/s, as the endpoints' figures are, and saying its window (theirs
+/// is the last minute, every batch on the endpoint).
 fn rate_words(s: &runboard::spend::BatchSpend, currency: &str) -> Option<String> {
-    let tpm = s.tokens_per_min?;
+    let tps = s.tokens_per_min? / 60.0;
     let per_hour = s.cost_per_hour.map(|c| format!(", {}/h", runboard::numfmt::money(c, currency))).unwrap_or_default();
-    Some(format!("{} tokens/min{per_hour}", runboard::numfmt::thousands(tpm.round() as u64)))
+    let tps = runboard::numfmt::decimal(tps, if tps < 10.0 { 1 } else { 0 });
+    Some(format!("{tps} tokens/s{per_hour} — this batch's average since its first call"))
 }
 
 /// "about 48,000 tokens, 2.40 USD".

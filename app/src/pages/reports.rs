@@ -36,7 +36,7 @@ pub fn ReportsPage() -> impl IntoView {
                                         <tr data-run-set=r.name.clone()>
                                             <td><a href=href>{r.name.clone()}</a></td>
                                             <td>{r.status.map(runboard::live::outcome_words).unwrap_or("no outcome")}</td>
-                                            <td>{r.cells}</td><td>{r.done}</td><td>{r.failed}</td>
+                                            <td class="num">{r.cells}</td><td class="num">{r.done}</td><td class="num">{r.failed}</td>
                                             <td>{r.started_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</td>
                                             <td><TagEditor run_set=r.name.clone() tags=r.tags.clone()/></td>
                                         </tr>

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use runboard::api::ApiError;
 use runboard::campaign::CampaignConfig;
-use runboard::launch::{HookResult, PauseRequest, StopReport, StopRequest};
+use runboard::launch::{HookResult, PauseRequest, StopCellReport, StopCellRequest, StopReport, StopRequest};
 use runboard::live::{ActiveMarker, MarkerStatus};
 use runboard::runsets::UnitRecord;
 
@@ -92,6 +92,41 @@ impl Campaign {
         } else {
             Err(ApiError::refused(bad))
         }
+    }
+
+    /// `POST /api/control/stop-cell`: ends one running cell of a batch —
+    /// SIGTERM to each of its processes (the driver marks every child with
+    /// its cell and run set) — and leaves the rest of the batch running. The
+    /// driver records the cell `failed` (exit 143, no stop asked of the
+    /// batch), so a Resume runs it again.
+    pub fn stop_cell(&self, req: &StopCellRequest) -> Result<StopCellReport, ApiError> {
+        let run_set = Self::check_targets(std::slice::from_ref(&req.run_set))?.remove(0);
+        let cell = req.cell.trim();
+        let rs = self
+            .records
+            .run_set(&run_set)
+            .ok_or_else(|| ApiError::not_found(format!("no run set {run_set:?} under runsets/")))?;
+        let rec = rs.cells.iter().find(|c| c.cell == cell).ok_or_else(|| {
+            ApiError::not_found(format!("run set {run_set} has no cell {:?}", runboard::spec::shorten(cell)))
+        })?;
+        if rec.status != runboard::drive::records::CellStatus::Running || !self.records.is_live(&rs) {
+            return Err(ApiError::busy(format!("cell {cell} of {run_set} is not running: nothing to end")));
+        }
+        let pids = end_cell(&run_set, cell);
+        if pids == 0 {
+            return Err(ApiError::busy(format!(
+                "cell {cell} of {run_set} has no process on this machine to end (its batch runs elsewhere, or it just ended)"
+            )));
+        }
+        Ok(StopCellReport {
+            run_set: run_set.clone(),
+            cell: cell.to_owned(),
+            processes: pids,
+            words: format!(
+                "Sent SIGTERM to {} of cell {cell}; the rest of {run_set} runs on. The cell will be recorded failed (exit 143): Resume runs it again once its batch has ended.",
+                runboard::numfmt::count(pids as u64, "process")
+            ),
+        })
     }
 
     /// `POST /api/control/pause`: ends a batch, keeps it resumable — the one
@@ -241,4 +276,19 @@ pub(super) fn run_hook(cmd: &[String], root: &Path) -> HookResult {
         },
         Err(e) => HookResult { ok: false, status: e.to_string(), output: String::new() },
     }
+}
+
+/// Sends SIGTERM to every process of `cell` in `run_set` on this machine —
+/// those the driver started with `RUNBOARD_CELL` and `RUNBOARD_RUNSET`
+/// naming them — and says how many: the operator's stop of one cell, and a
+/// stall's with `[stall] action = "stop"`.
+pub(super) fn end_cell(run_set: &str, cell: &str) -> usize {
+    let pids: Vec<u32> = crate::signals::pids_with_env("RUNBOARD_CELL", cell)
+        .into_iter()
+        .filter(|p| crate::signals::env_of(*p, "RUNBOARD_RUNSET").is_some_and(|d| Path::new(&d).ends_with(run_set)))
+        .collect();
+    for p in &pids {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p as i32), nix::sys::signal::Signal::SIGTERM);
+    }
+    pids.len()
 }

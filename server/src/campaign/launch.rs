@@ -16,7 +16,6 @@ use runboard::live::{ActiveMarker, MarkerStatus};
 use runboard::preflight::{self, History, Prediction, Preflight, Sample};
 use runboard::runsets::{self, RunIndexEntry, RunKind, COMMITTED_DIR, RUNSETS_DIR, UNITS_DIR};
 use runboard::spec::BatchSpec;
-use runboard::Timestamp;
 
 use super::launcher::{Launcher, LocalLauncher, UnitRequest};
 
@@ -45,18 +44,18 @@ impl Campaign {
         })
     }
 
-    /// Earlier finished attempts, by cell and by task, from every run set.
+    /// Earlier finished attempts, by cell and by task, from every run set:
+    /// each one's tokens (reported, else counted), and its duration only
+    /// where Timing counts it — the same rules, so a prediction never rests
+    /// on a timing the Timing view calls implausible or shared.
     pub(super) fn history(&self) -> History {
         let mut h = History::default();
-        for rs in self.records.run_sets() {
-            for c in rs.cells.iter().filter(|c| matches!(c.status, CellStatus::Done | CellStatus::Failed)) {
-                let at = |t: &Option<String>| t.as_deref().and_then(Timestamp::parse_rfc3339);
-                let seconds = at(&c.started_at).zip(at(&c.ended_at)).map(|(s, e)| (e.0 - s.0).max(0) as f64 / 1000.0);
-                let sample = Sample { tokens: c.tokens_total(), seconds };
-                h.by_cell.entry(c.cell.clone()).or_default().push(sample);
-                if let Some(task) = c.factors.get("task").map(runboard::matrix::value_text) {
-                    h.by_task.entry(task).or_default().push(sample);
-                }
+        let timings = self.scope(None).and_then(|s| self.scoped(s)).map(|s| self.timings_of(&s)).unwrap_or_default();
+        for t in timings.iter().filter(|t| matches!(t.status, CellStatus::Done | CellStatus::Failed)) {
+            let sample = Sample { tokens: t.tokens, seconds: t.duration_s.filter(|_| t.counts) };
+            h.by_cell.entry(t.cell.clone()).or_default().push(sample);
+            if let Some(task) = t.factors.get("task").map(runboard::matrix::value_text) {
+                h.by_task.entry(task).or_default().push(sample);
             }
         }
         h

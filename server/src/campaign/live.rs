@@ -8,6 +8,8 @@ use runboard::campaign::{CampaignConfig, CONFIG_FILE};
 use runboard::live::{LiveObservations, LiveView, UnitSeen};
 use runboard::runsets::{self, UnitRecord, RUNSETS_DIR, UNITS_DIR};
 
+use runboard::drive::records::CellStatus;
+
 use super::{launcher, Campaign};
 
 /// How long the shared live view serves polls when nothing changed.
@@ -25,7 +27,14 @@ pub(super) struct LiveMemo {
     /// changed are answered from it (a page of its cells each), made again at
     /// most every `LIVE_REMAKE` so running cells' durations move on.
     view: std::sync::Mutex<Option<(String, Instant, std::sync::Arc<LiveView>)>>,
+    /// A batch's typical cell time from history (its run set, when made,
+    /// the figure): history is every run set's timings, made again at most
+    /// every `TYPICAL_KEPT` while the batch has no ended cell of its own.
+    typical: std::sync::Mutex<Option<(String, Instant, Option<f64>)>>,
 }
+
+/// How long a batch's typical cell time from history is kept.
+const TYPICAL_KEPT: Duration = Duration::from_secs(30);
 
 impl Campaign {
     /// The latest unit and what its launcher says of it. The latest is the
@@ -151,7 +160,27 @@ impl Campaign {
         let parallel = cfg.as_ref().and_then(|c| c.runner.as_ref()).map_or(1, |r| r.parallel.max(1) as usize);
         let records = rs.map(|r| r.cells.as_slice()).unwrap_or_default();
         let planned = spec.as_ref().map(|s| s.cells.as_slice()).unwrap_or_default();
-        let (mut cells, mut totals, eta_s) = runboard::live::cell_rows(planned, records, price, parallel, now);
+        // Until one of its cells has ended, a cell's time comes from history
+        // (read only then: the batch's own ended cells take over after).
+        let in_flight_now =
+            matches!(state, runboard::live::LiveState::Running { .. } | runboard::live::LiveState::Starting { .. });
+        let none_ended = !records.iter().any(|r| matches!(r.status, CellStatus::Done | CellStatus::Failed));
+        let typical_s = match (&spec, &cfg, &run_set) {
+            (Some(spec), Some(cfg), Some(rs)) if in_flight_now && none_ended => {
+                let mut kept = self.live_made.typical.lock().unwrap_or_else(|p| p.into_inner());
+                match kept.as_ref() {
+                    Some((name, at, t)) if name == rs && at.elapsed() < TYPICAL_KEPT => *t,
+                    _ => {
+                        let t = runboard::preflight::predict(spec, cfg, &self.history()).typical_cell_s(parallel);
+                        *kept = Some((rs.clone(), Instant::now(), t));
+                        t
+                    }
+                }
+            }
+            _ => None,
+        };
+        let (mut cells, mut totals, eta_s) =
+            runboard::live::cell_rows(planned, records, price, parallel, typical_s, now);
         if let Some(r) = rs {
             problems.extend(r.problems.iter().map(|p| format!("{RUNSETS_DIR}/{}/{p}", r.name)));
         }
@@ -162,6 +191,8 @@ impl Campaign {
         let (spend, stalls) = match spent {
             // The cells are in plan order when the spec was read.
             Some(s) if spec.is_some() => {
+                // A progress line or call file that could not be counted is said.
+                problems.extend(s.problems.iter().cloned());
                 let writes: Vec<Option<runboard::Timestamp>> =
                     s.last_writes.iter().map(|w| w.map(|(t, _)| t)).collect();
                 runboard::live::attach_spend(&mut cells, &mut totals, s.cells, &writes, &s.stalls, &s.batch);

@@ -127,7 +127,7 @@ impl Campaign {
         let rotated_path = logs::rotated_path(path);
         let current = within.open(path).ok();
         let rotated = within.open(&rotated_path).ok();
-        let id = |f: &(std::fs::File, u64)| f.0.metadata().ok().map(|m| (FileId { dev: m.dev(), ino: m.ino() }, f.1));
+        let id = |f: &(std::fs::File, u64)| f.0.metadata().ok().map(|m| (file_id(&m), f.1));
         let found = Found { current: current.as_ref().and_then(id), rotated: rotated.as_ref().and_then(id) };
         chunk.source = source;
         let Plan::Read { part, file, start, end, earlier, from_line, reset } = logs::plan(&found, after) else {
@@ -227,4 +227,12 @@ fn read_range(mut file: std::fs::File, start: u64, end: u64) -> std::io::Result<
     let mut bytes = Vec::with_capacity(end.saturating_sub(start) as usize);
     file.take(end.saturating_sub(start)).read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// A file's identity: device, inode and birth time (0 where the filesystem
+/// keeps none), so an inode number reused by a later file is told apart.
+fn file_id(m: &std::fs::Metadata) -> FileId {
+    let born =
+        m.created().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64);
+    FileId { dev: m.dev(), ino: m.ino(), born }
 }

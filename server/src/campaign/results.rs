@@ -250,7 +250,7 @@ impl Campaign {
     }
 
     /// Every cell's timing in the scope (each run set's events read, cached).
-    fn timings_of(&self, scoped: &Scoped) -> Vec<timing::CellTiming> {
+    pub(super) fn timings_of(&self, scoped: &Scoped) -> Vec<timing::CellTiming> {
         let events: Vec<Arc<Vec<timing::TimedEvent>>> =
             scoped.run_sets.iter().map(|(rs, _)| self.records.events(&rs.name)).collect();
         let inputs: Vec<RunSetTiming> = scoped

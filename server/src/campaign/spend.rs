@@ -5,7 +5,6 @@
 //! guard that pauses a batch at a cap and names the cells gone silent.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use runboard::campaign::{CampaignConfig, StallAction};
@@ -63,6 +62,9 @@ pub struct LiveSpend {
     pub stalls: Vec<Stall>,
     /// Per planned cell: its newest write (when, what).
     pub last_writes: Vec<Option<(Timestamp, &'static str)>>,
+    /// What could not be counted — a progress line that is not a call, a call
+    /// file that does not read — each with its file (relative to the root).
+    pub problems: Vec<String>,
 }
 
 fn model_of(spec: Option<&runboard::spec::BatchSpec>, rec: Option<&CellRecord>) -> Option<String> {
@@ -105,6 +107,7 @@ impl Campaign {
         let mut cells = Vec::with_capacity(planned.len());
         let mut last_writes = Vec::with_capacity(planned.len());
         let mut stalls = Vec::new();
+        let mut problems = Vec::new();
         let mut first_call: Option<Timestamp> = None;
         // One threshold per task per poll: its quantile sorts up to
         // TASK_GAPS_KEPT gaps, which per running cell would grow the poll
@@ -135,6 +138,10 @@ impl Campaign {
             cells.push(spend::cell_spend(*rec, reader.map(|r| (&r.tally, r.source)), prices, &today));
             let last = reader.and_then(|r| r.last_write);
             last_writes.push(last);
+            if let Some(r) = reader {
+                let dir = format!("{}/{}/out/{id}", runboard::runsets::RUNSETS_DIR, rs.name);
+                problems.extend(r.tally.problems.iter().map(|p| format!("{dir}/{p}")));
+            }
             if is_running && running {
                 let started = rec.and_then(|r| r.started_at.as_deref()).and_then(Timestamp::parse_rfc3339);
                 let threshold = thresholds
@@ -151,7 +158,7 @@ impl Campaign {
         drop((readers, task_gaps));
         let mut batch = spend::batch_spend(&cells, first_call, running, eta_s, now);
         batch.caps = self.caps_now(cfg, &batch, now);
-        LiveSpend { cells, batch, stalls, last_writes }
+        LiveSpend { cells, batch, stalls, last_writes, problems }
     }
 
     /// Every cap of `[budget]` against the spend now: `batch` is the
@@ -309,22 +316,10 @@ impl Campaign {
                 said.insert(key, since);
                 let mut words = st.words.clone();
                 if cfg.stall.action == StallAction::Stop {
-                    let pids: Vec<u32> = crate::signals::pids_with_env("RUNBOARD_CELL", &st.cell)
-                        .into_iter()
-                        .filter(|p| {
-                            crate::signals::env_of(*p, "RUNBOARD_RUNSET")
-                                .is_some_and(|d| Path::new(&d).ends_with(&rs.name))
-                        })
-                        .collect();
-                    for p in &pids {
-                        let _ = nix::sys::signal::kill(
-                            nix::unistd::Pid::from_raw(*p as i32),
-                            nix::sys::signal::Signal::SIGTERM,
-                        );
-                    }
+                    let ended = super::control::end_cell(&rs.name, &st.cell);
                     words.push_str(&format!(
                         "; its {} process(es) were sent SIGTERM ([stall] action = \"stop\")",
-                        pids.len()
+                        ended
                     ));
                 }
                 out.push(GuardEvent::Stalled { run_set: rs.name.clone(), cell: st.cell, words });

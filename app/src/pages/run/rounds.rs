@@ -79,7 +79,7 @@ fn round_table(r: RunRounds, open: bool) -> impl IntoView {
                                 <td>{c.attempts}</td>
                                 <td>{c.scored}</td>
                                 <td>{c.accepted}</td>
-                                <td>{c.tokens}</td>
+                                <td class="num">{runboard::numfmt::thousands(c.tokens)}</td>
                                 <td class="threshold" title=source(th.and_then(|t| t.source))>{num(th.and_then(|t| t.t))}</td>
                                 <td class="plan">{plan.unwrap_or_else(|| "no plan recorded".into())}</td>
                             </tr>
