@@ -60,6 +60,7 @@ pub mod charts;
 pub mod coverage;
 pub mod draft;
 pub mod drive;
+pub mod gateway;
 pub mod harness;
 pub mod hash;
 pub mod json;

@@ -25,11 +25,24 @@ pub struct Sample {
     pub seconds: Option<f64>,
 }
 
-/// Earlier attempts by cell id, and by task (for cells never run before).
+/// Earlier attempts by cell id, by task (for cells never run before), and
+/// all of them (for a cell with neither: a matrix without a task factor).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct History {
     pub by_cell: HashMap<String, Vec<Sample>>,
     pub by_task: HashMap<String, Vec<Sample>>,
+    pub all: Vec<Sample>,
+}
+
+impl History {
+    /// Adds one ended attempt of `cell` (of `task`, when the matrix has one).
+    pub fn add(&mut self, cell: &str, task: Option<String>, sample: Sample) {
+        self.by_cell.entry(cell.to_owned()).or_default().push(sample);
+        if let Some(t) = task {
+            self.by_task.entry(t).or_default().push(sample);
+        }
+        self.all.push(sample);
+    }
 }
 
 /// What a batch is predicted to cost.
@@ -40,8 +53,15 @@ pub struct Prediction {
     pub from_cell_history: usize,
     /// Cells predicted from their task's other cells.
     pub from_task_history: usize,
+    /// Cells predicted from every earlier cell of the campaign: no history of
+    /// their own, and none of their task (or no task factor).
+    #[serde(default)]
+    pub from_any_history: usize,
     /// Cells with no history at all (not in the figures).
     pub unknown: usize,
+    /// Cells whose history says their tokens (the rest count none in `tokens`).
+    #[serde(default)]
+    pub tokened: usize,
     pub tokens: u64,
     /// `tokens` × the model's price per 1,000 tokens; none without a priced model.
     pub cost: Option<f64>,
@@ -85,7 +105,18 @@ impl Prediction {
             .cost
             .map(|c| format!(", {} in cost", crate::numfmt::money(c, self.currency.as_deref().unwrap_or("USD"))))
             .unwrap_or_default();
-        let known = self.from_cell_history + self.from_task_history;
+        let known = self.from_cell_history + self.from_task_history + self.from_any_history;
+        if known == 0 {
+            return format!(
+                "nothing to predict from: no earlier cell has ended (0 of {} cells from history)",
+                self.cells
+            );
+        }
+        let tokens = match self.tokened {
+            0 => "tokens not known (no earlier cell reported or was counted any)".to_owned(),
+            n if n < known => format!("at least {} tokens", crate::numfmt::thousands(self.tokens)),
+            _ => format!("about {} tokens", crate::numfmt::thousands(self.tokens)),
+        };
         let time = match self.timed {
             0 => "time not known (no timing in history that Timing counts)".to_owned(),
             n if n < known => {
@@ -93,11 +124,7 @@ impl Prediction {
             }
             _ => crate::timefmt::duration_words(self.hours * 3600.0),
         };
-        format!(
-            "about {} tokens{cost}, {time} ({known} of {} cells from history)",
-            crate::numfmt::thousands(self.tokens),
-            self.cells
-        )
+        format!("{tokens}{cost}, {time} ({known} of {} cells from history)", self.cells)
     }
 
     /// One timed cell's predicted seconds on average (none: no cell timed),
@@ -127,6 +154,10 @@ impl Prediction {
                 crate::timefmt::duration_words(high.hours * 3600.0)
             )
         };
+        if self.tokened == 0 {
+            // Neither tokens nor their cost are known: only a time, if any.
+            return (self.timed > 0).then(|| time.trim_start_matches(", ").to_owned());
+        }
         Some(format!(
             "{}–{} tokens{cost}{time}",
             crate::numfmt::thousands(low.tokens),
@@ -295,6 +326,9 @@ pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Pre
         } else if let Some(samples) = task.and_then(|t| history.by_task.get(&t)).filter(|s| !s.is_empty()) {
             p.from_task_history += 1;
             (samples, median)
+        } else if !history.all.is_empty() {
+            p.from_any_history += 1;
+            (history.all.as_slice(), median)
         } else {
             p.unknown += 1;
             continue;
@@ -303,6 +337,9 @@ pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Pre
         let secs: Vec<f64> = samples.iter().filter_map(|s| s.seconds).collect();
         if !secs.is_empty() {
             p.timed += 1;
+        }
+        if !tokens.is_empty() {
+            p.tokened += 1;
         }
         for (sum, at) in sums.iter_mut().zip([None, Some(0.1), Some(0.9)]) {
             let pick = |xs: &[f64]| match at {
@@ -460,7 +497,18 @@ mod tests {
         assert_eq!((r.low.cost, r.high.cost), (Some(1.3), Some(3.7)));
         assert!((r.low.hours * 3600.0 - 156.0).abs() < 1e-6 && (r.high.hours * 3600.0 - 684.0).abs() < 1e-6);
         assert_eq!(p.range_words().unwrap(), "2,600–7,400 tokens, 1.30 USD–3.70 USD, 2 min–11 min");
-        assert_eq!(predict(&spec("gpt", None, vec![cell("t9", 1)]), &cfg(), &h).range, None, "no history, no range");
+        // `all` is empty here: no history at all, no range, nothing claimed.
+        let other = predict(&spec("gpt", None, vec![cell("t9", 1)]), &cfg(), &h);
+        assert_eq!((other.from_any_history, other.unknown, other.range.is_none()), (0, 1, true));
+        assert!(other.words().starts_with("nothing to predict from"), "{}", other.words());
+        // Issue 40 (item 6): a matrix without a task factor still predicts
+        // from the campaign's history, and a history without tokens says so.
+        let mut any = History::default();
+        any.add("elsewhere", None, Sample { tokens: None, seconds: Some(30.0) });
+        let p = predict(&spec("gpt", None, vec![cell("t9", 1)]), &cfg(), &any);
+        assert_eq!((p.from_any_history, p.timed, p.tokened), (1, 1, 0));
+        assert!(p.words().starts_with("tokens not known"), "{}", p.words());
+        assert!(p.words().contains("30 s (1 of 1 cells from history)"), "{}", p.words());
         assert_eq!(quantile(&[3.0, 1.0, 2.0, f64::NAN], 0.5), Some(2.0));
         assert_eq!(quantile(&[], 0.5), None);
     }

@@ -53,10 +53,7 @@ impl Campaign {
         let timings = self.scope(None).and_then(|s| self.scoped(s)).map(|s| self.timings_of(&s)).unwrap_or_default();
         for t in timings.iter().filter(|t| matches!(t.status, CellStatus::Done | CellStatus::Failed)) {
             let sample = Sample { tokens: t.tokens, seconds: t.duration_s.filter(|_| t.counts) };
-            h.by_cell.entry(t.cell.clone()).or_default().push(sample);
-            if let Some(task) = t.factors.get("task").map(runboard::matrix::value_text) {
-                h.by_task.entry(task).or_default().push(sample);
-            }
+            h.add(&t.cell, t.factors.get("task").map(runboard::matrix::value_text), sample);
         }
         h
     }
