@@ -207,6 +207,19 @@ pub struct EndpointEntry {
     /// least this many requests waiting (none: never held for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_waiting: Option<u32>,
+    /// Whether a batch's cells reach it through the batch's gateway, which
+    /// counts every call (default: yes, for an `http://` URL); `false` turns
+    /// it off — its calls are then not seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<bool>,
+}
+
+impl EndpointEntry {
+    /// Whether a batch's gateway serves it: on unless turned off, for a
+    /// plain `http://` URL (an `https://` one is not yet reached through it).
+    pub fn gatewayed(&self) -> bool {
+        self.gateway != Some(false) && self.url.starts_with("http://")
+    }
 }
 
 /// `[budget]`: caps on spend (none: not capped). `max_*` limit one batch —

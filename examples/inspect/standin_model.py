@@ -8,7 +8,9 @@ contains "hasty" answers some of them wrong:
 - "Reverse the word: W": W backwards; hasty leaves words longer than five letters as they are.
 
 It speaks the Responses API (what Inspect's OpenAI provider uses) and chat
-completions, lists its models at GET /v1/models, and reports token usage.
+completions (streamed too, with a usage chunk only when the request asks for
+it, as OpenAI does), lists its models at GET /v1/models, and reports token
+usage.
 
     python3 standin_model.py --port 8791 [--delay 0.5] [--log requests.jsonl]
 
@@ -60,6 +62,31 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def stream(self, model, text, used_in, used_out, include_usage):
+        """A streamed chat completion, as OpenAI sends one: a chunk per word,
+        then (only when asked: stream_options.include_usage) a usage chunk
+        with no choices, then [DONE]."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        base = {"id": "chat-standin", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+        words = text.split(" ")
+        for i, w in enumerate(words):
+            delta = {"content": w if i == 0 else " " + w}
+            if i == 0:
+                delta["role"] = "assistant"
+            last = i == len(words) - 1
+            chunk = dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": "stop" if last else None}])
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+        if include_usage:
+            usage = {"prompt_tokens": used_in, "completion_tokens": used_out, "total_tokens": used_in + used_out}
+            self.wfile.write(f"data: {json.dumps(dict(base, choices=[], usage=usage))}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
     def do_GET(self):
         if self.path.rstrip("/").endswith("/models"):
             return self.send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in ARGS.models]})
@@ -88,6 +115,8 @@ class Handler(BaseHTTPRequestHandler):
                             "content": [{"type": "output_text", "text": text, "annotations": []}]}],
                 "usage": {"input_tokens": used_in, "output_tokens": used_out, "total_tokens": used_in + used_out},
             })
+        if self.path.endswith("/chat/completions") and body.get("stream"):
+            return self.stream(model, text, used_in, used_out, (body.get("stream_options") or {}).get("include_usage"))
         if self.path.endswith("/chat/completions"):
             return self.send(200, {
                 "id": "chat-standin", "object": "chat.completion", "created": int(time.time()), "model": model,

@@ -11,53 +11,23 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use common::served::*;
 use serde_json::{json, Value};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-/// The Python that has the pinned Inspect AI.
-fn inspect_python() -> PathBuf {
-    let p = repo().join(".tools/inspect/bin/python");
-    assert!(p.exists(), "{} is missing: run scripts/setup.sh (it installs Inspect AI there)", p.display());
-    p
-}
-
-/// The example's stand-in model on a free loopback port, each request logged.
+/// The example's stand-in model, each request logged to `dir/requests.jsonl`.
 struct StandIn {
-    child: Child,
-    url: String,
+    server: common::standin::StandIn,
     log: PathBuf,
-}
-
-impl Drop for StandIn {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn stand_in(dir: &Path, delay_s: f64) -> StandIn {
     let log = dir.join("requests.jsonl");
-    let mut child = Command::new("python3")
-        .arg(repo().join("examples/inspect/standin_model.py"))
-        .args(["--port", "0", "--delay", &delay_s.to_string(), "--log"])
-        .arg(&log)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line:?}");
-    StandIn { child, url, log }
+    let server = common::standin::stand_in(&["--delay", &delay_s.to_string(), "--log", log.to_str().unwrap()]);
+    StandIn { server, log }
 }
 
 /// The model's sample requests so far, per (model, task). Inspect's own
@@ -87,14 +57,14 @@ fn sample_requests(log: &Path) -> BTreeMap<(String, String), usize> {
 fn inspect_campaign(tmp: &Path, url: &str) -> PathBuf {
     let root = tmp.join("campaign");
     std::fs::create_dir_all(&root).unwrap();
-    let example = repo().join("examples/inspect");
+    let example = common::standin::repo().join("examples/inspect");
     for f in ["matrix.csv", "suite.py"] {
         std::fs::copy(example.join(f), root.join(f)).unwrap();
     }
     let toml = std::fs::read_to_string(example.join("campaign.toml")).unwrap();
     assert!(toml.contains("http://127.0.0.1:8791/v1"));
     std::fs::write(root.join("campaign.toml"), toml.replace("http://127.0.0.1:8791/v1", url)).unwrap();
-    std::os::unix::fs::symlink(repo().join(".tools/inspect"), root.join(".venv")).unwrap();
+    std::os::unix::fs::symlink(common::standin::repo().join(".tools/inspect"), root.join(".venv")).unwrap();
     root
 }
 
@@ -109,7 +79,11 @@ fn eval_logs(cell_dir: &Path) -> Vec<PathBuf> {
 
 /// What Inspect itself says of a log (`inspect log dump`).
 fn dump(log: &Path) -> Value {
-    let out = Command::new(inspect_python()).args(["-m", "inspect_ai", "log", "dump"]).arg(log).output().unwrap();
+    let out = Command::new(common::standin::harness_python())
+        .args(["-m", "inspect_ai", "log", "dump"])
+        .arg(log)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -117,9 +91,9 @@ fn dump(log: &Path) -> Value {
 #[test]
 fn inspect_evals_run_as_cells_pause_resume_with_eval_retry_and_evidence_equals_inspects_accuracy() {
     let tmp = tempfile::tempdir().unwrap();
-    inspect_python();
+    common::standin::harness_python();
     let model = stand_in(tmp.path(), 0.5);
-    let root = inspect_campaign(tmp.path(), &model.url);
+    let root = inspect_campaign(tmp.path(), &model.server.url);
     let s = serve(&root, &tmp.path().join("data"));
 
     // Launch the whole matrix: 2 tasks × 2 models, and the eval that raises.
@@ -181,6 +155,18 @@ fn inspect_evals_run_as_cells_pause_resume_with_eval_retry_and_evidence_equals_i
     let (code, r) = post(&s.addr, "/api/control/resume", json!({"run_set": run_set}));
     assert_eq!(code, 200, "{r}");
     wait_for("the batch to end", Duration::from_secs(240), || live_state(&s.addr).0 == "idle");
+    // Issue 36: Inspect's calls went through the batch's gateway (the
+    // resume's too, at the address its log names) and each was counted.
+    for entry in std::fs::read_dir(rs_dir.join("out")).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path().join("progress.jsonl")).unwrap_or_default();
+        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(!lines.is_empty(), "{}: no call counted", entry.path().display());
+        assert!(
+            lines.iter().all(|l| l["via"] == "gateway" && l["input_tokens"].as_u64().unwrap() > 0),
+            "{}: {lines:?}",
+            entry.path().display()
+        );
+    }
     let (_, v) = live_state(&s.addr);
     assert_eq!(v["outcome"]["status"], "completed_with_failures", "{v}");
     assert_eq!((v["totals"]["done"].as_u64(), v["totals"]["failed"].as_u64()), (Some(4), Some(1)), "{v}");

@@ -71,7 +71,7 @@ async fn drive_cells(
     running: &mut Running,
     attempted: &mut usize,
 ) -> Result<(BatchStatus, String), DriveError> {
-    let BatchCtx { runset, stop, route, pool, batch_vars, .. } = ctx;
+    let BatchCtx { runset, stop, route, pool, batch_vars, gateway, .. } = ctx;
     let existing = runset.read_cells();
     let mut queue = cells.iter();
     let parallel = cfg.parallel.max(1) as usize;
@@ -92,6 +92,12 @@ async fn drive_cells(
             }
             let mut vars = runner_vars(route, pool, cell, batch_vars);
             vars.insert("out".into(), out.display().to_string());
+            // Through the gateway: the cell's own path on it, so its calls are its own.
+            if let (Some(g), Some(endpoint)) = (gateway, vars.get("endpoint").cloned()) {
+                if g.serves(&endpoint) {
+                    vars.insert("endpoint_url".into(), g.cell_url(&cell.id, &endpoint));
+                }
+            }
             let argv = fill(&cfg.command, &vars).map_err(DriveError::Template)?;
             let mut cell_env = cfg.env.clone();
             cell_env.insert("RUNBOARD_CELL".into(), cell.id.clone());

@@ -16,6 +16,7 @@
 
 mod cluster;
 mod exec;
+mod gateway;
 mod http;
 mod monitor;
 pub mod reaper;
@@ -207,6 +208,9 @@ pub(crate) struct BatchCtx<'a> {
     pub pool: BTreeMap<String, String>,
     /// The batch's folders, `{runboard}` and the endpoints' URLs.
     pub batch_vars: runboard::drive::plan::BatchVars,
+    /// The batch's gateway, when any endpoint it uses has one: each cell's
+    /// `{endpoint_url}` is then its own path on it.
+    pub gateway: Option<&'a gateway::Gateway>,
 }
 
 /// What a runner reports when it returns.
@@ -385,12 +389,45 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
     let route = runboard::drive::plan::route_vars(&spec);
     let pool = runboard::drive::plan::pool_assignment(&spec);
     let batch_vars = batch_vars(&cfg, &env);
-    let ctx = BatchCtx { runset: &runset, grace, interactive: opts.interactive, stop: &stop, route, pool, batch_vars };
+    // The gateway, up before the first cell, down after the last: for the
+    // exec runner's cells, on the endpoints the spec uses that have one.
+    let gatewayed: BTreeMap<String, String> = spec
+        .endpoints_used()
+        .iter()
+        .filter_map(|name| cfg.endpoint(name))
+        .filter(|e| e.gatewayed())
+        .map(|e| (e.name.clone(), e.url.clone()))
+        .collect();
+    let gateway = match (&cfg.runner, gatewayed.is_empty()) {
+        (Some(_), false) if cfg.cluster.is_none() => {
+            match gateway::Gateway::start(gatewayed, &runset.out_dir(), &runset.dir.join(".gateway.json")).await {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    runset.log(&format!("warning: no gateway ({e}); the cells call their endpoints directly, unseen"));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let ctx = BatchCtx {
+        runset: &runset,
+        grace,
+        interactive: opts.interactive,
+        stop: &stop,
+        route,
+        pool,
+        batch_vars,
+        gateway: gateway.as_ref(),
+    };
     let ended = match (&cfg.cluster, &cfg.runner) {
         (Some(cluster), _) => cluster::run(cluster, &spec, &left, &ctx, &mut sup).await,
         (None, Some(runner)) => exec::run(runner, &left, &ctx, &mut sup).await,
         (None, None) => unreachable!("checked above"),
     };
+    if let Some(g) = gateway {
+        g.stop().await;
+    }
     // Every runner tears down before it returns, on every path: the sentinel can go.
     sup.release_sentinel();
     let RunnerEnd { status, reason, attempted } = ended?;

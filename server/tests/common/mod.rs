@@ -7,6 +7,7 @@
 
 pub mod generate;
 pub mod served;
+pub mod standin;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
