@@ -186,16 +186,20 @@ pub fn rotated_path(log: &std::path::Path) -> std::path::PathBuf {
 /// `room-0`, `player`: its file is `logs/<name>.log`) or a unit's
 /// (`unit:<unit>`). `None` when it is neither.
 pub fn parse_name(name: &str) -> Option<LogName> {
-    let ok = |s: &str| {
-        !s.is_empty()
-            && s.len() <= 160
-            && !s.starts_with('.')
-            && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    };
     match name.strip_prefix("unit:") {
-        Some(unit) => ok(unit).then(|| LogName::Unit(unit.to_owned())),
-        None => ok(name).then(|| LogName::Process(name.to_owned())),
+        Some(unit) => plain_name(unit).then(|| LogName::Unit(unit.to_owned())),
+        None => plain_name(name).then(|| LogName::Process(name.to_owned())),
     }
+}
+
+/// A name that is no path: letters, digits, `-`, `_`, `.`, not starting with
+/// `.`, at most 160 bytes — a process's, a unit's, a cell id as the driver
+/// makes them (a log's name, a path part of the batch gateway).
+pub fn plain_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 160
+        && !s.starts_with('.')
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// Which log.

@@ -13,13 +13,32 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// Writes `bytes` to a temporary file beside `path`, fsyncs it, renames it over
 /// `path`, then fsyncs the directory so the rename itself is durable.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_mode(path, bytes, None)
+}
+
+/// [`write_atomic`] for a file that holds a secret: readable and writable
+/// by its user alone (0600) whatever the umask, from its first byte.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_mode(path, bytes, Some(0o600))
+}
+
+fn write_atomic_mode(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let tmp = dir.join(format!(".{}.tmp-{}-{n}", name.to_string_lossy(), std::process::id()));
     let result = (|| {
         // `create_new`: a leftover of a crashed writer is never written through.
-        let mut f = fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut open = fs::OpenOptions::new();
+        open.write(true).create_new(true);
+        if let Some(m) = mode {
+            std::os::unix::fs::OpenOptionsExt::mode(&mut open, m);
+        }
+        let mut f = open.open(&tmp)?;
+        if let Some(m) = mode {
+            // The umask may have taken bits away, never added: set it whole.
+            f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(m))?;
+        }
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, path)?;
@@ -77,6 +96,18 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"{\"a\":2}");
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn a_private_file_is_its_users_alone_and_replaced_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(".gateway.json");
+        write_atomic(&p, b"old").unwrap();
+        write_private(&p, b"{\"secret\": 1}").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"{\"secret\": 1}");
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
     }
 
     #[test]

@@ -200,8 +200,9 @@ fn without_token(uri: &Uri) -> String {
     }
 }
 
-/// Compares without an early exit, so timing does not reveal a token prefix.
-fn same(a: &str, b: &str) -> bool {
+/// Compares without an early exit, so timing does not reveal a token prefix
+/// (the console's token, the batch gateway's secret).
+pub(crate) fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

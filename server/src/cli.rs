@@ -924,13 +924,12 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
                 format!("{}{freed}\n", d.words)
             })
         }),
-        ConsoleCommand::Logs { run_set, name, follow, .. } => match live_run_set(&console, run_set) {
-            Err(e) => Err(e),
-            Ok(run_set) => match name {
+        ConsoleCommand::Logs { run_set, name, follow, .. } => {
+            live_run_set(&console, run_set).and_then(|run_set| match name {
                 None => ask::<op::logs>(&console, runboard::logs::LogsQuery { run_set }, json, logs_text),
                 Some(name) => follow_log(&console, run_set, name, follow, json),
-            },
-        },
+            })
+        }
         ConsoleCommand::Status { .. } => ask::<op::live>(&console, LiveParams::default(), json, |v| {
             let mut out = format!("{}\n", v.words);
             if v.totals.planned > 0 {

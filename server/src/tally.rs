@@ -24,8 +24,8 @@ pub const TASK_GAPS_KEPT: usize = 2_048;
 #[derive(Default)]
 pub struct CellReader {
     pub tally: CellTally,
-    /// `progress` or `calls`: where its calls were counted from.
-    pub source: &'static str,
+    /// Where its calls were counted from.
+    pub source: CountSource,
     /// The progress file read so far: its identity and the offset reached.
     progress: Option<((u64, u64), u64)>,
     /// The next call file to look for.
@@ -68,10 +68,10 @@ impl CellReader {
         let mut gaps = Vec::new();
         let progress = dir.join(spend::PROGRESS_FILE);
         if progress.exists() {
-            self.source = "progress";
+            self.source = CountSource::Progress;
             self.read_progress(within, &progress, &mut gaps, now);
         } else if dir.join("calls").is_dir() {
-            self.source = "calls";
+            self.source = CountSource::Calls;
             self.read_calls(within, &dir.join("calls"), &mut gaps, now);
         }
         for g in gaps {
@@ -145,12 +145,12 @@ pub fn count_cell(dir: &Path, now: Timestamp) -> Option<Counted> {
         gaps.clear();
     }
     let t = reader.tally.tokens();
-    (reader.tally.calls > 0).then(|| Counted {
+    (reader.tally.calls > 0).then_some(Counted {
         calls: reader.tally.calls,
         input_tokens: t.input,
         output_tokens: t.output,
         cached_tokens: t.cached,
         unsplit_tokens: t.unsplit,
-        source: if reader.source == "calls" { CountSource::Calls } else { CountSource::Progress },
+        source: reader.source,
     })
 }

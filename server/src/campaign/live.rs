@@ -5,10 +5,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
+use runboard::drive::records::CellStatus;
 use runboard::live::{LiveObservations, LiveView, UnitSeen};
 use runboard::runsets::{self, UnitRecord, RUNSETS_DIR, UNITS_DIR};
-
-use runboard::drive::records::CellStatus;
 
 use super::{launcher, Campaign};
 

@@ -84,7 +84,7 @@ impl Gateway {
                 .map_err(|e| format!("starting the gateway on 127.0.0.1: {e}"))?,
         };
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        write_private(
+        crate::atomic::write_private(
             keep,
             &serde_json::to_vec(&Kept { port: addr.port(), secret: secret.clone() }).unwrap_or_default(),
         )
@@ -143,20 +143,6 @@ struct Kept {
     secret: String,
 }
 
-/// Writes `bytes` to `path` (replacing it), readable and writable by its
-/// user alone whatever the umask: it holds the batch's secret.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    std::fs::rename(&tmp, path)
-}
-
 /// 128 random bits as hex, from the kernel.
 fn secret() -> Result<String, String> {
     use std::io::Read;
@@ -165,19 +151,6 @@ fn secret() -> Result<String, String> {
         .and_then(|mut f| f.read_exact(&mut bytes))
         .map_err(|e| format!("reading /dev/urandom for the gateway's secret: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// The same secret, compared in time that does not depend on where they differ.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// A cell id as the driver makes them: no path in it.
-fn plain_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 160
-        && !s.starts_with('.')
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// An error answer in the shape OpenAI-style clients read
@@ -223,7 +196,7 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
         parts.next().unwrap_or(""),
     );
     // Without the secret nothing is said, not even which endpoints there are.
-    if !same(secret, &g.secret) || !plain_name(cell) {
+    if !crate::auth::same(secret, &g.secret) || !runboard::logs::plain_name(cell) {
         return refusal(StatusCode::NOT_FOUND, "not_found", "no such path on this runboard gateway".into());
     }
     let Some(base) = g.endpoints.get(endpoint) else {
@@ -372,7 +345,8 @@ mod tests {
         let (a, b) = (secret().unwrap(), secret().unwrap());
         assert_eq!(a.len(), 32);
         assert_ne!(a, b);
-        assert!(same(&a, &a.clone()) && !same(&a, &b) && !same(&a, &a[..31]));
-        assert!(plain_name("c-3f9a0c1b2d4e") && !plain_name("..") && !plain_name("a/b") && !plain_name(""));
+        assert!(crate::auth::same(&a, &a.clone()) && !crate::auth::same(&a, &b) && !crate::auth::same(&a, &a[..31]));
+        let plain = runboard::logs::plain_name;
+        assert!(plain("c-3f9a0c1b2d4e") && !plain("..") && !plain("a/b") && !plain(""));
     }
 }
