@@ -212,6 +212,11 @@ pub struct EndpointEntry {
     /// it off — its calls are then not seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<bool>,
+    /// The most calls of a batch in flight to it at once, through the
+    /// batch's gateway (`runboard::gateway::limiter`; none: no limit until
+    /// the endpoint answers an overload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
 }
 
 impl EndpointEntry {
@@ -562,6 +567,12 @@ impl CampaignConfig {
                     ));
                 }
             }
+            if e.max_concurrency == Some(0) {
+                out.push(format!(
+                    "endpoint {:?}: max_concurrency must be at least 1 (leave it out for no limit)",
+                    e.name
+                ));
+            }
             if e.max_waiting == Some(0) {
                 out.push(format!("endpoint {:?}: max_waiting must be at least 1 (leave it out for no limit)", e.name));
             }
@@ -723,6 +734,10 @@ mod tests {
             (
                 "schema_version = 1\nname = \"x\"\n[[endpoints]]\nname = \"gpu\"\nurl = \"http://h/v1\"\nbackend = \"vllm\"\nmodels = []\nmax_waiting = 0",
                 "endpoint \"gpu\": max_waiting must be at least 1",
+            ),
+            (
+                "schema_version = 1\nname = \"x\"\n[[endpoints]]\nname = \"gpu\"\nurl = \"http://h/v1\"\nbackend = \"vllm\"\nmodels = []\nmax_concurrency = 0",
+                "endpoint \"gpu\": max_concurrency must be at least 1",
             ),
             (
                 "schema_version = 1\nname = \"x\"\n[[models]]\nname = \"m\"\nkind = \"paid\"\ndaily_cap = 0",

@@ -118,6 +118,9 @@ pub struct UnitSeen {
     pub observation: Observation,
     /// Whether its run set holds a `batch_outcome.json`, and its status.
     pub outcome: Option<BatchStatus>,
+    /// Why its driver paused the batch itself (its outcome's `paused`).
+    #[serde(default)]
+    pub paused: Option<String>,
 }
 
 /// Another batch in flight beside the one the live state speaks for: a
@@ -377,6 +380,13 @@ pub struct LiveCell {
     /// Running, but silent past its threshold.
     #[serde(default)]
     pub stall: Option<crate::spend::Stall>,
+    /// Running and quiet for a reason its gateway knows: a call in flight
+    /// (for how long) or calls held by its endpoint's rate limit.
+    #[serde(default)]
+    pub quiet: Option<crate::gateway::calls::Quiet>,
+    /// Running: its samples so far, as it reports them (`{out}/samples.json`).
+    #[serde(default)]
+    pub so_far: Option<crate::drive::result::SamplesSoFar>,
 }
 
 /// The live batch's counts.
@@ -428,9 +438,13 @@ pub struct LiveView {
     /// the rates, the projection to its end and each cap of `[budget]`.
     #[serde(default)]
     pub spend: Option<crate::spend::BatchSpend>,
-    /// Its running cells that have written nothing for too long.
+    /// Its running cells that have written nothing for too long (never one
+    /// with a call in flight or held at its gateway: see `cells[].quiet`).
     #[serde(default)]
     pub stalls: Vec<crate::spend::Stall>,
+    /// Its endpoints' rate limits at its gateway, by endpoint.
+    #[serde(default)]
+    pub rate_limits: std::collections::BTreeMap<String, crate::gateway::calls::EndpointCalls>,
     /// Records that could not be read, with why.
     pub problems: Vec<String>,
     /// Changes whenever anything above may have changed (pages follow it).
@@ -505,6 +519,7 @@ impl LiveView {
             currency: self.currency.clone(),
             spend: self.spend.clone(),
             stalls: self.stalls.clone(),
+            rate_limits: self.rate_limits.clone(),
             problems: self.problems.clone(),
             version: self.version.clone(),
         }
@@ -584,6 +599,8 @@ pub fn cell_rows(
                 spend: None,
                 last_write: None,
                 stall: None,
+                quiet: None,
+                so_far: None,
             }
         })
         .collect();
@@ -599,6 +616,15 @@ pub fn cell_rows(
     (rows, totals, eta)
 }
 
+/// What is said of running cells beside their spend, by cell id.
+pub struct CellWords<'a> {
+    pub stalls: &'a [crate::spend::Stall],
+    /// Why a cell is quiet, from its gateway.
+    pub quiet: &'a [(String, crate::gateway::calls::Quiet)],
+    /// Its live samples report.
+    pub so_far: &'a [(String, crate::drive::result::SamplesSoFar)],
+}
+
 /// Puts what the cells spent (in plan order, as `cells`), their newest
 /// writes and the stalls into the rows and the totals.
 pub fn attach_spend(
@@ -606,9 +632,10 @@ pub fn attach_spend(
     totals: &mut LiveTotals,
     spent: Vec<crate::spend::CellSpend>,
     last_writes: &[Option<Timestamp>],
-    stalls: &[crate::spend::Stall],
+    said: CellWords<'_>,
     batch: &crate::spend::BatchSpend,
 ) {
+    let CellWords { stalls, quiet, so_far } = said;
     for ((c, s), w) in cells.iter_mut().zip(spent).zip(last_writes) {
         if s.source != "none" {
             c.tokens = Some(s.tokens.total());
@@ -617,6 +644,8 @@ pub fn attach_spend(
         }
         c.last_write = *w;
         c.stall = stalls.iter().find(|x| x.cell == c.cell).cloned();
+        c.quiet = quiet.iter().find(|(cell, _)| *cell == c.cell).map(|(_, q)| q.clone());
+        c.so_far = so_far.iter().find(|(cell, _)| *cell == c.cell).map(|(_, r)| *r);
     }
     totals.tokens = batch.total_tokens;
     totals.cost = batch.cost.or(totals.cost);
@@ -722,6 +751,14 @@ pub fn derive(obs: &LiveObservations) -> LiveState {
                 ),
             };
         }
+        // Its driver paused it (a cap its gateway held): as if the console had.
+        if let (Some(BatchStatus::Stopped), Some(why)) = (u.outcome, &u.paused) {
+            return LiveState::StoppedResumable {
+                run_set: u.run_set.clone(),
+                spec: u.spec.clone(),
+                reason: Some(why.clone()),
+            };
+        }
         return LiveState::Idle { last_run_set: Some(u.run_set.clone()), last_outcome: u.outcome };
     }
     LiveState::Idle { last_run_set: None, last_outcome: None }
@@ -773,7 +810,35 @@ mod tests {
             started_at: Timestamp(0),
             observation: obs,
             outcome,
+            paused: None,
         }
+    }
+
+    /// A batch its driver paused at a cap (its gateway's) is stopped and
+    /// resumable, as if the console had paused it; one stopped otherwise
+    /// (a signal from outside) is the last batch of an idle console.
+    #[test]
+    fn a_batch_its_driver_paused_at_a_cap_is_stopped_resumable() {
+        let ended = Observation::Finished { exit_status: Some(0), result: "success".into(), at: None };
+        let paused = UnitSeen {
+            paused: Some("paused by the budget: the cap of 40.00 USD per batch: 40.00 USD spent".into()),
+            ..unit(ended.clone(), Some(BatchStatus::Stopped))
+        };
+        let state = derive(&LiveObservations { unit: Some(paused), ..Default::default() });
+        assert_eq!(
+            state,
+            LiveState::StoppedResumable {
+                run_set: "b-1".into(),
+                spec: "specs/committed/0001-b.json".into(),
+                reason: Some("paused by the budget: the cap of 40.00 USD per batch: 40.00 USD spent".into()),
+            }
+        );
+        let signalled =
+            derive(&LiveObservations { unit: Some(unit(ended, Some(BatchStatus::Stopped))), ..Default::default() });
+        assert_eq!(
+            signalled,
+            LiveState::Idle { last_run_set: Some("b-1".into()), last_outcome: Some(BatchStatus::Stopped) }
+        );
     }
 
     /// Issue 40 (item 12): an aborted batch's outcome never says "resumable".
@@ -792,6 +857,7 @@ mod tests {
             ended_at: None,
             first_started_at: None,
             driver: None,
+            paused: None,
         };
         assert_eq!(outcome_text(&o, false), "stopped: stopped by a signal after 1 of 4 cells; resumable");
         let aborted = outcome_text(&o, true);
@@ -1050,6 +1116,8 @@ mod tests {
             spend: None,
             last_write: None,
             stall: None,
+            quiet: None,
+            so_far: None,
         };
         let view = LiveView {
             generated_at: Timestamp(0),
@@ -1070,6 +1138,7 @@ mod tests {
             others: Vec::new(),
             spend: None,
             stalls: Vec::new(),
+            rate_limits: Default::default(),
             problems: Vec::new(),
             version: String::new(),
         };

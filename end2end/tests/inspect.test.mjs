@@ -58,6 +58,9 @@ test('Inspect evals run as cells: Live shows them run and fail with Inspect\'s r
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
   // Cells running while Inspect works, then every cell ended.
   await page.waitForSelector('table.cells tr[data-status="running"]', { timeout: 60_000 });
+  // Its samples as they finish, from Inspect's own hook, before the cell ends.
+  await page.waitForFunction(() => [...document.querySelectorAll('table.cells tr[data-status="running"] .so-far')]
+    .some((e) => /^\d+ of 6 samples, \d+ % so far$/.test(e.textContent)), null, { timeout: 60_000 });
   await page.waitForSelector('.live-state[data-state="idle"]', { timeout: 180_000 });
   await page.waitForSelector('table.cells tr[data-status="failed"]');
   assert.equal(await page.locator('table.cells tr[data-status="done"]').count(), 4);

@@ -13,9 +13,14 @@ it, as OpenAI does), lists its models at GET /v1/models, and reports token
 usage.
 
     python3 standin_model.py --port 8791 [--delay 0.5] [--log requests.jsonl]
+        [--overload-every N --retry-after S] [--slow WORD=SECONDS]
 
 --port 0 picks a free port; the first line on stdout names the base URL.
---log appends one JSON line per model request: {"model", "prompt"}.
+--log appends one JSON line per model request: {"model", "prompt",
+"concurrent" (requests being answered at once, this one included)}.
+--overload-every N answers every Nth model request 429 (as a rate-limited
+API does), with Retry-After: S (default 1).
+--slow WORD=SECONDS answers a request whose prompt holds WORD that much later.
 """
 import argparse
 import json
@@ -100,11 +105,33 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(400, {"error": {"message": "the body is not JSON"}})
         model = str(body.get("model", ""))
         prompt = text_of(body.get("input", body.get("messages", "")))
-        if LOG:
+        with LOCK:
+            COUNT[0] += 1
+            overload = ARGS.overload_every and COUNT[0] % ARGS.overload_every == 0
+        if overload:
+            body = json.dumps({"error": {"message": "rate limited (stand-in)", "type": "rate_limit_error"}}).encode()
+            self.send_response(429)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Retry-After", str(ARGS.retry_after))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        with LOCK:
+            BUSY[0] += 1
+            busy = BUSY[0]
+        try:
+            for word, seconds in ARGS.slow:
+                if word in prompt:
+                    time.sleep(seconds)
+            if LOG:
+                with LOCK:
+                    LOG.write(json.dumps({"model": model, "prompt": prompt, "concurrent": busy}) + "\n")
+                    LOG.flush()
+            time.sleep(ARGS.delay)
+        finally:
             with LOCK:
-                LOG.write(json.dumps({"model": model, "prompt": prompt}) + "\n")
-                LOG.flush()
-        time.sleep(ARGS.delay)
+                BUSY[0] -= 1
         text = answer(model, prompt)
         used_in, used_out = len(prompt.split()) + 10, len(text.split())
         if self.path.endswith("/responses"):
@@ -131,10 +158,25 @@ parser.add_argument("--port", type=int, default=8791)
 parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
 parser.add_argument("--models", type=lambda s: s.split(","), default=["standin-careful", "standin-hasty"])
 parser.add_argument("--log", help="append each request here, one JSON line")
+parser.add_argument("--overload-every", type=int, default=0, help="answer every Nth model request 429")
+parser.add_argument("--retry-after", default="1", help="the 429's Retry-After, in seconds")
+parser.add_argument("--slow", action="append", default=[],
+                    type=lambda s: (s.split("=")[0], float(s.split("=")[1])), help="WORD=SECONDS")
 ARGS = parser.parse_args()
+COUNT = [0]
+BUSY = [0]
 LOG = open(ARGS.log, "a") if ARGS.log else None
 LOCK = threading.Lock()
-server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that went away mid-answer (a stopped cell) is not an error here.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+server = Server(("127.0.0.1", ARGS.port), Handler)
 print(f"stand-in model at http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
 try:
     server.serve_forever()

@@ -6,9 +6,12 @@
 //!
 //! A pause reaches Inspect as SIGTERM (the driver signals the cell's process
 //! group, systemd and Slurm every process of the batch). Inspect is started
-//! through a two-line Python shim that makes SIGTERM an interrupt, so Inspect
-//! cancels the eval and saves the samples it finished — without it, SIGTERM
-//! ends Python at once and the log keeps none.
+//! through a Python shim (`inspect_shim.py`) that makes SIGTERM an interrupt,
+//! so Inspect cancels the eval and saves the samples it finished — without
+//! it, SIGTERM ends Python at once and the log keeps none — and registers an
+//! Inspect hook that writes the cell's live samples report
+//! (`{out}/samples.json`: samples finished of the total, the score so far)
+//! at each sample's end and every 10 s.
 
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -23,11 +26,9 @@ pub const LOG_DIR: &str = "inspect";
 
 /// Runs Inspect's own command line with SIGTERM (and SIGINT, which a
 /// non-interactive shell may have left ignored) raising KeyboardInterrupt,
-/// Inspect's way to cancel an eval and save what finished.
-const SHIM: &str = "import runpy, signal\n\
-signal.signal(signal.SIGINT, signal.default_int_handler)\n\
-signal.signal(signal.SIGTERM, signal.default_int_handler)\n\
-runpy.run_module('inspect_ai', run_name='__main__', alter_sys=True)\n";
+/// Inspect's way to cancel an eval and save what finished; and with the hook
+/// that reports the samples as they finish.
+const SHIM: &str = include_str!("inspect_shim.py");
 
 /// The largest eval log read (its samples are skipped, not kept, so memory
 /// stays small; this bounds the time).
@@ -104,7 +105,10 @@ pub async fn run(opts: InspectCell) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&logs_dir)?;
     let logs_arg = logs_dir.display().to_string();
     let mut argv: Vec<String> = vec!["-c".into(), SHIM.into()];
-    match start(&read_logs(&logs_dir)) {
+    let logs = read_logs(&logs_dir);
+    // A retry's finished samples count in the report from its start.
+    let kept = newest(&logs).map(|(_, h)| (h.finished_samples(), h.kept_scores())).unwrap_or_default();
+    match start(&logs) {
         Start::Report { log } => {
             say(&format!("{LOG_DIR}/{log} finished already: reporting it, nothing run again"));
             return report(&out, &logs_dir, None);
@@ -133,6 +137,13 @@ pub async fn run(opts: InspectCell) -> anyhow::Result<ExitCode> {
     }
     let mut cmd = tokio::process::Command::new(&opts.python);
     cmd.args(&argv).stdin(std::process::Stdio::null()).env("INSPECT_LOG_FORMAT", "json");
+    cmd.env("RUNBOARD_SAMPLES_FILE", out.join(runboard::drive::result::SAMPLES_FILE));
+    if matches!(start(&logs), Start::Retry { .. }) {
+        let (finished, (scored, sum)) = kept;
+        cmd.env("RUNBOARD_INSPECT_KEPT", finished.to_string())
+            .env("RUNBOARD_INSPECT_KEPT_SCORED", scored.to_string())
+            .env("RUNBOARD_INSPECT_KEPT_SCORE", sum.to_string());
+    }
     if let Some(url) = &opts.base_url {
         // A retry takes the model from the log; the provider reads its URL here.
         cmd.env("OPENAI_BASE_URL", url);

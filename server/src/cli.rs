@@ -952,8 +952,21 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
                 }
                 for c in v.cells.iter().filter(|c| c.status != "done") {
                     let stalled = if c.stall.is_some() { " (stalled)" } else { "" };
-                    out += &format!("  {} {:8}{stalled} attempts {}\n", c.cell, c.status, c.attempts);
+                    let quiet = c
+                        .so_far
+                        .map(|r| format!(" — {}", r.words()))
+                        .into_iter()
+                        .chain(c.quiet.as_ref().map(|q| format!(" — {}", q.words())))
+                        .collect::<String>();
+                    out += &format!("  {} {:8}{stalled} attempts {}{quiet}\n", c.cell, c.status, c.attempts);
                 }
+            }
+            for (name, e) in &v.rate_limits {
+                let limit = e.limit.map_or_else(|| "no limit".to_owned(), |l| format!("{l} at once"));
+                out += &format!(
+                    "rate limit {name}: {limit}, {} in flight, {} waiting, {} × 429/503 in the last minute\n",
+                    e.in_flight, e.waiting, e.overloads_last_min
+                );
             }
             for st in &v.stalls {
                 out += &format!("stalled: {}\n", st.words);

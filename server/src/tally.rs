@@ -39,8 +39,9 @@ pub struct CellReader {
 }
 
 /// The files whose writes say a cell is alive, and what each write is.
-const WRITES: [(&str, &str); 4] = [
+const WRITES: [(&str, &str); 5] = [
     (spend::PROGRESS_FILE, "a progress line"),
+    (runboard::drive::result::SAMPLES_FILE, "a samples report"),
     ("calls", "a call"),
     ("events.jsonl", "an event"),
     ("ledger.jsonl", "a ledger line"),
@@ -134,9 +135,9 @@ impl CellReader {
     }
 }
 
-/// Every call `dir` holds, counted whole (the driver's count when a cell
-/// ends); none when it wrote no call.
-pub fn count_cell(dir: &Path, now: Timestamp) -> Option<Counted> {
+/// Every call `dir` holds, read whole (its progress file to its last whole
+/// line, else every call file).
+pub fn read_cell(dir: &Path, now: Timestamp) -> CellReader {
     let within = crate::fsread::Within::new(dir);
     let mut reader = CellReader::default();
     let mut gaps = Vec::new();
@@ -144,6 +145,13 @@ pub fn count_cell(dir: &Path, now: Timestamp) -> Option<Counted> {
     while reader.poll(&within, dir, &mut gaps, now) {
         gaps.clear();
     }
+    reader
+}
+
+/// Every call `dir` holds, counted whole (the driver's count when a cell
+/// ends); none when it wrote no call.
+pub fn count_cell(dir: &Path, now: Timestamp) -> Option<Counted> {
+    let reader = read_cell(dir, now);
     let t = reader.tally.tokens();
     (reader.tally.calls > 0).then_some(Counted {
         calls: reader.tally.calls,

@@ -114,3 +114,278 @@ fn an_sdk_cell_is_counted_through_the_gateway_and_receives_what_it_asked_for() {
     let (_, r) = get(&s.addr, &format!("/api/reports/{run_set}"));
     assert_eq!(r["tokens"], 50, "{r}");
 }
+
+/// A cell spending 2.00 USD a call (the stand-in's 15 input and 2 output
+/// tokens of "What is 2 + 3?", priced 100 and 250 USD per 1,000) every
+/// 0.09 s through the openai SDK, until a call is refused or it is stopped;
+/// with `own`, it writes its own progress line after each call (a cell the
+/// gateway does not see). Stopped (SIGTERM), it tries one call more. What
+/// a call was refused with, and how many requests its client sent for it,
+/// go to `{out}/refused.json`.
+const SPENDER: &str = r#"
+import datetime, json, os, signal, sys, time, httpx, openai
+url, out, own = sys.argv[1], sys.argv[2], sys.argv[3] == "own"
+sent = []
+client = openai.OpenAI(base_url=url, api_key="sk-not-kept",
+                       http_client=httpx.Client(event_hooks={"request": [lambda r: sent.append(1)]}))
+class Stopped(Exception):
+    pass
+def stop(*_):
+    raise Stopped()
+signal.signal(signal.SIGTERM, stop)
+def ask():
+    return client.chat.completions.create(model="paid-m", messages=[{"role": "user", "content": "What is 2 + 3?"}])
+def refused(e, why):
+    json.dump({"status": e.status_code, "retry": e.response.headers.get("x-should-retry"), "body": e.response.json(),
+               "why": why, "sent_for_it": len(sent) - before}, open(os.path.join(out, "refused.json"), "w"))
+try:
+    for _ in range(400):
+        before = len(sent)
+        try:
+            ask()
+        except openai.APIStatusError as e:
+            refused(e, "in the loop")
+            sys.exit(3)
+        if own:
+            with open(os.path.join(out, "progress.jsonl"), "a") as f:
+                ts = datetime.datetime.now(datetime.timezone.utc).isoformat()
+                f.write(json.dumps({"ts": ts, "model": "paid-m", "input_tokens": 15, "output_tokens": 2}) + "\n")
+        time.sleep(0.09)
+except Stopped:
+    # Asked to stop: one more call, to see what a call past the cap gets.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    before = len(sent)
+    try:
+        ask()
+    except openai.APIStatusError as e:
+        refused(e, "after the stop")
+    sys.exit(4)
+"#;
+
+/// Runs two spending cells at once under a 40 USD batch cap (40 USD/s in
+/// all) — through the gateway, or (`gateway = false`) writing their own
+/// progress and held by the console's guard alone (its default `poll_s`, 2 s) — and
+/// returns what they spent (every progress line: a call), the live view
+/// once the batch ended, and the run set's folder (in the temporary folder
+/// returned with it).
+fn spend_to_the_cap(through_gateway: bool) -> (f64, Value, std::path::PathBuf, tempfile::TempDir) {
+    let python = common::standin::harness_python();
+    let model = common::standin::stand_in(&["--models", "paid-m"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("campaign");
+    let script = tmp.path().join("spender.py");
+    std::fs::write(&script, SPENDER).unwrap();
+    let mode = if through_gateway { "seen" } else { "own" };
+    let f = server::fixture::ConsoleFixture {
+        name: "cap test".into(),
+        command: vec![
+            python.display().to_string(),
+            script.display().to_string(),
+            "{endpoint_url}".into(),
+            "{out}".into(),
+            mode.into(),
+        ],
+        parallel: 2,
+        models: format!(
+            "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_per_1k_tokens = 250.0\n\
+             price_input_per_1k = 100.0\nprice_output_per_1k = 250.0\n\
+             [[endpoints]]\nname = \"paid-api\"\nurl = \"{}\"\nbackend = \"openai\"\nmodels = [\"paid-m\"]\n\
+             request_preset = \"default\"\ngateway = {through_gateway}\n",
+            model.url
+        ),
+        default_graces: false,
+    };
+    server::fixture::write_console_campaign(&root, &f).unwrap();
+    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    std::fs::write(root.join("campaign.toml"), format!("{toml}[budget]\nmax_cost = 40.0\n")).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "cap", "max_cells": 2, "model": "paid-m", "endpoint": "paid-api"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let run_set = l["run_set"].as_str().unwrap().to_owned();
+    wait_for("the batch to stop at its cap", Duration::from_secs(60), || {
+        let (state, v) = live_state(&s.addr);
+        (state == "idle" && v["run_set"] == run_set.as_str()) || state == "stopped_resumable"
+    });
+    let (_, v) = live_state(&s.addr);
+    let dir = root.join("runsets").join(&run_set);
+    let mut ends = Vec::new();
+    for cell in std::fs::read_dir(dir.join("out")).unwrap() {
+        let text = std::fs::read_to_string(cell.unwrap().path().join("progress.jsonl")).unwrap_or_default();
+        for line in text.lines() {
+            let l: Value = serde_json::from_str(line).unwrap();
+            assert_eq!((l["input_tokens"].as_u64(), l["output_tokens"].as_u64()), (Some(15), Some(2)), "{line}");
+            ends.push(runboard::timefmt::Timestamp::parse_rfc3339(l["ts"].as_str().unwrap()).unwrap().0);
+        }
+    }
+    ends.sort();
+    let spent = ends.len() as f64 * 2.0;
+    let rate = (ends.len() - 1) as f64 * 2.0 / ((ends[ends.len() - 1] - ends[0]) as f64 / 1000.0);
+    eprintln!("{mode}: {spent:.2} USD spent at {rate:.1} USD/s");
+    (spent, v, dir, tmp)
+}
+
+#[test]
+fn a_cap_holds_at_the_gateway_within_what_was_in_flight() {
+    let (before, ..) = spend_to_the_cap(false);
+    let (after, v, dir, _tmp) = spend_to_the_cap(true);
+    eprintln!(
+        "cap overshoot at about 40 USD/s (cap 40.00 USD): {before:.2} USD spent held by the console's guard alone \
+         ({:.2}×), {after:.2} USD through the gateway ({:.2}×)",
+        before / 40.0,
+        after / 40.0
+    );
+    // Every call that reached the cap was let through; the two cells had at
+    // most one call each in flight when it was reached: 42.00 USD at most.
+    assert!((40.0..=42.0).contains(&after), "spent {after} USD under a cap of 40");
+    // The guard alone pauses at its next poll: what the batch spends until
+    // then is measured (printed), not bounded here.
+    assert!(before >= 40.0, "the guard paused it at the cap, not before: {before}");
+
+    // Each cell's next call was refused, once, with a status its SDK does
+    // not retry and a body naming the cap and the spend.
+    let refused: Vec<Value> = std::fs::read_dir(dir.join("out"))
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.unwrap().path().join("refused.json")).ok())
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .collect();
+    assert!(!refused.is_empty(), "a cell was refused a call");
+    for r in &refused {
+        assert_eq!((r["status"].as_u64(), r["retry"].as_str()), (Some(402), Some("false")), "{r}");
+        assert_eq!(r["sent_for_it"], 1, "the refusal was not retried: {r}");
+        assert_eq!(r["body"]["error"]["code"], "budget_reached", "{r}");
+        let message = r["body"]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("the cap of 40.00 USD per batch: 4"), "{message}");
+    }
+    // The batch paused itself, resumably, saying why.
+    let outcome: Value = serde_json::from_slice(&std::fs::read(dir.join("batch_outcome.json")).unwrap()).unwrap();
+    assert_eq!(outcome["status"], "stopped", "{outcome}");
+    let reason = outcome["reason"].as_str().unwrap();
+    assert!(reason.starts_with("paused by the budget: the cap of 40.00 USD per batch: 4"), "{reason}");
+    assert!(reason.ends_with("; resumable"), "{reason}");
+    // Live says so as it says the console's pause.
+    assert_eq!(v["state"]["state"], "stopped_resumable", "{v}");
+    let words = v["words"].as_str().unwrap();
+    assert!(words.contains("can be resumed (paused by the budget: the cap of 40.00 USD per batch: 4"), "{words}");
+}
+
+#[test]
+fn a_quiet_cell_is_explained_by_its_calls_and_one_rate_limit_holds_every_cell() {
+    let python = common::standin::harness_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("requests.jsonl");
+    let log_arg = log.display().to_string();
+    // Every 4th call overloaded (429, Retry-After: 2); "slowly" answered 8 s late.
+    let model = common::standin::stand_in(&[
+        "--models",
+        "paid-m",
+        "--delay",
+        "0.2",
+        "--overload-every",
+        "4",
+        "--retry-after",
+        "2",
+        "--slow",
+        "slowly=8",
+        "--log",
+        &log_arg,
+    ]);
+    let root = tmp.path().join("campaign");
+    // Plain openai-SDK calls, eight a cell (the fixture says which is slow).
+    let script = common::standin::repo().join("server/tests/fixtures/gateway_caller.py");
+    let f = server::fixture::ConsoleFixture {
+        name: "quiet test".into(),
+        command: vec![
+            python.display().to_string(),
+            script.display().to_string(),
+            "{endpoint_url}".into(),
+            "{out}".into(),
+            "{seed}-{phase}-{condition}".into(),
+        ],
+        parallel: 3,
+        models: format!(
+            "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_per_1k_tokens = 1.0\n\
+             [[endpoints]]\nname = \"paid-api\"\nurl = \"{}\"\nbackend = \"openai\"\nmodels = [\"paid-m\"]\n\
+             request_preset = \"default\"\nmax_concurrency = 2\n",
+            model.url
+        ),
+        default_graces: false,
+    };
+    server::fixture::write_console_campaign(&root, &f).unwrap();
+    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    // A stall threshold well under the slow call and the 429 waits.
+    std::fs::write(root.join("campaign.toml"), format!("{toml}[stall]\nafter_s = 3.0\n[budget]\npoll_s = 0.5\n"))
+        .unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "quiet", "max_cells": 3, "model": "paid-m", "endpoint": "paid-api"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let run_set = l["run_set"].as_str().unwrap().to_owned();
+
+    let (mut in_flight_words, mut waiting_words, mut limits) = (None, None, None);
+    let mut tokens_before_any_end = 0;
+    let mut status_text = None;
+    wait_for("the batch to end", Duration::from_secs(120), || {
+        let (state, v) = live_state(&s.addr);
+        let cells = v["cells"].as_array().cloned().unwrap_or_default();
+        assert_eq!(v["stalls"], json!([]), "a cell calling through its gateway is never stalled: {v}");
+        for c in &cells {
+            let words = c["quiet"]["words"].as_str().map(str::to_owned);
+            match c["quiet"]["kind"].as_str() {
+                Some("in_flight") if c["quiet"]["for_s"].as_f64() > Some(3.5) => in_flight_words = words,
+                Some("waiting") => waiting_words = words,
+                _ => {}
+            }
+        }
+        if v["rate_limits"]["paid-api"]["overloads_last_min"].as_u64() > Some(0) {
+            limits = Some(v["rate_limits"]["paid-api"].clone());
+        }
+        if state == "running" && cells.iter().all(|c| c["status"] == "running") {
+            tokens_before_any_end = tokens_before_any_end.max(v["spend"]["total_tokens"].as_u64().unwrap_or(0));
+        }
+        if state == "running" && status_text.is_none() && in_flight_words.is_some() {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_runboard"))
+                .args(["status", "--root"])
+                .arg(&root)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if text.contains("in flight for") || text.contains("waiting on paid-api") {
+                status_text = Some(text);
+            }
+        }
+        state == "idle" && v["run_set"] == run_set.as_str()
+    });
+    eprintln!(
+        "seen on Live: {in_flight_words:?}; {waiting_words:?}; rate limit {limits:?}\nstatus:\n{}",
+        status_text.as_deref().unwrap_or("")
+    );
+    let in_flight = in_flight_words.expect("the slow call was seen in flight");
+    assert!(in_flight.starts_with("one call in flight for "), "{in_flight}");
+    let waiting = waiting_words.expect("a call held by the rate limit was seen");
+    assert!(waiting.starts_with("waiting on paid-api: ") && waiting.contains("held by the rate limit"), "{waiting}");
+    let limits = limits.expect("the endpoint's overloads were seen");
+    assert_eq!(limits["max"], 2, "{limits}");
+    assert!(limits["limit"].as_u64() <= Some(2), "{limits}");
+    assert!(tokens_before_any_end > 0, "tokens climbed before any cell ended");
+    let status_text = status_text.expect("runboard status said why a cell was quiet");
+    assert!(status_text.contains("rate limit paid-api: "), "{status_text}");
+
+    // One limit for every cell: the endpoint never had more than 2 calls of
+    // the batch at once; and every answered call was counted once.
+    let requests: Vec<Value> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let most = requests.iter().filter_map(|r| r["concurrent"].as_u64()).max().unwrap();
+    assert!(most <= 2, "the endpoint saw {most} calls at once under max_concurrency = 2");
+    let (_, v) = live_state(&s.addr);
+    assert!(v["cells"].as_array().unwrap().iter().all(|c| c["status"] == "done"), "{v}");
+    let dir = root.join("runsets").join(&run_set).join("out");
+    let lines: usize = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path().join("progress.jsonl")).unwrap().lines().count())
+        .sum();
+    assert_eq!(lines, 24, "8 answered calls a cell, each one line");
+    assert_eq!(requests.len(), 24, "answered requests logged by the stand-in (its 429s are not)");
+    // The calls file goes with the gateway.
+    assert!(!root.join("runsets").join(&run_set).join(".gateway-calls.json").exists());
+}

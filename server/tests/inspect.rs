@@ -63,7 +63,10 @@ fn inspect_campaign(tmp: &Path, url: &str) -> PathBuf {
     }
     let toml = std::fs::read_to_string(example.join("campaign.toml")).unwrap();
     assert!(toml.contains("http://127.0.0.1:8791/v1"));
-    std::fs::write(root.join("campaign.toml"), toml.replace("http://127.0.0.1:8791/v1", url)).unwrap();
+    // A stall threshold a healthy eval's silences never reach, but short:
+    // the evals run longer than it.
+    let toml = format!("{}\n[stall]\nafter_s = 8.0\n", toml.replace("http://127.0.0.1:8791/v1", url));
+    std::fs::write(root.join("campaign.toml"), toml).unwrap();
     std::os::unix::fs::symlink(common::standin::repo().join(".tools/inspect"), root.join(".venv")).unwrap();
     root
 }
@@ -108,9 +111,26 @@ fn inspect_evals_run_as_cells_pause_resume_with_eval_retry_and_evidence_equals_i
 
     // Pause once one eval has had three samples answered (one at a time:
     // `--max-connections 1`), so at least two of its samples have finished.
+    // While the evals run: tokens and their samples climb on Live (the
+    // calls through the gateway, the samples from Inspect's hook), and no
+    // cell is called stalled.
+    let (mut tokens_running, mut so_far) = (0, None);
     wait_for("an eval three samples in", Duration::from_secs(120), || {
-        sample_requests(&model.log).values().any(|&n| n >= 3)
+        let (_, v) = live_state(&s.addr);
+        assert_eq!(v["stalls"], json!([]), "a healthy Inspect cell is never stalled: {v}");
+        if v["totals"]["done"] == 0 && v["totals"]["failed"] == 0 {
+            tokens_running = tokens_running.max(v["spend"]["total_tokens"].as_u64().unwrap_or(0));
+        }
+        for c in v["cells"].as_array().into_iter().flatten() {
+            if c["so_far"]["finished"].as_u64() >= Some(2) {
+                so_far = Some(c["so_far"].clone());
+            }
+        }
+        sample_requests(&model.log).values().any(|&n| n >= 3) && so_far.is_some()
     });
+    assert!(tokens_running > 0, "tokens climbed before any cell ended");
+    let so_far = so_far.unwrap();
+    assert_eq!(so_far["total"], 6, "each task has 6 samples: {so_far}");
     let (_, v) = live_state(&s.addr);
     assert!(v["totals"]["running"].as_u64().unwrap() >= 1, "cells run while Inspect works: {v}");
     let (code, r) = post(&s.addr, "/api/control/pause", json!({}));

@@ -222,6 +222,11 @@ pub struct BatchOutcome {
     /// driver was killed (the outcome is stale), not that the batch still runs.
     #[serde(default)]
     pub driver: Option<DriverProcess>,
+    /// Why the driver paused the batch itself — a cap of `[budget]` its
+    /// gateway held — in words; the batch is stopped and resumable, as if
+    /// the console had paused it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<String>,
 }
 
 /// Which process drives a batch.

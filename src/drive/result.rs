@@ -47,6 +47,49 @@ pub struct CellResult {
 /// The report's name in the cell's folder.
 pub const RESULT_FILE: &str = "result.json";
 
+/// A cell's live samples report (`{out}/samples.json`), which a cell may
+/// replace while it runs: `runboard cell inspect` writes it from Inspect's
+/// hooks at each sample's end and every 10 s.
+pub const SAMPLES_FILE: &str = "samples.json";
+
+/// What a running cell said of its samples so far.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SamplesSoFar {
+    pub finished: u64,
+    /// None: not known yet.
+    pub total: Option<u64>,
+    /// The mean score of the finished samples that were scored (0–1 for a
+    /// pass/fail score).
+    pub score: Option<f64>,
+}
+
+impl SamplesSoFar {
+    /// Reads a report field by field; none when it holds no `finished`
+    /// count (half-written, or not one).
+    pub fn parse(bytes: &[u8]) -> Option<Self> {
+        let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+        let finished = v.get("finished")?.as_u64()?;
+        let total = v.get("total").and_then(serde_json::Value::as_u64).filter(|t| *t >= finished);
+        let score = v.get("score").and_then(serde_json::Value::as_f64).filter(|s| s.is_finite());
+        Some(Self { finished, total, score })
+    }
+
+    /// "37 of 120 samples, 62 % so far" (a score outside 0–1 as it is).
+    pub fn words(&self) -> String {
+        let of = match self.total {
+            Some(t) => {
+                format!("{} of {} samples", crate::numfmt::thousands(self.finished), crate::numfmt::thousands(t))
+            }
+            None => crate::numfmt::count(self.finished, "sample"),
+        };
+        match self.score {
+            Some(s) if (0.0..=1.0).contains(&s) => format!("{of}, {:.0} % so far", s * 100.0),
+            Some(s) => format!("{of}, score {s:.2} so far"),
+            None => of,
+        }
+    }
+}
+
 /// The longest reason kept from a report (a traceback is not a reason).
 pub const REASON_MAX: usize = 300;
 
@@ -120,6 +163,20 @@ fn cut(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_live_samples_report_is_read_field_by_field_and_said_in_words() {
+        let r = SamplesSoFar::parse(br#"{"finished": 37, "total": 120, "score": 0.6216, "at": 1}"#).unwrap();
+        assert_eq!(r.words(), "37 of 120 samples, 62 % so far");
+        let r = SamplesSoFar::parse(br#"{"finished": 1, "total": null, "score": null}"#).unwrap();
+        assert_eq!(r.words(), "1 sample");
+        assert_eq!(
+            SamplesSoFar::parse(br#"{"finished": 5, "total": 3, "score": 4.5}"#).unwrap().words(),
+            "5 samples, score 4.50 so far"
+        );
+        assert_eq!(SamplesSoFar::parse(br#"{"finished": "5"}"#), None);
+        assert_eq!(SamplesSoFar::parse(br#"{"finished": 3, "tot"#), None);
+    }
 
     #[test]
     fn a_full_report_is_read_field_by_field() {

@@ -72,6 +72,32 @@ pub struct LogHeader {
 pub struct SampleHead {
     #[serde(default)]
     pub error: Option<IgnoredAny>,
+    /// Its scores by scorer: only each one's value is kept.
+    #[serde(default)]
+    pub scores: Option<BTreeMap<String, ScoreHead>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ScoreHead {
+    #[serde(default)]
+    pub value: serde_json::Value,
+}
+
+/// A score's value as a number, as Inspect's `value_to_float` reads it:
+/// `C` correct 1, `I` incorrect 0, `P` partial 0.5, `N` no answer 0,
+/// numbers and booleans as they are; anything else is not a number.
+pub fn score_value(v: &serde_json::Value) -> Option<f64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        serde_json::Value::String(s) => match s.trim().to_ascii_uppercase().as_str() {
+            "C" | "Y" | "YES" | "TRUE" => Some(1.0),
+            "I" | "N" | "NO" | "FALSE" => Some(0.0),
+            "P" => Some(0.5),
+            other => other.parse::<f64>().ok(),
+        },
+        _ => None,
+    }
 }
 
 impl LogHeader {
@@ -79,6 +105,22 @@ impl LogHeader {
     /// retry keeps.
     pub fn finished_samples(&self) -> u64 {
         self.samples.as_ref().map_or(0, |s| s.iter().filter(|s| s.error.is_none()).count() as u64)
+    }
+
+    /// The finished samples' scores by the first scorer (the log's first,
+    /// else each sample's first by name): how many were scored, and their sum.
+    pub fn kept_scores(&self) -> (u64, f64) {
+        let first = self.results.as_ref().and_then(|r| r.scores.first()).map(|s| s.name.as_str());
+        let mut out = (0, 0.0);
+        for s in self.samples.iter().flatten().filter(|s| s.error.is_none()) {
+            let Some(scores) = &s.scores else { continue };
+            let v = first.and_then(|f| scores.get(f)).or_else(|| scores.values().next());
+            if let Some(x) = v.and_then(|v| score_value(&v.value)) {
+                out.0 += 1;
+                out.1 += x;
+            }
+        }
+        out
     }
 }
 

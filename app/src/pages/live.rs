@@ -557,6 +557,12 @@ fn summary(v: &LiveView, end_cell: Action<(String, String), Result<String, ApiEr
                     </dd>
                 }
             })}
+            {(!v.rate_limits.is_empty()).then(|| view! {
+                <dt>"Rate limits"</dt>
+                <dd class="rate-limits"><ul>{v.rate_limits.iter().map(|(name, e)| view! {
+                    <li data-endpoint=name.clone()>{limit_words(name, e, v.generated_at)}</li>
+                }).collect_view()}</ul></dd>
+            })}
             // A batch still running has no outcome yet: its record says
             // `running` until the driver writes its end (the state says the rest).
             {v.outcome.as_ref().filter(|o| o.status != runboard::drive::records::BatchStatus::Running).map(|o| view! {
@@ -565,6 +571,30 @@ fn summary(v: &LiveView, end_cell: Action<(String, String), Result<String, ApiEr
             })}
         </dl>
     }
+}
+
+/// An endpoint's limit at the gateway in words: "paid-api: 4 calls at once
+/// (max_concurrency 16, lowered after 5 × 429/503 in the last minute), 4 in
+/// flight, 3 waiting — held 2 s more as it asked".
+fn limit_words(name: &str, e: &runboard::gateway::calls::EndpointCalls, now: runboard::Timestamp) -> String {
+    let limit = match (e.limit, e.max) {
+        (Some(l), Some(m)) if l < m => {
+            format!(
+                "{} at once (max_concurrency {m}, lowered after overloads)",
+                runboard::numfmt::count(l.into(), "call")
+            )
+        }
+        (Some(l), _) => format!("{} at once", runboard::numfmt::count(l.into(), "call")),
+        (None, _) => "no limit".to_owned(),
+    };
+    let mut out = format!("{name}: {limit}, {} in flight, {} waiting", e.in_flight, e.waiting);
+    if e.overloads_last_min > 0 {
+        out += &format!(", {} × 429/503 in the last minute", e.overloads_last_min);
+    }
+    if let Some(t) = e.held_until.filter(|t| *t > now) {
+        out += &format!(" — held {} more as it asked (Retry-After)", duration_words((t.0 - now.0) as f64 / 1000.0));
+    }
+    out
 }
 
 /// Tokens by kind, when any was counted apart: " (12,000 in, 3,400 out, 800 cached; 42 calls)".
@@ -634,16 +664,24 @@ fn cells_table(cells: Vec<LiveCell>, currency: String, open_log: RwSignal<Option
                         format!("badge {}", if stalled { "stalled" } else { c.status.as_str() }),
                     );
                     let stall_title = c.stall.as_ref().map(|s| s.words.clone());
+                    // Why a running cell is quiet, when its gateway knows.
+                    let quiet = c.quiet.as_ref().map(|q| {
+                        let class = match q {
+                            runboard::gateway::calls::Quiet::InFlight { long: true, .. } => "quiet long",
+                            _ => "quiet",
+                        };
+                        view! { <span class=class>{q.words().to_owned()}</span> }
+                    });
                     view! {
                         <tr class=row_class data-cell=id_attr data-status=status_attr>
                             <td><code>{id}</code></td>
                             <td class="factors">{factors}</td>
-                            <td><span class=badge_class title=stall_title>{status}</span></td>
+                            <td><span class=badge_class title=stall_title>{status}</span>{quiet}</td>
                             <td>{c.attempts}</td>
                             <td class="num">{c.tokens.map(runboard::numfmt::thousands).unwrap_or_default()}</td>
                             <td class="num">{c.cost.map(|x| runboard::numfmt::money(x, &currency)).unwrap_or_default()}</td>
                             <td>{c.duration_s.map(duration_words).unwrap_or_default()}</td>
-                            <td class="score">{score_words(c.score, c.samples)}</td>
+                            <td class="score">{score_words(c.score, c.samples)}{c.so_far.map(|r| view! { <span class="so-far">{r.words()}</span> })}</td>
                             <td>{run}{c.failure.map(|f| view! { <span class="failure">{f}</span> })}</td>
                             <td>{has_log.then(|| view! {
                                 <button class="log" title="Show this cell's output as it is written"

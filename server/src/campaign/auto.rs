@@ -60,6 +60,7 @@ impl Campaign {
                         started_at: rec.started_at,
                         observation: observation.clone(),
                         outcome: None,
+                        paused: None,
                     };
                     let f = self.failure(rec, &seen, cfg);
                     Some(format!("{} {}", f.title, f.reason.unwrap_or_default()).trim().to_owned())

@@ -64,8 +64,9 @@ impl Campaign {
                 (rec, obs)
             }
         };
-        let outcome = self.records.run_set(&rec.run_set).and_then(|rs| rs.outcome_ok().map(|o| o.status));
-        let seen = unit_seen(&rec, observation, outcome);
+        let outcome = self.records.run_set(&rec.run_set).and_then(|rs| rs.outcome_ok().cloned());
+        let mut seen = unit_seen(&rec, observation, outcome.as_ref().map(|o| o.status));
+        seen.paused = outcome.and_then(|o| o.paused);
         Some((rec, seen))
     }
 
@@ -187,17 +188,18 @@ impl Campaign {
         let running = matches!(state, runboard::live::LiveState::Running { .. });
         let eta_s = eta_s.filter(|_| running || matches!(state, runboard::live::LiveState::Starting { .. }));
         let spent = rs.zip(cfg.as_ref()).map(|(r, c)| self.live_spend(c, r, spec.as_ref(), running, eta_s, now));
-        let (spend, stalls) = match spent {
+        let (spend, stalls, rate_limits) = match spent {
             // The cells are in plan order when the spec was read.
             Some(s) if spec.is_some() => {
                 // A progress line or call file that could not be counted is said.
                 problems.extend(s.problems.iter().cloned());
                 let writes: Vec<Option<runboard::Timestamp>> =
                     s.last_writes.iter().map(|w| w.map(|(t, _)| t)).collect();
-                runboard::live::attach_spend(&mut cells, &mut totals, s.cells, &writes, &s.stalls, &s.batch);
-                (Some(s.batch), s.stalls)
+                let said = runboard::live::CellWords { stalls: &s.stalls, quiet: &s.quiet, so_far: &s.so_far };
+                runboard::live::attach_spend(&mut cells, &mut totals, s.cells, &writes, said, &s.batch);
+                (Some(s.batch), s.stalls, s.limits)
             }
-            _ => (None, Vec::new()),
+            _ => (None, Vec::new(), Default::default()),
         };
         let progress =
             if totals.planned == 0 { 0.0 } else { (totals.done + totals.failed) as f64 / totals.planned as f64 };
@@ -237,6 +239,7 @@ impl Campaign {
             eta_s,
             spend,
             stalls,
+            rate_limits,
             problems,
             version,
         }
@@ -301,5 +304,6 @@ pub(super) fn unit_seen(
         started_at: rec.started_at,
         observation,
         outcome,
+        paused: None,
     }
 }

@@ -307,7 +307,18 @@ impl Campaign {
             auto.as_ref().map(|l| &l.state),
             &run_sets,
         );
-        // Cells gone silent, and a cap reached.
+        // Cells quiet for a reason worth a look (calls held by a rate limit,
+        // a call in flight too long), cells gone silent, and a cap reached.
+        for c in &live.cells {
+            use runboard::gateway::calls::Quiet;
+            if let Some(q @ (Quiet::Waiting { .. } | Quiet::InFlight { long: true, .. })) = &c.quiet {
+                attention.push(Attention {
+                    kind: if matches!(q, Quiet::Waiting { .. }) { "waiting" } else { "call_long" }.into(),
+                    words: format!("{}: {}", c.cell, q.words()),
+                    href: "/live".into(),
+                });
+            }
+        }
         for st in &live.stalls {
             attention.push(Attention {
                 kind: "stalled".into(),

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use runboard::campaign::{CampaignConfig, StallAction};
 use runboard::drive::records::{CellRecord, CellStatus};
+use runboard::gateway::calls::{self, CallsNow, EndpointCalls, Quiet};
 use runboard::spend::{self, BatchSpend, CapUse, CellSpend, SpendNow, Stall};
 use runboard::telemetry::CallTime;
 use runboard::timefmt::Timestamp;
@@ -35,6 +36,10 @@ pub(super) struct SpendMemo {
     task_gaps: Mutex<HashMap<String, Vec<f64>>>,
     /// Ended run sets as summed: by the records read and the day.
     summed: Mutex<HashMap<String, (usize, String, Summed)>>,
+    /// Each live run set's gateway's calls as last read (a change moves the version).
+    calls_seen: Mutex<HashMap<String, CallsNow>>,
+    /// What each live run set's gateway was last told the others spent.
+    others_told: Mutex<HashMap<String, runboard::gateway::purse::Others>>,
     /// Stalls already said ((run set, cell) → the write it followed), so each is said once.
     said: Mutex<HashMap<(String, String), Option<Timestamp>>>,
     /// The stalls of the guard's last pass.
@@ -60,6 +65,13 @@ pub struct LiveSpend {
     pub cells: Vec<CellSpend>,
     pub batch: BatchSpend,
     pub stalls: Vec<Stall>,
+    /// Running cells that are quiet for a reason their gateway knows (a
+    /// call in flight or held): never stalled by silence.
+    pub quiet: Vec<(String, Quiet)>,
+    /// Running cells' live samples reports (`{out}/samples.json`).
+    pub so_far: Vec<(String, runboard::drive::result::SamplesSoFar)>,
+    /// The batch's endpoints' rate limits, as its gateway says them now.
+    pub limits: std::collections::BTreeMap<String, EndpointCalls>,
     /// Per planned cell: its newest write (when, what).
     pub last_writes: Vec<Option<(Timestamp, &'static str)>>,
     /// What could not be counted — a progress line that is not a call, a call
@@ -101,6 +113,35 @@ impl Campaign {
                 .map(|r| (r.cell.clone(), Some(r), r.factors.get("task").map(runboard::matrix::value_text)))
                 .collect(),
         };
+        // The gateway's word on the calls under way, when it is fresh.
+        let gateway: Option<CallsNow> = if running {
+            self.records
+                .within()
+                .read(&rs.dir.join(calls::CALLS_FILE))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<CallsNow>(&b).ok())
+                .and_then(|c| c.fresh(now))
+        } else {
+            None
+        };
+        {
+            let mut seen = self.spend_seen.calls_seen.lock().unwrap_or_else(|p| p.into_inner());
+            let was = seen.get(&rs.name);
+            let changed = match (&gateway, was) {
+                (Some(g), Some(w)) => g.cells != w.cells || g.endpoints != w.endpoints,
+                (None, None) => false,
+                _ => true,
+            };
+            if changed {
+                match &gateway {
+                    Some(g) => seen.insert(rs.name.clone(), g.clone()),
+                    None => seen.remove(&rs.name),
+                };
+                self.spend_seen.moved();
+            }
+        }
+        let mut quiet = Vec::new();
+        let mut so_far = Vec::new();
         let mut readers = self.spend_seen.cells.lock().unwrap_or_else(|p| p.into_inner());
         let mut task_gaps = self.spend_seen.task_gaps.lock().unwrap_or_else(|p| p.into_inner());
         let out_dir = rs.dir.join("out");
@@ -131,18 +172,43 @@ impl Campaign {
                 }
             }
             let reader = readers.get(&key);
+            // A call its gateway answered (a 429 too) says the cell is alive.
+            let answered = gateway
+                .as_ref()
+                .and_then(|g| g.cells.get(id))
+                .and_then(|c| c.last_answered)
+                .map(|t| (t, "a call answered"));
             if let Some(f) = reader.and_then(|r| r.tally.first_at) {
                 first_call = Some(first_call.map_or(f, |x| x.min(f)));
             }
             let prices = spend::prices_of(cfg, model_of(spec, *rec).as_deref());
             cells.push(spend::cell_spend(*rec, reader.map(|r| (&r.tally, r.source.word())), prices, &today));
-            let last = reader.and_then(|r| r.last_write);
+            let last = reader.and_then(|r| r.last_write).into_iter().chain(answered).max_by_key(|(t, _)| *t);
             last_writes.push(last);
             if let Some(r) = reader {
                 let dir = format!("{}/{}/out/{id}", runboard::runsets::RUNSETS_DIR, rs.name);
                 problems.extend(r.tally.problems.iter().map(|p| format!("{dir}/{p}")));
             }
-            if is_running && running {
+            if is_running {
+                let report = out_dir.join(id).join(runboard::drive::result::SAMPLES_FILE);
+                if let Some(r) = self
+                    .records
+                    .within()
+                    .read(&report)
+                    .ok()
+                    .and_then(|b| runboard::drive::result::SamplesSoFar::parse(&b))
+                {
+                    so_far.push((id.clone(), r));
+                }
+            }
+            // A call in flight or held at the gateway says why the cell is quiet.
+            let why = gateway
+                .as_ref()
+                .filter(|_| is_running)
+                .and_then(|g| g.cells.get(id).and_then(|c| calls::quiet(c, g.endpoints.get(&c.endpoint), now)));
+            if let Some(q) = why {
+                quiet.push((id.clone(), q));
+            } else if is_running && running {
                 let started = rec.and_then(|r| r.started_at.as_deref()).and_then(Timestamp::parse_rfc3339);
                 let threshold = thresholds
                     .entry(task.as_deref())
@@ -158,7 +224,8 @@ impl Campaign {
         drop((readers, task_gaps));
         let mut batch = spend::batch_spend(&cells, first_call, running, eta_s, now);
         batch.caps = self.caps_now(cfg, &batch, now);
-        LiveSpend { cells, batch, stalls, last_writes, problems }
+        let limits = gateway.map(|g| g.endpoints).unwrap_or_default();
+        LiveSpend { cells, batch, stalls, quiet, so_far, limits, last_writes, problems }
     }
 
     /// Every cap of `[budget]` against the spend now: `batch` is the
@@ -220,6 +287,39 @@ impl Campaign {
         s
     }
 
+    /// Tells a live run set's gateway what every other run set spent, today
+    /// and in all, so its day's and campaign's caps hold at each call
+    /// (`runboard::gateway::purse`): written to the run set's
+    /// `.gateway-budget.json` when it changed, while such a cap is set.
+    fn tell_gateway(&self, cfg: &CampaignConfig, rs: &Arc<RunSetRead>, now: Timestamp) {
+        use runboard::gateway::purse::{Others, Spent};
+        let b = &cfg.budget;
+        if [b.daily_max_cost, b.campaign_max_cost].iter().all(Option::is_none)
+            && [b.daily_max_tokens, b.campaign_max_tokens].iter().all(Option::is_none)
+        {
+            return;
+        }
+        let today = runboard::auto::tick::day_key(now);
+        let mut o = Others { day: today.clone(), ..Default::default() };
+        for other in self.records.run_sets().into_iter().filter(|x| x.name != rs.name) {
+            let s = self.summed(cfg, &other, &today);
+            o.day_spent.add(Spent { cost: s.day_cost, tokens: s.day_tokens });
+            o.campaign_spent.add(Spent { cost: s.cost, tokens: s.tokens });
+        }
+        let mut told = self.spend_seen.others_told.lock().unwrap_or_else(|p| p.into_inner());
+        if told.get(&rs.name) == Some(&o) {
+            return;
+        }
+        let path = rs.dir.join(crate::drive::gateway::OTHERS_FILE);
+        match serde_json::to_vec(&o).map(|bytes| crate::atomic::write_atomic(&path, &bytes)) {
+            Ok(Ok(())) => {
+                told.insert(rs.name.clone(), o);
+            }
+            Ok(Err(e)) => tracing::warn!("telling the gateway of {} what others spent: {e}", rs.name),
+            Err(e) => tracing::warn!("encoding what others spent: {e}"),
+        }
+    }
+
     /// The day's and the campaign's caps as used now, and what they leave
     /// for a next batch: the preflight refuses one predicted to spend more.
     pub(super) fn budget_refusals(
@@ -264,6 +364,7 @@ impl Campaign {
         for rs in live_sets {
             let spec = rs.spec.as_ref().and_then(|s| s.as_ref().ok());
             let made = self.live_spend(&cfg, &rs, spec, true, None, now);
+            self.tell_gateway(&cfg, &rs, now);
             if let Some(cap) = made.batch.caps.iter().find(|c| c.reached) {
                 let mut top: Vec<(usize, f64)> = made
                     .cells

@@ -10,6 +10,10 @@
 //! (`runboard::gateway`), so Live, caps, stalls and telemetry see every call
 //! whatever the harness.
 //!
+//! The caps of `[budget]` hold here (`runboard::gateway::purse`): once the
+//! batch's spend reaches one, each new call is refused with a status the
+//! SDKs do not retry, and the batch's stop is asked for, so it pauses.
+//!
 //! The secret (128 random bits) is in every path: another account of the
 //! machine that finds the port cannot spend through it. A path without it, or
 //! naming an endpoint the catalogue has not, is a 404 that says no more.
@@ -17,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,7 +29,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
+use runboard::gateway::calls::{CallsNow, CellCalls, EndpointCalls, CALLS_FILE};
+use runboard::gateway::limiter::{Answer, Limiter, Ticket, Turn};
+use runboard::gateway::purse::{self, Others, Purse, Spent};
 use runboard::gateway::{self, Api, StreamTap};
+use runboard::spend::{Prices, Tokens};
+use runboard::timefmt::Timestamp;
 use tokio_util::sync::CancellationToken;
 
 /// The most of a request body the gateway reads (a prompt larger than this
@@ -37,12 +46,48 @@ const ANSWER_KEPT: usize = 16 << 20;
 /// How long an endpoint has to accept the connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The file of the run set where the gateway keeps its address.
+pub const KEPT_FILE: &str = ".gateway.json";
+/// The file of the run set where the console's spend guard puts what the
+/// other run sets spent ([`Others`]), for the day's and the campaign's caps.
+pub const OTHERS_FILE: &str = ".gateway-budget.json";
+/// How often the gateway reads [`OTHERS_FILE`] again.
+const OTHERS_EVERY: Duration = Duration::from_millis(500);
+
+/// How often the calls file is written (when it changed; at least every
+/// [`CALLS_EVERY_ANYWAY`], so a reader knows the gateway is alive).
+const CALLS_EVERY: Duration = Duration::from_secs(1);
+const CALLS_EVERY_ANYWAY: Duration = Duration::from_secs(4);
+/// How long a cell with no call under way stays in the calls file after its last answer.
+const CELL_KEPT_MS: i64 = 3_600_000;
+
+/// An endpoint the gateway forwards to.
+pub struct Route {
+    /// Its catalogue URL.
+    pub url: String,
+    /// Its `max_concurrency` (none: no limit until it answers an overload).
+    pub max_concurrency: Option<u32>,
+}
+
+/// What a gateway is started with.
+pub struct Setup {
+    /// The endpoints it forwards to, by name.
+    pub endpoints: BTreeMap<String, Route>,
+    /// The run set's folder: a cell's calls go to `out/<cell>/progress.jsonl`.
+    pub run_set: PathBuf,
+    /// The batch's caps and what it had spent when the gateway started.
+    pub purse: Purse,
+    /// Each cell's prices (a cell missing: its model is not priced).
+    pub prices: BTreeMap<String, Prices>,
+    /// The batch's stop: asked for once a cap is reached, so it pauses.
+    pub stop: CancellationToken,
+}
+
 /// A running gateway; ended with [`Gateway::stop`] (or dropped).
 pub struct Gateway {
     addr: SocketAddr,
     secret: String,
-    /// The endpoints it forwards to, by name.
-    endpoints: BTreeMap<String, String>,
+    shared: Arc<Shared>,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -50,11 +95,242 @@ pub struct Gateway {
 struct Shared {
     secret: String,
     endpoints: BTreeMap<String, String>,
+    /// Each endpoint's rate limit, shared by every cell.
+    gates: BTreeMap<String, Arc<Gate>>,
+    /// Each cell's calls under way, for the calls file.
+    calls: Mutex<BTreeMap<String, CellTrack>>,
+    next_call: std::sync::atomic::AtomicU64,
+    /// The gateway's own clock for the limiter (milliseconds since it started).
+    epoch: Instant,
     /// The run set's `out/`: a cell's calls go to `out/<cell>/progress.jsonl`.
     out: PathBuf,
     client: reqwest::Client,
-    /// One line appended at a time, so lines from calls ending together stay whole.
+    /// One line appended at a time, so lines from calls ending together
+    /// stay whole; the purse counted under the same lock.
     append: Mutex<()>,
+    purse: Mutex<Purse>,
+    prices: BTreeMap<String, Prices>,
+    stop: CancellationToken,
+    /// The cap that stopped the batch, in words (set once).
+    capped: Mutex<Option<String>>,
+}
+
+/// One cell's calls under way.
+#[derive(Default)]
+struct CellTrack {
+    endpoint: String,
+    /// Calls in flight, by id: when each was sent.
+    in_flight: BTreeMap<u64, Timestamp>,
+    /// Its overloads' times (the newest minute's).
+    overloads: std::collections::VecDeque<Timestamp>,
+    last_answered: Option<Timestamp>,
+}
+
+/// One endpoint's limit (`runboard::gateway::limiter`) and the calls it holds.
+struct Gate {
+    max: Option<u32>,
+    inner: Mutex<GateInner>,
+}
+
+struct GateInner {
+    limiter: Limiter,
+    /// The waiting calls' wake-ups, by ticket.
+    wake: std::collections::HashMap<Ticket, tokio::sync::oneshot::Sender<()>>,
+}
+
+impl GateInner {
+    /// Lets go every call the limiter lets go now; one whose client has gone
+    /// gives its room back.
+    fn wake(&mut self, now: u64) {
+        loop {
+            let turns = self.limiter.turns(now);
+            if turns.is_empty() {
+                return;
+            }
+            for t in turns {
+                let sent = self.wake.remove(&t).is_some_and(|tx| tx.send(()).is_ok());
+                if !sent {
+                    self.limiter.returned();
+                }
+            }
+        }
+    }
+}
+
+impl Gate {
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for the call's turn; the slot it gets is its room until it ends.
+    async fn enter(self: &Arc<Self>, cell: &str, epoch: Instant) -> Slot {
+        let now = epoch.elapsed().as_millis() as u64;
+        let rx = {
+            let mut g = self.lock();
+            match g.limiter.ask(cell, now) {
+                Turn::Go => None,
+                Turn::Wait(ticket) => {
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    g.wake.insert(ticket, tx);
+                    Some((ticket, rx))
+                }
+            }
+        };
+        if let Some((ticket, rx)) = rx {
+            // A client that goes away while it waits is no longer held.
+            let mut waiting = Waiting { gate: self.clone(), ticket, epoch, admitted: false };
+            let _ = rx.await;
+            waiting.admitted = true;
+        }
+        Slot { gate: self.clone(), epoch, ended: false }
+    }
+}
+
+/// A call held at a gate; dropped before its turn, it is forgotten.
+struct Waiting {
+    gate: Arc<Gate>,
+    ticket: Ticket,
+    epoch: Instant,
+    admitted: bool,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if self.admitted {
+            return;
+        }
+        let mut g = self.gate.lock();
+        if g.wake.remove(&self.ticket).is_some() {
+            g.limiter.forget(self.ticket);
+        } else {
+            // Let go as it went away: its room is free again.
+            g.limiter.returned();
+            g.wake(self.epoch.elapsed().as_millis() as u64);
+        }
+    }
+}
+
+/// A call's room at its gate, given back when it ends (or is dropped).
+struct Slot {
+    gate: Arc<Gate>,
+    epoch: Instant,
+    ended: bool,
+}
+
+impl Slot {
+    fn end(mut self, answer: Answer) {
+        self.ended = true;
+        let now = self.epoch.elapsed().as_millis() as u64;
+        let held = {
+            let mut g = self.gate.lock();
+            g.limiter.ended(answer, now);
+            g.wake(now);
+            g.limiter.held_until(now)
+        };
+        // Calls held by a Retry-After go when it has passed.
+        if let Some(until) = held {
+            let (gate, epoch) = (self.gate.clone(), self.epoch);
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(until.saturating_sub(now))).await;
+                gate.lock().wake(epoch.elapsed().as_millis() as u64);
+            });
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if !self.ended {
+            let now = self.epoch.elapsed().as_millis() as u64;
+            let mut g = self.gate.lock();
+            g.limiter.ended(Answer::Served, now);
+            g.wake(now);
+        }
+    }
+}
+
+impl Shared {
+    /// A call of `cell` to `endpoint` sent now: its id.
+    fn call_sent(&self, cell: &str, endpoint: &str) -> u64 {
+        let id = self.next_call.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let t = calls.entry(cell.to_owned()).or_default();
+        t.endpoint = endpoint.to_owned();
+        t.in_flight.insert(id, crate::clock::now());
+        id
+    }
+
+    /// The call `id` of `cell` ended, overloaded or not.
+    fn call_ended(&self, cell: &str, id: u64, overloaded: bool) {
+        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = calls.get_mut(cell) {
+            let now = crate::clock::now();
+            t.in_flight.remove(&id);
+            t.last_answered = Some(now);
+            if overloaded {
+                t.overloads.push_back(now);
+            }
+        }
+    }
+
+    /// The calls under way now, as the calls file says them.
+    fn calls_now(&self) -> CallsNow {
+        let now = crate::clock::now();
+        let ms = self.epoch.elapsed().as_millis() as u64;
+        let mut out = CallsNow { at: now, ..Default::default() };
+        let mut waiting_of: BTreeMap<String, u32> = BTreeMap::new();
+        for (name, gate) in &self.gates {
+            let mut g = gate.lock();
+            let held_until = g.limiter.held_until(ms).map(|t| Timestamp(now.0 + (t - ms) as i64));
+            out.endpoints.insert(
+                name.clone(),
+                EndpointCalls {
+                    limit: g.limiter.limit(),
+                    max: gate.max,
+                    in_flight: g.limiter.in_flight(),
+                    waiting: g.limiter.waiting() as u32,
+                    overloads_last_min: g.limiter.overloads_last_min(ms) as u32,
+                    held_until,
+                },
+            );
+            for (cell, n) in g.limiter.waiting_by_cell() {
+                *waiting_of.entry(cell).or_default() += n as u32;
+            }
+        }
+        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        // A cell quiet at the gateway for an hour (ended, most likely) is let go.
+        calls.retain(|_, t| !t.in_flight.is_empty() || t.last_answered.is_some_and(|a| now.0 - a.0 < CELL_KEPT_MS));
+        for (cell, t) in calls.iter_mut() {
+            while t.overloads.front().is_some_and(|x| now.0 - x.0 >= 60_000) {
+                t.overloads.pop_front();
+            }
+            let waiting = waiting_of.remove(cell).unwrap_or(0);
+            out.cells.insert(
+                cell.clone(),
+                CellCalls {
+                    endpoint: t.endpoint.clone(),
+                    in_flight: t.in_flight.len() as u32,
+                    oldest_since: t.in_flight.values().min().copied(),
+                    waiting,
+                    overloads_last_min: t.overloads.len() as u32,
+                    last_answered: t.last_answered,
+                },
+            );
+        }
+        out
+    }
+
+    /// The cap reached now, if any; the first time, the batch's stop is asked for.
+    fn cap_reached(&self) -> Option<runboard::spend::CapUse> {
+        let today = runboard::auto::tick::day_key(crate::clock::now());
+        let cap = self.purse.lock().unwrap_or_else(|p| p.into_inner()).reached(&today)?;
+        let mut capped = self.capped.lock().unwrap_or_else(|p| p.into_inner());
+        if capped.is_none() {
+            *capped = Some(cap.words.clone());
+            self.stop.cancel();
+        }
+        Some(cap)
+    }
 }
 
 impl Gateway {
@@ -64,7 +340,9 @@ impl Gateway {
     /// when it can, so a resumed cell's URL is the one it had (Inspect's
     /// `eval-retry` calls the base URL its log names); else on a port of its
     /// own. `keep` is written readable by its user alone.
-    pub async fn start(endpoints: BTreeMap<String, String>, out: &Path, keep: &Path) -> Result<Self, String> {
+    pub async fn start(setup: Setup) -> Result<Self, String> {
+        let Setup { endpoints, run_set, purse, prices, stop } = setup;
+        let keep = &run_set.join(KEPT_FILE);
         let kept: Option<Kept> = crate::fsread::read_regular(keep)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
@@ -95,25 +373,50 @@ impl Gateway {
             .pool_idle_timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| format!("building the gateway's HTTP client: {e}"))?;
+        let watch_others = purse.caps_anything();
+        let gates = endpoints
+            .iter()
+            .map(|(name, r)| {
+                let inner = GateInner { limiter: Limiter::new(r.max_concurrency), wake: Default::default() };
+                (name.clone(), Arc::new(Gate { max: r.max_concurrency, inner: Mutex::new(inner) }))
+            })
+            .collect();
         let shared = Arc::new(Shared {
             secret: secret.clone(),
-            endpoints: endpoints.clone(),
-            out: out.to_path_buf(),
+            endpoints: endpoints.into_iter().map(|(n, r)| (n, r.url)).collect(),
+            gates,
+            calls: Mutex::new(BTreeMap::new()),
+            next_call: std::sync::atomic::AtomicU64::new(0),
+            epoch: Instant::now(),
+            out: run_set.join("out"),
             client,
             append: Mutex::new(()),
+            purse: Mutex::new(purse),
+            prices,
+            stop,
+            capped: Mutex::new(None),
         });
-        let app = axum::Router::new().fallback(forward).with_state(shared);
+        let app = axum::Router::new().fallback(forward).with_state(shared.clone());
         let shutdown = CancellationToken::new();
         let until = shutdown.clone();
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).with_graceful_shutdown(async move { until.cancelled().await }).await;
         });
-        Ok(Self { addr, secret, endpoints, shutdown, task: Some(task) })
+        if watch_others {
+            tokio::spawn(read_others(shared.clone(), run_set.join(OTHERS_FILE), shutdown.clone()));
+        }
+        tokio::spawn(write_calls(shared.clone(), run_set.join(CALLS_FILE), shutdown.clone()));
+        Ok(Self { addr, secret, shared, shutdown, task: Some(task) })
     }
 
     /// Whether calls to `endpoint` go through it.
     pub fn serves(&self, endpoint: &str) -> bool {
-        self.endpoints.contains_key(endpoint)
+        self.shared.endpoints.contains_key(endpoint)
+    }
+
+    /// The cap that stopped the batch, in words, once one was reached.
+    pub fn capped(&self) -> Option<String> {
+        self.shared.capped.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// `cell`'s URL for `endpoint`: what its `{endpoint_url}` is.
@@ -133,6 +436,48 @@ impl Gateway {
 impl Drop for Gateway {
     fn drop(&mut self) {
         self.shutdown.cancel();
+    }
+}
+
+/// Reads what the other run sets spent, as the console last wrote it, until
+/// the gateway ends; a cap reached by their spend stops the batch too.
+async fn read_others(g: Arc<Shared>, file: PathBuf, until: CancellationToken) {
+    loop {
+        let others: Option<Others> =
+            crate::fsread::read_regular(&file).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        if let Some(o) = others {
+            g.purse.lock().unwrap_or_else(|p| p.into_inner()).set_others(o);
+            g.cap_reached();
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(OTHERS_EVERY) => {}
+            _ = until.cancelled() => return,
+        }
+    }
+}
+
+/// Writes the calls under way (`runboard::gateway::calls`) every second
+/// when they changed, and at least every few seconds; removed at the end.
+async fn write_calls(g: Arc<Shared>, file: PathBuf, until: CancellationToken) {
+    let mut last: Option<(CallsNow, Instant)> = None;
+    loop {
+        let now = g.calls_now();
+        let same = last.as_ref().is_some_and(|(l, at)| {
+            l.cells == now.cells && l.endpoints == now.endpoints && at.elapsed() < CALLS_EVERY_ANYWAY
+        });
+        if !same {
+            if let Ok(bytes) = serde_json::to_vec(&now) {
+                let _ = crate::atomic::write_atomic(&file, &bytes);
+            }
+            last = Some((now, Instant::now()));
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(CALLS_EVERY) => {}
+            _ = until.cancelled() => {
+                let _ = std::fs::remove_file(&file);
+                return;
+            }
+        }
     }
 }
 
@@ -219,6 +564,15 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
             )
         }
     };
+    // Once a cap is reached, no new call is sent on.
+    if api.counted() {
+        if let Some(cap) = g.cap_reached() {
+            let status = StatusCode::from_u16(purse::REFUSAL_STATUS).unwrap_or(StatusCode::FORBIDDEN);
+            let mut r = (status, axum::Json(purse::refusal(&cap))).into_response();
+            r.headers_mut().insert("x-should-retry", header::HeaderValue::from_static("false"));
+            return r;
+        }
+    }
     let prepared = (api.counted() && head.method == axum::http::Method::POST).then(|| gateway::prepare(api, &body));
     let send = match prepared.as_ref().and_then(|p| p.body.clone()) {
         Some(changed) => reqwest::Body::from(changed),
@@ -227,19 +581,29 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
     let Ok(method) = reqwest::Method::from_bytes(head.method.as_str().as_bytes()) else {
         return refusal(StatusCode::METHOD_NOT_ALLOWED, "runboard_gateway_error", "an unknown method".into());
     };
+    // A model call waits for its turn at the endpoint's limit; a listing does not.
+    let slot = match (api.counted(), g.gates.get(endpoint)) {
+        (true, Some(gate)) => Some(gate.enter(cell, g.epoch).await),
+        _ => None,
+    };
+    let call = g.call_sent(cell, endpoint);
     let started = Instant::now();
     let answer = g.client.request(method, &url).headers(passed_on(&head.headers)).body(send).send().await;
     let mut answer = match answer {
         Ok(a) => a,
         Err(e) => {
+            g.call_ended(cell, call, false);
+            drop(slot);
             return refusal(
                 StatusCode::BAD_GATEWAY,
                 "runboard_gateway_error",
                 format!("runboard's gateway could not reach endpoint {endpoint} ({}): {e}", base),
-            )
+            );
         }
     };
     let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let said = Answer::of(status.as_u16(), answer.headers().get(header::RETRY_AFTER).and_then(|v| v.to_str().ok()));
+    let overloaded = matches!(said, Answer::Overloaded { .. });
     let mut headers = passed_on(answer.headers());
     let streamed = answer
         .headers()
@@ -293,6 +657,10 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
             }
         }
         drop(tx);
+        if let Some(slot) = slot {
+            slot.end(said);
+        }
+        record.shared.call_ended(&record.cell, call, overloaded);
         if counted {
             let (usage, model) = match tap {
                 Some(t) => (t.usage, t.model),
@@ -319,10 +687,17 @@ struct Record {
 impl Record {
     fn write(self, usage: Option<gateway::Usage>, model: Option<String>) {
         let model = model.or(self.asked_model);
-        let line =
-            gateway::progress_line(crate::clock::now(), model.as_deref(), usage, self.started.elapsed().as_secs_f64());
+        let now = crate::clock::now();
+        let line = gateway::progress_line(now, model.as_deref(), usage, self.started.elapsed().as_secs_f64());
         let dir = self.shared.out.join(&self.cell);
         let _held = self.shared.append.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(u) = usage {
+            let tokens = Tokens { input: u.input, output: u.output, cached: u.cached, unsplit: 0 };
+            let spent =
+                Spent { cost: self.shared.prices.get(&self.cell).map(|p| p.cost(&tokens)), tokens: tokens.total() };
+            let day = runboard::auto::tick::day_key(now);
+            self.shared.purse.lock().unwrap_or_else(|p| p.into_inner()).add(spent, &day);
+        }
         let written = std::fs::create_dir_all(&dir).and_then(|_| {
             std::fs::OpenOptions::new()
                 .create(true)
@@ -333,6 +708,9 @@ impl Record {
         if let Err(e) = written {
             eprintln!("runboard gateway: a call of cell {} could not be recorded: {e}", self.cell);
         }
+        drop(_held);
+        // The call that reached a cap pauses the batch at once.
+        self.shared.cap_reached();
     }
 }
 

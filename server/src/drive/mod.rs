@@ -16,7 +16,7 @@
 
 mod cluster;
 mod exec;
-mod gateway;
+pub mod gateway;
 mod http;
 mod monitor;
 pub mod reaper;
@@ -165,6 +165,45 @@ fn runboard_program() -> String {
 }
 
 /// The catalogue's endpoint URLs, by endpoint name.
+/// The batch's gateway as it starts: the endpoints it serves, the caps and
+/// what the batch had spent (an earlier attempt's calls, counted as the
+/// console counts them), each cell's prices.
+fn gateway_setup(
+    cfg: &CampaignConfig,
+    spec: &BatchSpec,
+    runset: &RunSet,
+    endpoints: BTreeMap<String, gateway::Route>,
+    stop: &CancellationToken,
+) -> gateway::Setup {
+    use runboard::gateway::purse::{Purse, Spent};
+    let now = crate::clock::now();
+    let today = runboard::auto::tick::day_key(now);
+    let records = runset.read_cells();
+    let mut prices = BTreeMap::new();
+    let (mut before, mut before_today) = (Spent::default(), Spent::default());
+    for cell in &spec.cells {
+        let model = spec.model.clone().or_else(|| cell.factors.get("model").map(runboard::matrix::value_text));
+        let priced = runboard::spend::prices_of(cfg, model.as_deref());
+        if let Some(p) = priced {
+            prices.insert(cell.id.clone(), p);
+        }
+        // Every cell's folder, a resumed cell's too (its record says pending
+        // again by now; its earlier calls were spent all the same).
+        let rec = records.get(&cell.id);
+        let reader = crate::tally::read_cell(&runset.out_dir().join(&cell.id), now);
+        let s = runboard::spend::cell_spend(rec, Some((&reader.tally, reader.source.word())), priced, &today);
+        before.add(Spent { cost: s.cost, tokens: s.tokens.total() });
+        before_today.add(Spent { cost: s.today_cost, tokens: s.today_tokens });
+    }
+    gateway::Setup {
+        endpoints,
+        run_set: runset.dir.clone(),
+        purse: Purse::new(&cfg.budget, &cfg.currency, before, BTreeMap::from([(today, before_today)])),
+        prices,
+        stop: stop.clone(),
+    }
+}
+
 fn endpoint_urls(cfg: &CampaignConfig) -> BTreeMap<String, String> {
     cfg.endpoints.iter().map(|e| (e.name.clone(), e.url.clone())).collect()
 }
@@ -324,6 +363,7 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
             host: nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default(),
             pid: std::process::id(),
         }),
+        paused: None,
     };
     if left.is_empty() {
         outcome.status = BatchStatus::NothingToDo;
@@ -391,16 +431,16 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
     let batch_vars = batch_vars(&cfg, &env);
     // The gateway, up before the first cell, down after the last: for the
     // exec runner's cells, on the endpoints the spec uses that have one.
-    let gatewayed: BTreeMap<String, String> = spec
+    let gatewayed: BTreeMap<String, gateway::Route> = spec
         .endpoints_used()
         .iter()
         .filter_map(|name| cfg.endpoint(name))
         .filter(|e| e.gatewayed())
-        .map(|e| (e.name.clone(), e.url.clone()))
+        .map(|e| (e.name.clone(), gateway::Route { url: e.url.clone(), max_concurrency: e.max_concurrency }))
         .collect();
     let gateway = match (&cfg.runner, gatewayed.is_empty()) {
         (Some(_), false) if cfg.cluster.is_none() => {
-            match gateway::Gateway::start(gatewayed, &runset.out_dir(), &runset.dir.join(".gateway.json")).await {
+            match gateway::Gateway::start(gateway_setup(&cfg, &spec, &runset, gatewayed, &stop)).await {
                 Ok(g) => Some(g),
                 Err(e) => {
                     runset.log(&format!("warning: no gateway ({e}); the cells call their endpoints directly, unseen"));
@@ -425,12 +465,22 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         (None, Some(runner)) => exec::run(runner, &left, &ctx, &mut sup).await,
         (None, None) => unreachable!("checked above"),
     };
+    let capped = gateway.as_ref().and_then(|g| g.capped());
     if let Some(g) = gateway {
         g.stop().await;
     }
     // Every runner tears down before it returns, on every path: the sentinel can go.
     sup.release_sentinel();
     let RunnerEnd { status, reason, attempted } = ended?;
+    // A stop the gateway asked for at a cap is the budget's pause.
+    let reason = match (status, capped) {
+        (BatchStatus::Stopped, Some(cap)) => {
+            let why = format!("paused by the budget: {cap}");
+            outcome.paused = Some(why.clone());
+            format!("{why}; resumable")
+        }
+        (_, _) => reason,
+    };
 
     // The outcome, from the cell records as they stand now.
     let after = runset.read_cells();

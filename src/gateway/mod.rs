@@ -24,6 +24,10 @@
 
 use serde_json::Value;
 
+pub mod calls;
+pub mod limiter;
+pub mod purse;
+
 /// Which API a call is, from its path (after the endpoint's base URL).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {
