@@ -21,6 +21,7 @@ WASM_BINDGEN_VERSION=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's
 BINARYEN_VERSION=132.0.0
 INSPECT_VERSION=0.3.285
 OPENAI_VERSION=3.57.0
+ANTHROPIC_VERSION=2.17.0
 
 log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 # CI may start us with a bare environment.
@@ -98,8 +99,9 @@ fi
 
 # Inspect AI, pinned, in a private virtual environment: the harness tests run
 # real `inspect eval`s as cells (docs/formats.md, "Inspect AI as a cell").
-INSPECT_PINS="inspect-ai==$INSPECT_VERSION openai==$OPENAI_VERSION"
-if ! "$TOOLS/inspect/bin/python" -c "import inspect_ai, sys; sys.exit(inspect_ai.__version__ != '$INSPECT_VERSION')" 2>/dev/null; then
+# The anthropic SDK beside it: the gateway tests call through it too.
+INSPECT_PINS="inspect-ai==$INSPECT_VERSION openai==$OPENAI_VERSION anthropic==$ANTHROPIC_VERSION"
+if ! "$TOOLS/inspect/bin/python" -c "import inspect_ai, anthropic, sys; sys.exit(inspect_ai.__version__ != '$INSPECT_VERSION' or anthropic.__version__ != '$ANTHROPIC_VERSION')" 2>/dev/null; then
   log "installing $INSPECT_PINS into .tools/inspect/"
   if ! python3 -c "import ensurepip, venv" 2>/dev/null; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

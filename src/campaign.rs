@@ -220,10 +220,10 @@ pub struct EndpointEntry {
 }
 
 impl EndpointEntry {
-    /// Whether a batch's gateway serves it: on unless turned off, for a
-    /// plain `http://` URL (an `https://` one is not yet reached through it).
+    /// Whether a batch's gateway serves it: on unless turned off, for an
+    /// `http://` or `https://` URL.
     pub fn gatewayed(&self) -> bool {
-        self.gateway != Some(false) && self.url.starts_with("http://")
+        self.gateway != Some(false) && (self.url.starts_with("http://") || self.url.starts_with("https://"))
     }
 }
 

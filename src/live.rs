@@ -442,6 +442,10 @@ pub struct LiveView {
     /// with a call in flight or held at its gateway: see `cells[].quiet`).
     #[serde(default)]
     pub stalls: Vec<crate::spend::Stall>,
+    /// Which of its calls its gateway does not see, in words (none: every
+    /// call made at `{endpoint_url}` is seen).
+    #[serde(default)]
+    pub calls_unseen: Option<String>,
     /// Its endpoints' rate limits at its gateway, by endpoint.
     #[serde(default)]
     pub rate_limits: std::collections::BTreeMap<String, crate::gateway::calls::EndpointCalls>,
@@ -520,6 +524,7 @@ impl LiveView {
             spend: self.spend.clone(),
             stalls: self.stalls.clone(),
             rate_limits: self.rate_limits.clone(),
+            calls_unseen: self.calls_unseen.clone(),
             problems: self.problems.clone(),
             version: self.version.clone(),
         }
@@ -614,6 +619,33 @@ pub fn cell_rows(
         (work > 0.0).then(|| work / parallel.max(1) as f64)
     });
     (rows, totals, eta)
+}
+
+/// Which of a batch's calls its gateway does not see, in words (none: it
+/// sees every call made at `{endpoint_url}`). `gateway_up`: whether its
+/// gateway's calls file is fresh (none: not running, nothing to say).
+pub fn calls_unseen(
+    cfg: &crate::campaign::CampaignConfig,
+    spec: &crate::spec::BatchSpec,
+    gateway_up: Option<bool>,
+) -> Option<String> {
+    const ONLY: &str = "only what its cells write is counted";
+    if cfg.cluster.is_some() {
+        return Some(format!("calls not seen: a [cluster] batch's processes call their endpoints directly; {ONLY}"));
+    }
+    let used = spec.endpoints_used();
+    if used.is_empty() {
+        return Some(format!("calls not seen: this batch names no endpoint, so it has no gateway; {ONLY}"));
+    }
+    let off: Vec<String> = used.iter().filter(|n| cfg.endpoint(n).is_none_or(|e| !e.gatewayed())).cloned().collect();
+    if !off.is_empty() {
+        return Some(format!(
+            "calls not seen on {}: no gateway (gateway = false, or not in the catalogue); {ONLY}",
+            off.join(", ")
+        ));
+    }
+    (gateway_up == Some(false))
+        .then(|| format!("calls not seen: the batch's gateway is not running (its execution_log.md says why); {ONLY}"))
 }
 
 /// What is said of running cells beside their spend, by cell id.
@@ -812,6 +844,29 @@ mod tests {
             outcome,
             paused: None,
         }
+    }
+
+    #[test]
+    fn calls_the_gateway_does_not_see_are_said() {
+        let cfg = crate::campaign::CampaignConfig::parse(
+            "schema_version = 1\nname = \"x\"\n[runner]\ncommand = [\"true\"]\n[[endpoints]]\nname = \"a\"\nurl = \"https://api.example/v1\"\nbackend = \"openai\"\nmodels = []\n[[endpoints]]\nname = \"b\"\nurl = \"http://h/v1\"\nbackend = \"vllm\"\nmodels = []\ngateway = false\n",
+        )
+        .unwrap();
+        let spec = |endpoint: Option<&str>| crate::spec::BatchSpec {
+            endpoint: endpoint.map(str::to_owned),
+            ..crate::spec::parse(
+                "b.json",
+                br#"{"schema_version": 1, "label": "b", "cells": [{"factors": {"seed": 1}}]}"#,
+            )
+            .unwrap()
+        };
+        assert_eq!(calls_unseen(&cfg, &spec(Some("a")), Some(true)), None);
+        let down = calls_unseen(&cfg, &spec(Some("a")), Some(false)).unwrap();
+        assert!(down.starts_with("calls not seen: the batch's gateway is not running"), "{down}");
+        let off = calls_unseen(&cfg, &spec(Some("b")), Some(true)).unwrap();
+        assert!(off.starts_with("calls not seen on b: no gateway (gateway = false"), "{off}");
+        let none = calls_unseen(&cfg, &spec(None), None).unwrap();
+        assert!(none.starts_with("calls not seen: this batch names no endpoint"), "{none}");
     }
 
     /// A batch its driver paused at a cap (its gateway's) is stopped and
@@ -1139,6 +1194,7 @@ mod tests {
             spend: None,
             stalls: Vec::new(),
             rate_limits: Default::default(),
+            calls_unseen: None,
             problems: Vec::new(),
             version: String::new(),
         };

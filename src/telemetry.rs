@@ -286,6 +286,11 @@ pub struct EndpointTelemetry {
     pub metrics_problems: Vec<String>,
     /// Why the autopilot launches nothing new on it now.
     pub busy: Option<String>,
+    /// What the batches' gateways see of it now (summed over its running
+    /// batches; none when no gateway serves it): the limit, the calls in
+    /// flight and held, the 429/503/529s of the last minute.
+    #[serde(default)]
+    pub gateway: Option<crate::gateway::calls::EndpointCalls>,
     /// The whole in words.
     pub words: String,
 }
@@ -328,8 +333,16 @@ pub fn endpoint_telemetry(
         engine_error,
         metrics_problems,
         busy,
+        gateway: None,
         words: String::new(),
     };
+    t.words = words(&t);
+    t
+}
+
+/// Adds what the gateways see of the endpoint, and says it.
+pub fn with_gateway(mut t: EndpointTelemetry, g: Option<crate::gateway::calls::EndpointCalls>) -> EndpointTelemetry {
+    t.gateway = g;
     t.words = words(&t);
     t
 }
@@ -359,6 +372,15 @@ pub fn words(t: &EndpointTelemetry) -> String {
             s.push_str(&format!(", {} in flight on average", num(f)));
         }
         parts.push(s);
+    }
+    if let Some(g) = &t.gateway {
+        let limit = g
+            .limit
+            .map_or_else(|| "no limit".to_owned(), |l| format!("{} at once", crate::numfmt::count(l.into(), "call")));
+        parts.push(format!(
+            "gateway: {limit}, {} in flight, {} held, {} × 429/503 in the last minute",
+            g.in_flight, g.waiting, g.overloads_last_min
+        ));
     }
     match (&t.engine, &t.engine_error) {
         (Some(en), _) => {

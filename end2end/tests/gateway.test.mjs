@@ -1,9 +1,9 @@
 // The batch gateway seen on the Live page in Chromium (issue 36): three
 // cells of plain openai-SDK calls share one endpoint limited to two calls at
 // once, whose stand-in answers every fourth call 429 (Retry-After: 2) and one
-// question slowly (8 s). Live says why each quiet cell is quiet — the call in
+// question slowly (12 s). Live says why each quiet cell is quiet — the call in
 // flight and for how long, the calls held by the rate limit, the 429s — and
-// calls none of them stalled, though the stall threshold is 3 s.
+// calls none of them stalled, though the stall threshold is 6 s.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -36,7 +36,7 @@ async function startStandIn(args) {
 
 test('Live says why a quiet cell is quiet: a call in flight, calls held by the rate limit, the 429s; none stalled', async () => {
   const url = await startStandIn(['--models', 'paid-m', '--delay', '0.2', '--overload-every', '4',
-    '--retry-after', '2', '--slow', 'slowly=8']);
+    '--retry-after', '2', '--slow', 'slowly=12']);
   // Eight calls a cell through {endpoint_url}; the SDK retries a 429 as it does.
   const script = join(workspace, 'server', 'tests', 'fixtures', 'gateway_caller.py');
   const python = join(workspace, '.tools', 'inspect', 'bin', 'python');
@@ -48,7 +48,7 @@ test('Live says why a quiet cell is quiet: a call in flight, calls held by the r
       + `[[endpoints]]\nname = "paid-api"\nurl = "${url}"\nbackend = "openai"\nmodels = ["paid-m"]\n`
       + 'request_preset = "default"\nmax_concurrency = 2\n',
   });
-  appendFileSync(join(root, 'campaign.toml'), '\n[stall]\nafter_s = 3.0\n[budget]\npoll_s = 0.5\n');
+  appendFileSync(join(root, 'campaign.toml'), '\n[stall]\nafter_s = 6.0\n[budget]\npoll_s = 0.5\n');
   const server = await startServer(['--root', root]);
   try {
     const page = await browser.context.newPage();

@@ -7,10 +7,11 @@ contains "hasty" answers some of them wrong:
 - "What is A + B?": the sum; hasty adds one to an odd sum.
 - "Reverse the word: W": W backwards; hasty leaves words longer than five letters as they are.
 
-It speaks the Responses API (what Inspect's OpenAI provider uses) and chat
+It speaks the Responses API (what Inspect's OpenAI provider uses), chat
 completions (streamed too, with a usage chunk only when the request asks for
-it, as OpenAI does), lists its models at GET /v1/models, and reports token
-usage.
+it, as OpenAI does) and Anthropic's messages API (streamed too; it reports 2
+cache-write and 3 cache-read input tokens besides the prompt's), lists its
+models at GET /v1/models, and reports token usage.
 
     python3 standin_model.py --port 8791 [--delay 0.5] [--log requests.jsonl]
         [--overload-every N --retry-after S] [--slow WORD=SECONDS]
@@ -21,6 +22,7 @@ usage.
 --overload-every N answers every Nth model request 429 (as a rate-limited
 API does), with Retry-After: S (default 1).
 --slow WORD=SECONDS answers a request whose prompt holds WORD that much later.
+--tls CERT KEY serves HTTPS with that certificate chain and key (PEM).
 """
 import argparse
 import json
@@ -92,6 +94,38 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
+    def events(self, events):
+        """Server-sent events, each named, as Anthropic streams them."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        for name, data in events:
+            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+        self.close_connection = True
+
+    def messages(self, body, model, text, used_in, used_out):
+        """Anthropic's messages API, whole or streamed."""
+        usage = {"input_tokens": used_in, "cache_creation_input_tokens": 2, "cache_read_input_tokens": 3}
+        message = {"id": "msg_standin", "type": "message", "role": "assistant", "model": model,
+                   "stop_sequence": None}
+        if not body.get("stream"):
+            return self.send(200, dict(message, content=[{"type": "text", "text": text}], stop_reason="end_turn",
+                                       usage=dict(usage, output_tokens=used_out)))
+        events = [("message_start", {"type": "message_start", "message": dict(
+            message, content=[], stop_reason=None, usage=dict(usage, output_tokens=1))}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": {"type": "text", "text": ""}})]
+        for i, w in enumerate(text.split(" ")):
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                   "delta": {"type": "text_delta", "text": w if i == 0 else " " + w}}))
+        events += [("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                   ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                      "usage": {"output_tokens": used_out}}),
+                   ("message_stop", {"type": "message_stop"})]
+        return self.events(events)
+
     def do_GET(self):
         if self.path.rstrip("/").endswith("/models"):
             return self.send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in ARGS.models]})
@@ -105,6 +139,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(400, {"error": {"message": "the body is not JSON"}})
         model = str(body.get("model", ""))
         prompt = text_of(body.get("input", body.get("messages", "")))
+        if isinstance(body.get("system"), str):
+            prompt = body["system"] + "\n" + prompt
         with LOCK:
             COUNT[0] += 1
             overload = ARGS.overload_every and COUNT[0] % ARGS.overload_every == 0
@@ -142,6 +178,8 @@ class Handler(BaseHTTPRequestHandler):
                             "content": [{"type": "output_text", "text": text, "annotations": []}]}],
                 "usage": {"input_tokens": used_in, "output_tokens": used_out, "total_tokens": used_in + used_out},
             })
+        if self.path.endswith("/messages"):
+            return self.messages(body, model, text, used_in, used_out)
         if self.path.endswith("/chat/completions") and body.get("stream"):
             return self.stream(model, text, used_in, used_out, (body.get("stream_options") or {}).get("include_usage"))
         if self.path.endswith("/chat/completions"):
@@ -162,6 +200,7 @@ parser.add_argument("--overload-every", type=int, default=0, help="answer every 
 parser.add_argument("--retry-after", default="1", help="the 429's Retry-After, in seconds")
 parser.add_argument("--slow", action="append", default=[],
                     type=lambda s: (s.split("=")[0], float(s.split("=")[1])), help="WORD=SECONDS")
+parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve HTTPS")
 ARGS = parser.parse_args()
 COUNT = [0]
 BUSY = [0]
@@ -177,7 +216,14 @@ class Server(ThreadingHTTPServer):
 
 
 server = Server(("127.0.0.1", ARGS.port), Handler)
-print(f"stand-in model at http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
+scheme = "http"
+if ARGS.tls:
+    import ssl
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(*ARGS.tls)
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
+    scheme = "https"
+print(f"stand-in model at {scheme}://127.0.0.1:{server.server_address[1]}/v1", flush=True)
 try:
     server.serve_forever()
 except KeyboardInterrupt:

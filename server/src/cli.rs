@@ -961,6 +961,9 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
                     out += &format!("  {} {:8}{stalled} attempts {}{quiet}\n", c.cell, c.status, c.attempts);
                 }
             }
+            if let Some(w) = &v.calls_unseen {
+                out += &format!("{w}\n");
+            }
             for (name, e) in &v.rate_limits {
                 let limit = e.limit.map_or_else(|| "no limit".to_owned(), |l| format!("{l} at once"));
                 out += &format!(

@@ -12,7 +12,9 @@
 //! batch untouched; pause → `stopped_resumable`; resume → running; stop and
 //! abort → `aborted`, nothing left running; a driver that refuses its batch
 //! at the doctor → `launch_failed`, with the reason on the Live page; every
-//! unit and job cleaned up.
+//! unit and job cleaned up. And each batch's cells reach the gateway its
+//! driver runs inside the unit or job: a call of each cell to its
+//! `{endpoint_url}` is answered by the stand-in model and counted.
 
 mod common;
 
@@ -96,13 +98,29 @@ struct Backend {
 fn table(b: Backend) {
     let tmp = tempfile::tempdir().unwrap();
     let root = campaign(tmp.path(), 4.0);
+    // The endpoint a real model server (the stand-in), each cell's first
+    // step a call to it at its {endpoint_url}: the gateway of its batch.
+    let model = common::standin::stand_in(&["--models", "local-m"]);
+    std::fs::write(
+        root.join("call.sh"),
+        "curl -s -m 20 -X POST \"$RUNBOARD_ENDPOINT_URL/chat/completions\" -H 'content-type: application/json' \\\n  \
+         -d '{\"model\": \"local-m\", \"messages\": [{\"role\": \"user\", \"content\": \"What is 2 + 3?\"}]}' \\\n  \
+         -o \"$RUNBOARD_CELL_DIR/answer.json\"\n",
+    )
+    .unwrap();
     let mut cfg = std::fs::read_to_string(root.join("campaign.toml")).unwrap() + &b.config;
+    cfg = cfg.replace("http://127.0.0.1:9/v1", &model.url).replacen(
+        "[\"sh\", \"-c\", \"",
+        "[\"sh\", \"-c\", \"sh call.sh; ",
+        1,
+    );
+    assert!(cfg.contains("sh call.sh; sleep"), "{cfg}");
     let escaped = root.join("escaped.pids");
     if b.ends_escapees {
         // Not a child of the cell's process group any more: only the unit's
         // cgroup still holds it. (No job control in `sh -c`: `$!` is the sleep.)
-        let start = format!("setsid sleep 600 & echo $! >> {}; sleep", escaped.display());
-        cfg = cfg.replacen("[\"sh\", \"-c\", \"sleep", &format!("[\"sh\", \"-c\", \"{start}"), 1);
+        let start = format!("setsid sleep 600 & echo $! >> {}; sh call.sh; sleep", escaped.display());
+        cfg = cfg.replacen("sh call.sh; sleep", &start, 1);
         assert!(cfg.contains("setsid"), "{cfg}");
     }
     std::fs::write(root.join("campaign.toml"), &cfg).unwrap();
@@ -120,6 +138,16 @@ fn table(b: Backend) {
     let (_, v) = live_state(&s.addr);
     assert_eq!(v["unit"]["backend"], kind, "{v}");
     assert_eq!(v["run_set"], run_set.as_str());
+    // The running cell reached its batch's gateway inside the unit or job,
+    // which answered it from the endpoint and counted the call.
+    let out = root.join("runsets").join(&run_set).join("out");
+    wait_for("a cell's call counted by its gateway", Duration::from_secs(30), || {
+        std::fs::read_dir(&out).into_iter().flatten().flatten().any(|c| {
+            let answered = std::fs::read_to_string(c.path().join("answer.json")).unwrap_or_default();
+            let counted = std::fs::read_to_string(c.path().join("progress.jsonl")).unwrap_or_default();
+            answered.contains("ANSWER: 5") && counted.contains("\"via\":\"gateway\"")
+        })
+    });
 
     // The server killed mid-batch and started again: found at once.
     drop(s);
@@ -152,6 +180,12 @@ fn table(b: Backend) {
     assert_eq!(code, 200, "{kind}: {r}");
     assert_eq!(r["unit"], format!("{unit}.r2"));
     wait_for("running after resume", Duration::from_secs(40), || live_state(&s.addr).0 == "running");
+    if b.ends_escapees {
+        // The resumed cell has started its escapee before it is stopped.
+        wait_for("the resumed cell's escapee", Duration::from_secs(20), || {
+            std::fs::read_to_string(&escaped).is_ok_and(|p| p.lines().count() >= 2)
+        });
+    }
 
     // Stop and abort: terminal; nothing of the batch runs.
     let (code, r) = post(&s.addr, "/api/control/stop", json!({}));

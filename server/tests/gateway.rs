@@ -9,10 +9,58 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::served::*;
 use serde_json::{json, Value};
+
+/// A campaign whose cells run `script` with the pinned harness Python, given
+/// `{endpoint_url}`, `{out}` and `args`, `parallel` at a time, its catalogue
+/// with `catalogue` (more `[[models]]`/`[[endpoints]]` tables) added.
+fn sdk_campaign(tmp: &Path, script: &Path, args: &[&str], parallel: u32, catalogue: String) -> PathBuf {
+    let root = tmp.join("campaign");
+    let mut command = vec![
+        common::standin::harness_python().display().to_string(),
+        script.display().to_string(),
+        "{endpoint_url}".into(),
+        "{out}".into(),
+    ];
+    command.extend(args.iter().map(|a| a.to_string()));
+    let f = server::fixture::ConsoleFixture {
+        name: "gateway test".into(),
+        command,
+        parallel,
+        models: catalogue,
+        default_graces: false,
+    };
+    server::fixture::write_console_campaign(&root, &f).unwrap();
+    root
+}
+
+/// A paid model (`prices`: its price keys) and an endpoint serving it at
+/// `url` (`extra`: more of the endpoint's keys), as catalogue tables.
+fn paid_route(model: &str, prices: &str, endpoint: &str, url: &str, backend: &str, extra: &str) -> String {
+    format!(
+        "[[models]]\nname = \"{model}\"\nkind = \"paid\"\n{prices}\n\
+         [[endpoints]]\nname = \"{endpoint}\"\nurl = \"{url}\"\nbackend = \"{backend}\"\nmodels = [\"{model}\"]\n\
+         request_preset = \"default\"\n{extra}"
+    )
+}
+
+/// Drafts `body` (`POST /api/drafts`), launches it and waits for its batch
+/// to end; its run set and the live view then.
+fn run_to_end(addr: &str, body: Value, within: Duration) -> (String, Value) {
+    let path = draft(addr, body);
+    let (code, l) = post(addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let run_set = l["run_set"].as_str().unwrap().to_owned();
+    wait_for("the batch to end", within, || {
+        let (state, v) = live_state(addr);
+        state == "idle" && v["run_set"] == run_set.as_str()
+    });
+    (run_set.clone(), live_state(addr).1)
+}
 
 /// The cell: the openai SDK, whole and streamed, through `{endpoint_url}`;
 /// the same raw streamed request direct and through the gateway, compared;
@@ -46,38 +94,17 @@ json.dump({
 
 #[test]
 fn an_sdk_cell_is_counted_through_the_gateway_and_receives_what_it_asked_for() {
-    let python = common::standin::harness_python();
     let model = common::standin::stand_in(&["--models", "local-m"]);
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("campaign");
     let script = tmp.path().join("client.py");
     std::fs::write(&script, CLIENT).unwrap();
-    let f = server::fixture::ConsoleFixture {
-        name: "gateway test".into(),
-        command: vec![
-            python.display().to_string(),
-            script.display().to_string(),
-            "{endpoint_url}".into(),
-            "{out}".into(),
-            model.url.clone(),
-        ],
-        parallel: 1,
-        models: "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_per_1k_tokens = 1.0\n".into(),
-        default_graces: false,
-    };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    let catalogue = "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_per_1k_tokens = 1.0\n".to_owned();
+    let root = sdk_campaign(tmp.path(), &script, &[&model.url], 1, catalogue);
     let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
     std::fs::write(root.join("campaign.toml"), toml.replace("http://127.0.0.1:9/v1", &model.url)).unwrap();
     let s = serve(&root, &tmp.path().join("data"));
-    let path = draft(&s.addr, json!({"label": "gw", "max_cells": 1, "endpoint": "gpu-a"}));
-    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
-    assert_eq!(code, 200, "{l}");
-    let run_set = l["run_set"].as_str().unwrap().to_owned();
-    wait_for("the batch to end", Duration::from_secs(60), || {
-        let (state, v) = live_state(&s.addr);
-        state == "idle" && v["run_set"] == run_set.as_str()
-    });
-    let (_, v) = live_state(&s.addr);
+    let (run_set, v) =
+        run_to_end(&s.addr, json!({"label": "gw", "max_cells": 1, "endpoint": "gpu-a"}), Duration::from_secs(60));
     let cell = v["cells"][0]["cell"].as_str().unwrap().to_owned();
     assert_eq!(v["cells"][0]["status"], "done", "{v}");
     let out = root.join("runsets").join(&run_set).join("out").join(&cell);
@@ -168,34 +195,16 @@ except Stopped:
 /// returns what they spent (every progress line: a call), the live view
 /// once the batch ended, and the run set's folder (in the temporary folder
 /// returned with it).
-fn spend_to_the_cap(through_gateway: bool) -> (f64, Value, std::path::PathBuf, tempfile::TempDir) {
-    let python = common::standin::harness_python();
+fn spend_to_the_cap(through_gateway: bool) -> (f64, Value, PathBuf, tempfile::TempDir) {
     let model = common::standin::stand_in(&["--models", "paid-m"]);
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("campaign");
     let script = tmp.path().join("spender.py");
     std::fs::write(&script, SPENDER).unwrap();
     let mode = if through_gateway { "seen" } else { "own" };
-    let f = server::fixture::ConsoleFixture {
-        name: "cap test".into(),
-        command: vec![
-            python.display().to_string(),
-            script.display().to_string(),
-            "{endpoint_url}".into(),
-            "{out}".into(),
-            mode.into(),
-        ],
-        parallel: 2,
-        models: format!(
-            "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_per_1k_tokens = 250.0\n\
-             price_input_per_1k = 100.0\nprice_output_per_1k = 250.0\n\
-             [[endpoints]]\nname = \"paid-api\"\nurl = \"{}\"\nbackend = \"openai\"\nmodels = [\"paid-m\"]\n\
-             request_preset = \"default\"\ngateway = {through_gateway}\n",
-            model.url
-        ),
-        default_graces: false,
-    };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    let prices = "price_per_1k_tokens = 250.0\nprice_input_per_1k = 100.0\nprice_output_per_1k = 250.0";
+    let gateway = format!("gateway = {through_gateway}\n");
+    let catalogue = paid_route("paid-m", prices, "paid-api", &model.url, "openai", &gateway);
+    let root = sdk_campaign(tmp.path(), &script, &[mode], 2, catalogue);
     let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
     std::fs::write(root.join("campaign.toml"), format!("{toml}[budget]\nmax_cost = 40.0\n")).unwrap();
     let s = serve(&root, &tmp.path().join("data"));
@@ -271,11 +280,10 @@ fn a_cap_holds_at_the_gateway_within_what_was_in_flight() {
 
 #[test]
 fn a_quiet_cell_is_explained_by_its_calls_and_one_rate_limit_holds_every_cell() {
-    let python = common::standin::harness_python();
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("requests.jsonl");
     let log_arg = log.display().to_string();
-    // Every 4th call overloaded (429, Retry-After: 2); "slowly" answered 8 s late.
+    // Every 4th call overloaded (429, Retry-After: 2); "slowly" answered 12 s late.
     let model = common::standin::stand_in(&[
         "--models",
         "paid-m",
@@ -286,35 +294,18 @@ fn a_quiet_cell_is_explained_by_its_calls_and_one_rate_limit_holds_every_cell() 
         "--retry-after",
         "2",
         "--slow",
-        "slowly=8",
+        "slowly=12",
         "--log",
         &log_arg,
     ]);
-    let root = tmp.path().join("campaign");
     // Plain openai-SDK calls, eight a cell (the fixture says which is slow).
     let script = common::standin::repo().join("server/tests/fixtures/gateway_caller.py");
-    let f = server::fixture::ConsoleFixture {
-        name: "quiet test".into(),
-        command: vec![
-            python.display().to_string(),
-            script.display().to_string(),
-            "{endpoint_url}".into(),
-            "{out}".into(),
-            "{seed}-{phase}-{condition}".into(),
-        ],
-        parallel: 3,
-        models: format!(
-            "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_per_1k_tokens = 1.0\n\
-             [[endpoints]]\nname = \"paid-api\"\nurl = \"{}\"\nbackend = \"openai\"\nmodels = [\"paid-m\"]\n\
-             request_preset = \"default\"\nmax_concurrency = 2\n",
-            model.url
-        ),
-        default_graces: false,
-    };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    let catalogue =
+        paid_route("paid-m", "price_per_1k_tokens = 1.0", "paid-api", &model.url, "openai", "max_concurrency = 2\n");
+    let root = sdk_campaign(tmp.path(), &script, &["{seed}-{phase}-{condition}"], 3, catalogue);
     let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
-    // A stall threshold well under the slow call and the 429 waits.
-    std::fs::write(root.join("campaign.toml"), format!("{toml}[stall]\nafter_s = 3.0\n[budget]\npoll_s = 0.5\n"))
+    // A stall threshold well under the slow call and past a cell's start (Python and its SDK loading).
+    std::fs::write(root.join("campaign.toml"), format!("{toml}[stall]\nafter_s = 6.0\n[budget]\npoll_s = 0.5\n"))
         .unwrap();
     let s = serve(&root, &tmp.path().join("data"));
     let path = draft(&s.addr, json!({"label": "quiet", "max_cells": 3, "model": "paid-m", "endpoint": "paid-api"}));
@@ -324,7 +315,7 @@ fn a_quiet_cell_is_explained_by_its_calls_and_one_rate_limit_holds_every_cell() 
 
     let (mut in_flight_words, mut waiting_words, mut limits) = (None, None, None);
     let mut tokens_before_any_end = 0;
-    let mut status_text = None;
+    let (mut status_text, mut telemetry) = (None, None);
     wait_for("the batch to end", Duration::from_secs(120), || {
         let (state, v) = live_state(&s.addr);
         let cells = v["cells"].as_array().cloned().unwrap_or_default();
@@ -339,6 +330,15 @@ fn a_quiet_cell_is_explained_by_its_calls_and_one_rate_limit_holds_every_cell() 
         }
         if v["rate_limits"]["paid-api"]["overloads_last_min"].as_u64() > Some(0) {
             limits = Some(v["rate_limits"]["paid-api"].clone());
+            // Endpoint telemetry for a paid route: from the gateway's calls.
+            if telemetry.is_none() {
+                let (_, t) = get(&s.addr, "/api/telemetry");
+                let e =
+                    t["endpoints"].as_array().unwrap().iter().find(|e| e["endpoint"] == "paid-api").unwrap().clone();
+                if e["gateway"]["overloads_last_min"].as_u64() > Some(0) && e["calls"]["latency_p50_s"].is_number() {
+                    telemetry = Some(e);
+                }
+            }
         }
         if state == "running" && cells.iter().all(|c| c["status"] == "running") {
             tokens_before_any_end = tokens_before_any_end.max(v["spend"]["total_tokens"].as_u64().unwrap_or(0));
@@ -368,6 +368,9 @@ fn a_quiet_cell_is_explained_by_its_calls_and_one_rate_limit_holds_every_cell() 
     assert_eq!(limits["max"], 2, "{limits}");
     assert!(limits["limit"].as_u64() <= Some(2), "{limits}");
     assert!(tokens_before_any_end > 0, "tokens climbed before any cell ended");
+    let telemetry = telemetry.expect("telemetry showed the endpoint's latency and 429s");
+    let words = telemetry["words"].as_str().unwrap();
+    assert!(words.contains("latency") && words.contains("× 429/503 in the last minute"), "{words}");
     let status_text = status_text.expect("runboard status said why a cell was quiet");
     assert!(status_text.contains("rate limit paid-api: "), "{status_text}");
 
@@ -388,4 +391,145 @@ fn a_quiet_cell_is_explained_by_its_calls_and_one_rate_limit_holds_every_cell() 
     assert_eq!(requests.len(), 24, "answered requests logged by the stand-in (its 429s are not)");
     // The calls file goes with the gateway.
     assert!(!root.join("runsets").join(&run_set).join(".gateway-calls.json").exists());
+}
+
+/// A paid route is an `https://` URL: the gateway reaches it over TLS,
+/// trusting the system's roots (here `SSL_CERT_FILE`: a test CA that signed
+/// the stand-in's certificate), and counts its calls as any other's.
+#[test]
+fn an_https_endpoint_is_reached_through_the_gateway_and_counted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pki = tmp.path().join("pki");
+    std::fs::create_dir_all(&pki).unwrap();
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl").args(args).current_dir(&pki).output().unwrap();
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=runboard test CA",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "leaf.key",
+        "-out",
+        "leaf.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(pki.join("leaf.ext"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "leaf.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+    ]);
+    let (cert, key) = (pki.join("leaf.pem").display().to_string(), pki.join("leaf.key").display().to_string());
+    let model = common::standin::stand_in(&["--models", "paid-m", "--tls", &cert, &key]);
+    assert!(model.url.starts_with("https://127.0.0.1:"), "{}", model.url);
+
+    let script = common::standin::repo().join("server/tests/fixtures/gateway_caller.py");
+    let catalogue = paid_route("paid-m", "price_per_1k_tokens = 1.0", "paid-api", &model.url, "openai", "");
+    let root = sdk_campaign(tmp.path(), &script, &["plain"], 1, catalogue);
+    let trust = [("SSL_CERT_FILE".to_owned(), pki.join("ca.pem").display().to_string())];
+    let s = serve_env(&root, &tmp.path().join("data"), &trust);
+    let body = json!({"label": "tls", "max_cells": 1, "model": "paid-m", "endpoint": "paid-api"});
+    let (run_set, v) = run_to_end(&s.addr, body, Duration::from_secs(60));
+    assert_eq!(v["cells"][0]["status"], "done", "{v}");
+    let cell = v["cells"][0]["cell"].as_str().unwrap();
+    let out = root.join("runsets").join(&run_set).join("out").join(cell);
+    let lines: Vec<Value> = std::fs::read_to_string(out.join("progress.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 8, "{lines:?}");
+    assert!(lines.iter().all(|l| l["via"] == "gateway" && l["input_tokens"].as_u64() > Some(0)), "{lines:?}");
+    assert!(v["cells"][0]["cost"].as_f64() > Some(0.0), "priced as it ran: {v}");
+}
+
+/// The cell: the official `anthropic` SDK through `{endpoint_url}` (the
+/// catalogue's URL is the API's root, as `https://api.anthropic.com` is), a
+/// whole message and a stream, and the same raw streamed request direct and
+/// through the gateway, compared byte for byte.
+const ANTHROPIC_CLIENT: &str = r#"
+import anthropic, json, os, sys, urllib.request
+url, out, direct = sys.argv[1], sys.argv[2], sys.argv[3]
+client = anthropic.Anthropic(base_url=url, api_key="sk-ant-not-kept")
+whole = client.messages.create(model="claude-m", max_tokens=64, messages=[{"role": "user", "content": "What is 2 + 3?"}])
+with client.messages.stream(model="claude-m", max_tokens=64,
+                            messages=[{"role": "user", "content": "Reverse the word: gateway"}]) as s:
+    streamed = "".join(s.text_stream)
+    final = s.get_final_message()
+def raw(base):
+    body = json.dumps({"model": "claude-m", "max_tokens": 64, "stream": True,
+                       "messages": [{"role": "user", "content": "What is 1 + 1?"}]}).encode()
+    req = urllib.request.Request(base + "/v1/messages", data=body,
+                                 headers={"Content-Type": "application/json", "x-api-key": "sk-ant-not-kept",
+                                          "anthropic-version": "2023-06-01"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.read()
+usage = lambda u: [u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens, u.output_tokens]
+json.dump({"whole": whole.content[0].text, "whole_usage": usage(whole.usage),
+           "streamed": streamed, "stream_usage": usage(final.usage),
+           "raw_same": raw(url) == raw(direct)}, open(os.path.join(out, "client.json"), "w"))
+"#;
+
+#[test]
+fn an_anthropic_sdk_cell_is_counted_with_its_cache_and_receives_what_it_asked_for() {
+    let model = common::standin::stand_in(&["--models", "claude-m"]);
+    let root_url = model.url.trim_end_matches("/v1").to_owned();
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("client.py");
+    std::fs::write(&script, ANTHROPIC_CLIENT).unwrap();
+    let catalogue = paid_route("claude-m", "price_per_1k_tokens = 1.0", "anthropic", &root_url, "anthropic", "");
+    let root = sdk_campaign(tmp.path(), &script, &[&root_url], 1, catalogue);
+    let s = serve(&root, &tmp.path().join("data"));
+    let body = json!({"label": "claude", "max_cells": 1, "model": "claude-m", "endpoint": "anthropic"});
+    let (run_set, v) = run_to_end(&s.addr, body, Duration::from_secs(60));
+    assert_eq!(v["cells"][0]["status"], "done", "{v}");
+    let out = root.join("runsets").join(&run_set).join("out").join(v["cells"][0]["cell"].as_str().unwrap());
+    let client: Value = serde_json::from_slice(&std::fs::read(out.join("client.json")).unwrap()).unwrap();
+    assert_eq!((client["whole"].as_str(), client["streamed"].as_str()), (Some("ANSWER: 5"), Some("ANSWER: yawetag")));
+    assert_eq!(client["raw_same"], true, "a raw stream is the same bytes with and without the gateway");
+    // What was recorded is what the endpoint reported to the client: input
+    // and cache writes as input, cache reads as cached, output.
+    let lines: Vec<Value> = std::fs::read_to_string(out.join("progress.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for (line, reported) in lines.iter().zip([&client["whole_usage"], &client["stream_usage"]]) {
+        let r: Vec<u64> = reported.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        let got = (line["input_tokens"].as_u64(), line["cached_tokens"].as_u64(), line["output_tokens"].as_u64());
+        assert_eq!(got, (Some(r[0] + r[1]), Some(r[2]), Some(r[3])), "{line} against {reported}");
+        assert_eq!(line["model"], "claude-m");
+    }
 }

@@ -557,6 +557,7 @@ fn summary(v: &LiveView, end_cell: Action<(String, String), Result<String, ApiEr
                     </dd>
                 }
             })}
+            {v.calls_unseen.clone().map(|w| view! { <dt>"Calls"</dt><dd class="calls-unseen">{w}</dd> })}
             {(!v.rate_limits.is_empty()).then(|| view! {
                 <dt>"Rate limits"</dt>
                 <dd class="rate-limits"><ul>{v.rate_limits.iter().map(|(name, e)| view! {

@@ -188,7 +188,10 @@ impl Campaign {
         let running = matches!(state, runboard::live::LiveState::Running { .. });
         let eta_s = eta_s.filter(|_| running || matches!(state, runboard::live::LiveState::Starting { .. }));
         let spent = rs.zip(cfg.as_ref()).map(|(r, c)| self.live_spend(c, r, spec.as_ref(), running, eta_s, now));
-        let (spend, stalls, rate_limits) = match spent {
+        let unseen = |up: Option<bool>| {
+            cfg.as_ref().zip(spec.as_ref()).and_then(|(c, sp)| runboard::live::calls_unseen(c, sp, up))
+        };
+        let (spend, stalls, rate_limits, calls_unseen) = match spent {
             // The cells are in plan order when the spec was read.
             Some(s) if spec.is_some() => {
                 // A progress line or call file that could not be counted is said.
@@ -197,9 +200,10 @@ impl Campaign {
                     s.last_writes.iter().map(|w| w.map(|(t, _)| t)).collect();
                 let said = runboard::live::CellWords { stalls: &s.stalls, quiet: &s.quiet, so_far: &s.so_far };
                 runboard::live::attach_spend(&mut cells, &mut totals, s.cells, &writes, said, &s.batch);
-                (Some(s.batch), s.stalls, s.limits)
+                let calls_unseen = unseen(s.gateway_up);
+                (Some(s.batch), s.stalls, s.limits, calls_unseen)
             }
-            _ => (None, Vec::new(), Default::default()),
+            _ => (None, Vec::new(), Default::default(), None),
         };
         let progress =
             if totals.planned == 0 { 0.0 } else { (totals.done + totals.failed) as f64 / totals.planned as f64 };
@@ -240,6 +244,7 @@ impl Campaign {
             spend,
             stalls,
             rate_limits,
+            calls_unseen,
             problems,
             version,
         }

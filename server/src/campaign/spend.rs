@@ -70,6 +70,8 @@ pub struct LiveSpend {
     pub quiet: Vec<(String, Quiet)>,
     /// Running cells' live samples reports (`{out}/samples.json`).
     pub so_far: Vec<(String, runboard::drive::result::SamplesSoFar)>,
+    /// Whether its gateway's calls file is fresh (none: not running).
+    pub gateway_up: Option<bool>,
     /// The batch's endpoints' rate limits, as its gateway says them now.
     pub limits: std::collections::BTreeMap<String, EndpointCalls>,
     /// Per planned cell: its newest write (when, what).
@@ -224,8 +226,9 @@ impl Campaign {
         drop((readers, task_gaps));
         let mut batch = spend::batch_spend(&cells, first_call, running, eta_s, now);
         batch.caps = self.caps_now(cfg, &batch, now);
+        let gateway_up = running.then_some(gateway.is_some());
         let limits = gateway.map(|g| g.endpoints).unwrap_or_default();
-        LiveSpend { cells, batch, stalls, quiet, so_far, limits, last_writes, problems }
+        LiveSpend { cells, batch, stalls, quiet, so_far, gateway_up, limits, last_writes, problems }
     }
 
     /// Every cap of `[budget]` against the spend now: `batch` is the
@@ -464,6 +467,34 @@ impl Campaign {
                 let Some(r) = readers.get(&(rs.name.clone(), cell.id.clone())) else { continue };
                 let calls = &mut out.entry(endpoints[i % endpoints.len()].clone()).or_default().1;
                 calls.extend(r.tally.recent.iter().filter(|c| c.at > since));
+            }
+        }
+        out
+    }
+}
+
+impl Campaign {
+    /// What the live batches' gateways last said of each endpoint (as the
+    /// spend guard read them; a word older than its freshness is left out),
+    /// summed over the batches that use it.
+    pub fn gateway_calls_by_endpoint(&self, now: Timestamp) -> BTreeMap<String, EndpointCalls> {
+        let seen = self.spend_seen.calls_seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out: BTreeMap<String, EndpointCalls> = BTreeMap::new();
+        for calls in seen.values().filter_map(|c| c.clone().fresh(now)) {
+            for (name, e) in calls.endpoints {
+                let sum = out.entry(name).or_insert_with(|| EndpointCalls {
+                    limit: e.limit,
+                    max: e.max,
+                    ..Default::default()
+                });
+                sum.limit = match (sum.limit, e.limit) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                sum.in_flight += e.in_flight;
+                sum.waiting += e.waiting;
+                sum.overloads_last_min += e.overloads_last_min;
+                sum.held_until = sum.held_until.max(e.held_until);
             }
         }
         out

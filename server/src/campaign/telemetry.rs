@@ -69,13 +69,15 @@ impl Campaign {
         let since = Timestamp(now.0 - (WINDOW_S * 1000.0) as i64);
         let mut calls = self.recent_calls_by_endpoint(&cfg, since, now);
         let engines = self.engines(&cfg, cfg.endpoints.iter().map(|e| e.name.clone()).collect());
+        let mut gateways = self.gateway_calls_by_endpoint(now);
         let endpoints = cfg
             .endpoints
             .iter()
             .map(|e| {
                 let (run_sets, recent) = calls.remove(&e.name).unwrap_or_default();
                 let rates = telemetry::call_rates(&recent, now, WINDOW_S);
-                telemetry::endpoint_telemetry(e, run_sets, rates, engines.get(&e.name))
+                let t = telemetry::endpoint_telemetry(e, run_sets, rates, engines.get(&e.name));
+                telemetry::with_gateway(t, gateways.remove(&e.name))
             })
             .collect();
         Ok(TelemetryView { endpoints, window_s: WINDOW_S, generated_at: now, note: telemetry::NOTE.to_owned() })

@@ -367,8 +367,12 @@ impl Gateway {
             &serde_json::to_vec(&Kept { port: addr.port(), secret: secret.clone() }).unwrap_or_default(),
         )
         .map_err(|e| format!("keeping the gateway's address in {}: {e}", keep.display()))?;
+        // The system's certificates are read (tens of milliseconds) only
+        // when an endpoint needs them.
+        let tls = endpoints.values().any(|r| r.url.starts_with("https://"));
         let client = reqwest::Client::builder()
             .no_proxy()
+            .tls_built_in_root_certs(tls)
             .connect_timeout(CONNECT_TIMEOUT)
             .pool_idle_timeout(Duration::from_secs(30))
             .build()

@@ -45,6 +45,6 @@ pub fn stand_in(args: &[&str]) -> StandIn {
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line:?}");
+    assert!(url.starts_with("http://127.0.0.1:") || url.starts_with("https://127.0.0.1:"), "{line:?}");
     StandIn { child, url }
 }
