@@ -964,7 +964,7 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
             if let Some(w) = &v.calls_unseen {
                 out += &format!("{w}\n");
             }
-            for (name, e) in &v.rate_limits {
+            for (name, e) in v.rate_limits.iter().filter(|(_, e)| e.worth_saying()) {
                 let limit = e.limit.map_or_else(|| "no limit".to_owned(), |l| format!("{l} at once"));
                 out += &format!(
                     "rate limit {name}: {limit}, {} in flight, {} waiting, {} × 429/503 in the last minute\n",

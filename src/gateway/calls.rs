@@ -63,6 +63,18 @@ pub const FRESH_S: f64 = 10.0;
 /// A call in flight longer than this is its own warning.
 pub const CALL_LONG_S: f64 = 600.0;
 
+impl EndpointCalls {
+    /// Whether there is anything to say of it: a limit set, or calls under
+    /// way, held, or overloaded (an idle endpoint with no limit is not listed).
+    pub fn worth_saying(&self) -> bool {
+        self.max.is_some()
+            || self.limit.is_some()
+            || self.in_flight > 0
+            || self.waiting > 0
+            || self.overloads_last_min > 0
+    }
+}
+
 impl CallsNow {
     /// The file's word, if it is fresh at `now`.
     pub fn fresh(self, now: Timestamp) -> Option<Self> {

@@ -558,9 +558,9 @@ fn summary(v: &LiveView, end_cell: Action<(String, String), Result<String, ApiEr
                 }
             })}
             {v.calls_unseen.clone().map(|w| view! { <dt>"Calls"</dt><dd class="calls-unseen">{w}</dd> })}
-            {(!v.rate_limits.is_empty()).then(|| view! {
+            {v.rate_limits.values().any(|e| e.worth_saying()).then(|| view! {
                 <dt>"Rate limits"</dt>
-                <dd class="rate-limits"><ul>{v.rate_limits.iter().map(|(name, e)| view! {
+                <dd class="rate-limits"><ul>{v.rate_limits.iter().filter(|(_, e)| e.worth_saying()).map(|(name, e)| view! {
                     <li data-endpoint=name.clone()>{limit_words(name, e, v.generated_at)}</li>
                 }).collect_view()}</ul></dd>
             })}
