@@ -323,6 +323,16 @@ impl Shared {
         out
     }
 
+    /// The refusal of a new call once a cap is reached (402, not to be
+    /// retried, naming the cap and the spend).
+    fn cap_refusal(&self) -> Option<Response> {
+        let cap = self.cap_reached()?;
+        let status = StatusCode::from_u16(purse::REFUSAL_STATUS).unwrap_or(StatusCode::FORBIDDEN);
+        let mut r = (status, axum::Json(purse::refusal(&cap))).into_response();
+        r.headers_mut().insert("x-should-retry", header::HeaderValue::from_static("false"));
+        Some(r)
+    }
+
     /// The cap reached now, if any; the first time, the batch's stop is asked for.
     fn cap_reached(&self) -> Option<runboard::spend::CapUse> {
         let today = runboard::auto::tick::day_key(crate::clock::now());
@@ -578,13 +588,8 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
         }
     };
     // Once a cap is reached, no new call is sent on.
-    if api.counted() {
-        if let Some(cap) = g.cap_reached() {
-            let status = StatusCode::from_u16(purse::REFUSAL_STATUS).unwrap_or(StatusCode::FORBIDDEN);
-            let mut r = (status, axum::Json(purse::refusal(&cap))).into_response();
-            r.headers_mut().insert("x-should-retry", header::HeaderValue::from_static("false"));
-            return r;
-        }
+    if let Some(r) = api.counted().then(|| g.cap_refusal()).flatten() {
+        return r;
     }
     let prepared = (api.counted() && head.method == axum::http::Method::POST).then(|| gateway::prepare(api, &body));
     let send = match prepared.as_ref().and_then(|p| p.body.clone()) {
@@ -599,6 +604,10 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
         (true, Some(gate)) => Some(gate.enter(cell, g.epoch).await),
         _ => None,
     };
+    // A call held by the limit while the cap was reached is not sent on either.
+    if let Some(r) = slot.as_ref().and_then(|_| g.cap_refusal()) {
+        return r;
+    }
     let call = g.call_sent(cell, endpoint);
     let started = Instant::now();
     let answer = g.client.request(method, &url).headers(passed_on(&head.headers)).body(send).send().await;
@@ -765,6 +774,59 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call held by the limit while another call reaches the cap is
+    /// refused when its turn comes, never sent on: the overshoot is only
+    /// what was in flight.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_held_by_the_limit_when_the_cap_is_reached_is_refused() {
+        let (release, rx) = tokio::sync::watch::channel(false);
+        let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = seen.clone();
+        // The endpoint (a fake: a paid API): each answer 17 tokens, held until released.
+        let app = axum::Router::new().fallback(move || {
+            let (mut rx, counter) = (rx.clone(), counter.clone());
+            async move {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = rx.wait_for(|r| *r).await;
+                axum::Json(serde_json::json!({"model": "m", "usage": {"prompt_tokens": 15, "completion_tokens": 2}}))
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let run_set = tempfile::tempdir().unwrap();
+        let budget: runboard::campaign::Budget = toml::from_str("max_tokens = 10").unwrap();
+        let stop = CancellationToken::new();
+        let g = Gateway::start(Setup {
+            endpoints: BTreeMap::from([("e".to_owned(), Route { url, max_concurrency: Some(1) })]),
+            run_set: run_set.path().to_path_buf(),
+            purse: Purse::new(&budget, "USD", Spent::default(), BTreeMap::new()),
+            prices: BTreeMap::new(),
+            stop: stop.clone(),
+        })
+        .await
+        .unwrap();
+        let call = |cell: &str| {
+            let url = format!("{}/chat/completions", g.cell_url(cell, "e"));
+            async move { reqwest::Client::new().post(url).body(r#"{"model": "m"}"#).send().await.unwrap() }
+        };
+        let first = tokio::spawn(call("c-000000000001"));
+        while seen.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let held = tokio::spawn(call("c-000000000002"));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        release.send_replace(true);
+        assert_eq!(first.await.unwrap().status(), 200);
+        let refused = held.await.unwrap();
+        assert_eq!(refused.status(), 402);
+        assert_eq!(refused.headers()["x-should-retry"], "false");
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1, "the held call never reached the endpoint");
+        assert!(stop.is_cancelled(), "the batch's stop was asked for");
+        assert!(g.capped().unwrap().starts_with("the cap of 10 tokens per batch: 17 used"), "{:?}", g.capped());
+        g.stop().await;
+    }
 
     #[test]
     fn secrets_are_128_bits_and_compared_whole() {
