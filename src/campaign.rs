@@ -265,14 +265,18 @@ impl Budget {
         self.poll_s.unwrap_or(DEFAULT_BUDGET_POLL_S)
     }
 
-    /// Whether any cap on live spend is set.
-    pub fn caps_spend(&self) -> bool {
-        self.max_tokens.is_some()
-            || self.max_cost.is_some()
-            || self.daily_max_tokens.is_some()
+    /// Whether a day's or the campaign's cap is set: caps that count other
+    /// run sets' spend too.
+    pub fn caps_other_run_sets(&self) -> bool {
+        self.daily_max_tokens.is_some()
             || self.daily_max_cost.is_some()
             || self.campaign_max_tokens.is_some()
             || self.campaign_max_cost.is_some()
+    }
+
+    /// Whether any cap on live spend is set.
+    pub fn caps_spend(&self) -> bool {
+        self.max_tokens.is_some() || self.max_cost.is_some() || self.caps_other_run_sets()
     }
 }
 

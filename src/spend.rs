@@ -102,6 +102,15 @@ impl Prices {
     }
 }
 
+/// A cell's model, as its spend is priced: the spec's `model`, else the
+/// cell's own `model` factor.
+pub fn cell_model(
+    spec_model: Option<&str>,
+    factors: Option<&std::collections::BTreeMap<String, serde_json::Value>>,
+) -> Option<String> {
+    spec_model.map(str::to_owned).or_else(|| factors.and_then(|f| f.get("model")).map(crate::matrix::value_text))
+}
+
 /// The prices of `model` in `cfg` (none: not in the catalogue, or free).
 pub fn prices_of(cfg: &CampaignConfig, model: Option<&str>) -> Option<Prices> {
     model.and_then(|m| cfg.model(m)).map(Prices::of).filter(Prices::any)

@@ -82,8 +82,7 @@ pub struct LiveSpend {
 }
 
 fn model_of(spec: Option<&runboard::spec::BatchSpec>, rec: Option<&CellRecord>) -> Option<String> {
-    spec.and_then(|s| s.model.clone())
-        .or_else(|| rec.and_then(|r| r.factors.get("model")).map(runboard::matrix::value_text))
+    spend::cell_model(spec.and_then(|s| s.model.as_deref()), rec.map(|r| &r.factors))
 }
 
 impl Campaign {
@@ -296,10 +295,7 @@ impl Campaign {
     /// `.gateway-budget.json` when it changed, while such a cap is set.
     fn tell_gateway(&self, cfg: &CampaignConfig, rs: &Arc<RunSetRead>, now: Timestamp) {
         use runboard::gateway::purse::{Others, Spent};
-        let b = &cfg.budget;
-        if [b.daily_max_cost, b.campaign_max_cost].iter().all(Option::is_none)
-            && [b.daily_max_tokens, b.campaign_max_tokens].iter().all(Option::is_none)
-        {
+        if !cfg.budget.caps_other_run_sets() {
             return;
         }
         let today = runboard::auto::tick::day_key(now);

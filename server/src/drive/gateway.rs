@@ -625,7 +625,6 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
     };
     let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let said = Answer::of(status.as_u16(), answer.headers().get(header::RETRY_AFTER).and_then(|v| v.to_str().ok()));
-    let overloaded = matches!(said, Answer::Overloaded { .. });
     let mut headers = passed_on(answer.headers());
     let streamed = answer
         .headers()
@@ -640,36 +639,35 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
     }
     // The call is counted when it was answered (2xx) on a counted API.
     let counted = api.counted() && status.is_success();
-    let record =
-        Record { shared: g.clone(), cell: cell.to_owned(), asked_model: prepared.and_then(|p| p.model), started };
+    let record = Record {
+        shared: g.clone(),
+        cell: cell.to_owned(),
+        asked_model: prepared.and_then(|p| p.model),
+        started,
+        slot,
+        said,
+        call,
+        counted,
+    };
     // A whole answer of a known, bounded length (not a stream: its client
     // reads it whole anyway) is read first and sent in one piece — the head
     // and the body in one write, no task or channel between.
     let whole_len = answer.content_length().filter(|n| !streamed && *n <= ANSWER_KEPT as u64);
     if whole_len.is_some() {
-        let read = answer.bytes().await;
-        if let Some(slot) = slot {
-            slot.end(said);
-        }
-        g.call_ended(cell, call, overloaded);
-        let body = match read {
-            Ok(b) => b,
+        return match answer.bytes().await {
+            Ok(body) => {
+                record.ended(|| gateway::answer_usage(api, &body));
+                answered(status, headers, Body::from(body))
+            }
             Err(e) => {
-                return refusal(
+                record.ended(|| (None, None));
+                refusal(
                     StatusCode::BAD_GATEWAY,
                     "runboard_gateway_error",
                     format!("runboard's gateway lost endpoint {endpoint}'s answer ({base}): {e}"),
                 )
             }
         };
-        if counted {
-            let (usage, model) = gateway::answer_usage(api, &body);
-            record.write(usage, model);
-        }
-        let mut response = Response::new(Body::from(body));
-        *response.status_mut() = status;
-        *response.headers_mut() = headers;
-        return response;
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
     tokio::spawn(async move {
@@ -708,34 +706,54 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
             }
         }
         drop(tx);
-        if let Some(slot) = slot {
-            slot.end(said);
-        }
-        record.shared.call_ended(&record.cell, call, overloaded);
-        if counted {
-            let (usage, model) = match tap {
-                Some(t) => (t.usage, t.model),
-                None => gateway::answer_usage(api, &kept),
-            };
-            record.write(usage, model);
-        }
+        record.ended(|| match tap {
+            Some(t) => (t.usage, t.model),
+            None => gateway::answer_usage(api, &kept),
+        });
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
-    let mut response = Response::new(Body::from_stream(stream));
+    answered(status, headers, Body::from_stream(stream))
+}
+
+/// The answer the client gets: the endpoint's status and headers, `body`.
+fn answered(status: StatusCode, headers: HeaderMap, body: Body) -> Response {
+    let mut response = Response::new(body);
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
 }
 
-/// What is written of one call once its answer has ended.
+/// One call under way, and what is done once its answer has ended.
 struct Record {
     shared: Arc<Shared>,
     cell: String,
     asked_model: Option<String>,
     started: Instant,
+    /// Its room at its endpoint's limit (none: not a model call).
+    slot: Option<Slot>,
+    /// How the endpoint answered, for the limit.
+    said: Answer,
+    /// Its id among the cell's calls under way.
+    call: u64,
+    /// Whether it is counted (a 2xx answer of a counted API).
+    counted: bool,
 }
 
 impl Record {
+    /// The answer ended: its room is given back, it is no longer under way,
+    /// and a counted call is written with the usage `read` finds in it.
+    fn ended(mut self, read: impl FnOnce() -> (Option<gateway::Usage>, Option<String>)) {
+        if let Some(slot) = self.slot.take() {
+            slot.end(self.said);
+        }
+        let overloaded = matches!(self.said, Answer::Overloaded { .. });
+        self.shared.call_ended(&self.cell, self.call, overloaded);
+        if self.counted {
+            let (usage, model) = read();
+            self.write(usage, model);
+        }
+    }
+
     fn write(self, usage: Option<gateway::Usage>, model: Option<String>) {
         let model = model.or(self.asked_model);
         let now = crate::clock::now();

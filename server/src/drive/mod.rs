@@ -164,7 +164,6 @@ fn runboard_program() -> String {
     std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "runboard".into())
 }
 
-/// The catalogue's endpoint URLs, by endpoint name.
 /// The batch's gateway as it starts: the endpoints it serves, the caps and
 /// what the batch had spent (an earlier attempt's calls, counted as the
 /// console counts them), each cell's prices.
@@ -182,7 +181,7 @@ fn gateway_setup(
     let mut prices = BTreeMap::new();
     let (mut before, mut before_today) = (Spent::default(), Spent::default());
     for cell in &spec.cells {
-        let model = spec.model.clone().or_else(|| cell.factors.get("model").map(runboard::matrix::value_text));
+        let model = runboard::spend::cell_model(spec.model.as_deref(), Some(&cell.factors));
         let priced = runboard::spend::prices_of(cfg, model.as_deref());
         if let Some(p) = priced {
             prices.insert(cell.id.clone(), p);
@@ -204,6 +203,7 @@ fn gateway_setup(
     }
 }
 
+/// The catalogue's endpoint URLs, by endpoint name.
 fn endpoint_urls(cfg: &CampaignConfig) -> BTreeMap<String, String> {
     cfg.endpoints.iter().map(|e| (e.name.clone(), e.url.clone())).collect()
 }
