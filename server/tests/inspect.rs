@@ -18,6 +18,15 @@ use std::time::Duration;
 use common::served::*;
 use serde_json::{json, Value};
 
+/// Held by each test that runs Inspect evals: each starts several Pythons,
+/// and two such tests at once on two cores make an eval's start alone longer
+/// than the short stall thresholds these tests use.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The example's stand-in model, each request logged to `dir/requests.jsonl`.
 struct StandIn {
     server: common::standin::StandIn,
@@ -93,6 +102,7 @@ fn dump(log: &Path) -> Value {
 
 #[test]
 fn inspect_evals_run_as_cells_pause_resume_with_eval_retry_and_evidence_equals_inspects_accuracy() {
+    let _one = one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     common::standin::harness_python();
     let model = stand_in(tmp.path(), 0.5);
@@ -242,16 +252,280 @@ fn inspect_evals_run_as_cells_pause_resume_with_eval_retry_and_evidence_equals_i
     assert!(paused["why_not"].to_string().contains("paused"), "{paused}");
     assert!(cells.iter().any(|c| c["counts"] == true), "{t}");
 
-    // Reports: tokens are Inspect's model usage, summed over the cells; the
-    // failed cell's failure is Inspect's reason.
+    // Reports: each cell's tokens are Inspect's model usage, or what its
+    // gateway counted of its calls when that is more — the paused eval's
+    // call its stop cut short was answered and counted, and Inspect's
+    // report leaves it out — summed over the cells; the failed cell's
+    // failure is Inspect's reason.
     let (code, rep) = get(&s.addr, &format!("/api/reports/{run_set}"));
     assert_eq!(code, 200, "{rep}");
-    let mut tokens = 0;
+    let (mut tokens, mut reported_of_paused, mut counted_of_paused) = (0, 0, 0);
     for c in rs_dir.join("out").read_dir().unwrap().flatten() {
         let r: Value = serde_json::from_slice(&std::fs::read(c.path().join("result.json")).unwrap()).unwrap();
-        tokens += r["tokens"].as_u64().unwrap();
+        let reported = r["tokens"].as_u64().unwrap();
+        let counted: u64 = progress_lines(&c.path())
+            .iter()
+            .map(|l| {
+                ["input_tokens", "output_tokens", "cached_tokens"].iter().filter_map(|f| l[f].as_u64()).sum::<u64>()
+            })
+            .sum();
+        tokens += reported.max(counted);
+        if c.file_name().to_str() == Some(kept_cell.as_str()) {
+            (reported_of_paused, counted_of_paused) = (reported, counted);
+        }
     }
     assert_eq!(rep["tokens"].as_u64(), Some(tokens), "{rep}");
+    assert!(counted_of_paused >= reported_of_paused, "{counted_of_paused} counted, {reported_of_paused} reported");
     let failed = rep["cells"].as_array().unwrap().iter().find(|c| c["status"] == "failed").unwrap();
     assert_eq!(failed["failure"], "inspect: ValueError('the grader cannot read this answer')", "{failed}");
+}
+
+/// The streamed half of the engine test's cell: the openai SDK through its
+/// `{endpoint_url}`, one question whole, then twice streamed without asking
+/// for usage (greedy: the same words each time); it stays running a few
+/// seconds after, for Live to be read. What it saw goes to `{out}/client.json`.
+const STREAMER: &str = r#"
+import json, os, sys, time
+from openai import OpenAI
+url, out = sys.argv[1], sys.argv[2]
+client = OpenAI(base_url=url, api_key="not-needed")
+ask = dict(model="smollm2", messages=[{"role": "user", "content": "Name a colour."}], max_tokens=16, temperature=0)
+whole = client.chat.completions.create(**ask)
+texts, usage_seen = [], False
+for _ in range(2):
+    chunks = list(client.chat.completions.create(stream=True, **ask))
+    texts.append("".join(c.choices[0].delta.content or "" for c in chunks if c.choices))
+    usage_seen = usage_seen or any(getattr(c, "usage", None) for c in chunks)
+json.dump({"whole": whole.choices[0].message.content,
+           "whole_usage": [whole.usage.prompt_tokens, whole.usage.completion_tokens],
+           "streamed": texts, "usage_seen": usage_seen}, open(os.path.join(out, "client.json"), "w"))
+time.sleep(4)
+json.dump({"score": 1}, open(os.path.join(out, "result.json"), "w"))
+"#;
+
+/// Every progress line of a cell.
+fn progress_lines(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("progress.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The one cell folder of a run set's `out/`.
+fn only_cell_out(rs_dir: &Path) -> PathBuf {
+    let outs: Vec<PathBuf> = std::fs::read_dir(rs_dir.join("out")).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(outs.len(), 1, "{outs:?}");
+    outs[0].clone()
+}
+
+/// A real engine (issue 36): llama.cpp's OpenAI-compatible server with a
+/// real small model (SmolLM2-135M), built from the package registries by
+/// `scripts/setup.sh`. One Inspect eval through the batch's gateway: each
+/// of its calls counted, the tokens exactly the usage the engine reported
+/// (as Inspect's own log records it). Then an SDK cell streaming from it
+/// without asking for usage: llama.cpp ends such a stream with no usage even
+/// when asked, so the gateway counts each as a call whose tokens are
+/// unknown, and Live and the cell's record say so.
+#[test]
+fn a_real_engine_through_the_gateway_counts_an_inspect_eval_to_the_token_and_says_a_stream_without_usage() {
+    let _one = one_at_a_time();
+    common::standin::harness_python();
+    let engine = common::standin::engine();
+    let tmp = tempfile::tempdir().unwrap();
+
+    let root = inspect_campaign(tmp.path(), &engine.url);
+    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    // Short answers (a 135M model may otherwise write until its context is
+    // full), and chat completions: Inspect's OpenAI provider calls the
+    // Responses API, which llama.cpp's server does not serve.
+    let capped = toml.replace(
+        r#""--max-connections", "1"]"#,
+        r#""--max-connections", "1", "--max-tokens", "48", "-M", "responses_api=false"]"#,
+    );
+    assert_ne!(capped, toml);
+    std::fs::write(root.join("campaign.toml"), capped).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "engine", "max_cells": 1, "endpoint": "standin"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let rs_dir = root.join("runsets").join(l["run_set"].as_str().unwrap());
+    wait_for("the Inspect eval to end", Duration::from_secs(240), || live_state(&s.addr).0 == "idle");
+    let (_, v) = live_state(&s.addr);
+    assert_eq!(v["cells"][0]["status"], "done", "{v}");
+
+    // What Inspect recorded of the engine's answers, and what the gateway counted.
+    let out = only_cell_out(&rs_dir);
+    let log = dump(eval_logs(&out).last().expect("an eval log"));
+    assert_eq!(log["status"], "success", "{}", log["error"]);
+    let usage = log["stats"]["model_usage"].as_object().unwrap();
+    let of = |field: &str| usage.values().map(|u| u[field].as_u64().unwrap()).sum::<u64>();
+    let (engine_in, engine_out) = (of("input_tokens"), of("output_tokens"));
+    let lines = progress_lines(&out);
+    let samples = log["samples"].as_array().unwrap().len();
+    assert_eq!((samples, lines.len()), (6, 6), "one counted call per sample: {lines:?}");
+    assert!(lines.iter().all(|l| l["via"] == "gateway" && l["latency_s"].is_number()), "{lines:?}");
+    let sum = |field: &str| lines.iter().map(|l| l[field].as_u64().unwrap_or(0)).sum::<u64>();
+    assert_eq!(
+        (sum("input_tokens") + sum("cached_tokens"), sum("output_tokens")),
+        (engine_in, engine_out),
+        "the gateway counted exactly the usage the engine reported"
+    );
+    assert!(engine_in > 6 * 20 && engine_out > 6, "real prompts and answers: {engine_in} in, {engine_out} out");
+    assert_eq!(v["cells"][0]["tokens"].as_u64(), Some(engine_in + engine_out), "{v}");
+    drop(s);
+
+    // A stream without usage, from a plain SDK script.
+    let script = tmp.path().join("streamer.py");
+    std::fs::write(&script, STREAMER).unwrap();
+    let root = tmp.path().join("sdk");
+    let f = server::fixture::ConsoleFixture {
+        name: "engine stream".into(),
+        command: vec![
+            common::standin::harness_python().display().to_string(),
+            script.display().to_string(),
+            "{endpoint_url}".into(),
+            "{out}".into(),
+        ],
+        parallel: 1,
+        models: String::new(),
+        default_graces: false,
+    };
+    server::fixture::write_console_campaign(&root, &f).unwrap();
+    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    std::fs::write(root.join("campaign.toml"), toml.replace("http://127.0.0.1:9/v1", &engine.url)).unwrap();
+    let s = serve(&root, &tmp.path().join("data-sdk"));
+    let path = draft(&s.addr, json!({"label": "stream", "max_cells": 1, "endpoint": "gpu-a"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let rs_dir = root.join("runsets").join(l["run_set"].as_str().unwrap());
+    // While it runs, Live says two calls reported no usage.
+    let mut said = Value::Null;
+    wait_for("Live to say the streams without usage", Duration::from_secs(120), || {
+        let (state, v) = live_state(&s.addr);
+        let seen = state == "running" && v["spend"]["unmetered_calls"] == 2;
+        if seen {
+            said = v;
+        }
+        seen
+    });
+    assert_eq!(
+        (said["spend"]["calls"].as_u64(), said["cells"][0]["spend"]["unmetered_calls"].as_u64()),
+        (Some(3), Some(2))
+    );
+    wait_for("the batch to end", Duration::from_secs(60), || live_state(&s.addr).0 == "idle");
+
+    let out = only_cell_out(&rs_dir);
+    let client: Value = serde_json::from_slice(&std::fs::read(out.join("client.json")).unwrap()).unwrap();
+    let whole = client["whole"].as_str().unwrap();
+    assert!(!whole.is_empty());
+    assert_eq!(client["streamed"], json!([whole, whole]), "greedy answers, whole and streamed, alike");
+    assert_eq!(client["usage_seen"], false, "the client got no usage chunk it did not ask for");
+    let lines = progress_lines(&out);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(
+        (lines[0]["input_tokens"].as_u64(), lines[0]["output_tokens"].as_u64()),
+        (client["whole_usage"][0].as_u64(), client["whole_usage"][1].as_u64()),
+        "the whole answer: the engine's usage"
+    );
+    for l in &lines[1..] {
+        assert_eq!((&l["usage"], &l["tokens"], &l["via"]), (&json!("missing"), &json!(0), &json!("gateway")), "{l}");
+    }
+    let cell = only_cell_record(&rs_dir);
+    assert_eq!((cell["counted"]["calls"].as_u64(), cell["counted"]["unmetered_calls"].as_u64()), (Some(3), Some(2)));
+}
+
+/// The one cell record of a run set.
+fn only_cell_record(rs_dir: &Path) -> Value {
+    let recs: Vec<PathBuf> = std::fs::read_dir(rs_dir.join("cells")).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    serde_json::from_slice(&std::fs::read(&recs[0]).unwrap()).unwrap()
+}
+
+/// The Inspect example's evals through the batch's gateway when the model
+/// pushes back (issue 36): the stand-in answers every 4th call 429 with
+/// `Retry-After: 2` and two questions 10 s late; the endpoint allows one call
+/// at once for every cell; the models are priced so a call costs about
+/// 2 USD, and the batch is capped at 30 USD. On Live, while no cell has
+/// ended, cost climbs, a quiet cell is explained (its call in flight, its
+/// calls held, the 429s), and no Inspect cell is called stalled though the
+/// slow call is longer than the stall threshold; at the cap the batch is
+/// paused, resumable, having spent what was counted — printed as a multiple
+/// of the cap.
+#[test]
+fn inspect_evals_through_the_gateway_wait_out_429s_unstalled_and_a_cap_pauses_them() {
+    let _one = one_at_a_time();
+    common::standin::harness_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let model = common::standin::stand_in(&[
+        "--delay",
+        "0.3",
+        "--overload-every",
+        "4",
+        "--retry-after",
+        "2",
+        "--slow",
+        "stone=10",
+        "--slow",
+        "40 + 2=10",
+    ]);
+    let root = inspect_campaign(tmp.path(), &model.url);
+    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    let toml = toml
+        .replace("kind = \"local\"", "kind = \"paid\"\nprice_per_1k_tokens = 100.0")
+        .replace("backend = \"openai-compatible\"", "backend = \"openai-compatible\"\nmax_concurrency = 1");
+    std::fs::write(root.join("campaign.toml"), format!("{toml}\n[budget]\nmax_cost = 30.0\npoll_s = 0.5\n")).unwrap();
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "pushback", "max_cells": 4, "endpoint": "standin"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let rs_dir = root.join("runsets").join(l["run_set"].as_str().unwrap());
+
+    let (mut cost_before_any_end, mut in_flight, mut waiting, mut overloads) = (0.0f64, None, None, 0);
+    let mut ended = Value::Null;
+    wait_for("the batch to be paused at its cap", Duration::from_secs(300), || {
+        let (state, v) = live_state(&s.addr);
+        assert_eq!(v["stalls"], json!([]), "an Inspect cell waiting on its model is never stalled: {v}");
+        let cells = v["cells"].as_array().cloned().unwrap_or_default();
+        for c in &cells {
+            let words = c["quiet"]["words"].as_str().map(str::to_owned);
+            match c["quiet"]["kind"].as_str() {
+                Some("in_flight") if c["quiet"]["for_s"].as_f64() > Some(8.5) => in_flight = words,
+                Some("waiting") => waiting = words,
+                _ => {}
+            }
+        }
+        overloads = overloads.max(v["rate_limits"]["standin"]["overloads_last_min"].as_u64().unwrap_or(0));
+        if state == "running" && cells.iter().all(|c| c["status"] == "running" || c["status"] == "pending") {
+            cost_before_any_end = cost_before_any_end.max(v["spend"]["cost"].as_f64().unwrap_or(0.0));
+        }
+        let paused = state != "running" && state != "starting" && v["outcome"]["paused"].is_string();
+        if paused {
+            ended = v;
+        }
+        paused
+    });
+    let v = ended;
+    eprintln!("seen on Live: {in_flight:?}; {waiting:?}; {overloads} × 429 in a minute; outcome {}", v["outcome"]);
+    assert_eq!(v["state"]["state"], "stopped_resumable", "{v}");
+    assert!(v["outcome"]["paused"].as_str().unwrap().starts_with("paused by the budget: "), "{v}");
+    assert!(cost_before_any_end > 0.0, "cost climbed on Live before any eval ended");
+    assert!(in_flight.is_some_and(|w| w.starts_with("one call in flight for ")), "the slow call, said");
+    assert!(waiting.is_some_and(|w| w.starts_with("waiting on standin: ")), "the held calls, said");
+    assert!(overloads > 0, "the 429s, counted");
+
+    // What was spent: every counted call, priced as Live prices it.
+    let mut spent = 0.0;
+    for entry in std::fs::read_dir(rs_dir.join("out")).unwrap().flatten() {
+        for l in progress_lines(&entry.path()) {
+            let tokens = l["input_tokens"].as_u64().unwrap() + l["output_tokens"].as_u64().unwrap();
+            spent += tokens as f64 * 0.1;
+        }
+    }
+    println!("Inspect through the gateway at a 30.00 USD cap: {spent:.2} USD spent ({:.2}× the cap)", spent / 30.0);
+    // One call at a time (max_concurrency = 1): at most the one in flight
+    // when the cap was reached, about 2 USD, past it.
+    assert!((30.0..=32.5).contains(&spent), "spent {spent:.2} USD under a 30.00 USD cap");
+    let live_cost = v["spend"]["cost"].as_f64().unwrap();
+    assert!((live_cost - spent).abs() < 0.01, "Live says {live_cost}, the calls {spent}");
 }

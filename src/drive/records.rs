@@ -109,6 +109,10 @@ pub struct Counted {
     /// Reported as a total only.
     #[serde(default)]
     pub unsplit_tokens: u64,
+    /// Calls whose answer reported no usage (`"usage": "missing"`): counted
+    /// as calls, their tokens unknown and in none of the counts above.
+    #[serde(default, skip_serializing_if = "crate::json::is_zero")]
+    pub unmetered_calls: u64,
     pub source: CountSource,
 }
 
@@ -152,9 +156,15 @@ impl CellRecord {
     }
 
     /// The tokens it spent: what it reported, else what was counted of its
-    /// calls (none: neither).
+    /// calls — or what was counted when that is more: a harness does not
+    /// report a call its stop cut short, which the endpoint answered (and
+    /// billed) and the batch's gateway counted (none: neither).
     pub fn tokens_total(&self) -> Option<u64> {
-        self.tokens_reported().or(self.counted.as_ref().map(Counted::total))
+        let counted = self.counted.as_ref().map(Counted::total);
+        match (self.tokens_reported(), counted) {
+            (Some(r), Some(c)) => Some(r.max(c)),
+            (r, c) => r.or(c),
+        }
     }
 
     /// A new attempt starts: nothing an earlier attempt reported or was

@@ -528,6 +528,7 @@ fn summary(v: &LiveView, end_cell: Action<(String, String), Result<String, ApiEr
             <dt>"Time left"</dt><dd class="eta">{v.eta_s.map(duration_words).map(|d| format!("about {d}")).unwrap_or_else(|| "–".into())}</dd>
             <dt>"Tokens"</dt><dd class="tokens">{runboard::numfmt::thousands(t.tokens)}{v.spend.as_ref().map(split_words)}</dd>
             <dt>"Cost"</dt><dd class="cost">{cost}</dd>
+            {v.spend.as_ref().and_then(|s| runboard::spend::unmetered_words(s.unmetered_calls)).map(|w| view! { <dt>"Unmetered"</dt><dd class="unmetered">{w}</dd> })}
             {v.spend.as_ref().and_then(|s| rate_words(s, &v.currency)).map(|r| view! { <dt>"Average rate"</dt><dd class="rate">{r}</dd> })}
             {v.spend.as_ref().and_then(|s| projection_words(s, &v.currency)).map(|p| view! { <dt>"At its end"</dt><dd class="projection">{p}</dd> })}
             {v.spend.as_ref().filter(|s| !s.caps.is_empty()).map(|s| view! {
@@ -679,7 +680,12 @@ fn cells_table(cells: Vec<LiveCell>, currency: String, open_log: RwSignal<Option
                             <td class="factors">{factors}</td>
                             <td><span class=badge_class title=stall_title>{status}</span>{quiet}</td>
                             <td>{c.attempts}</td>
-                            <td class="num">{c.tokens.map(runboard::numfmt::thousands).unwrap_or_default()}</td>
+                            <td class="num">{c.tokens.map(runboard::numfmt::thousands).unwrap_or_default()}
+                                {c.spend.as_ref().filter(|s| s.unmetered_calls > 0).map(|s| view! {
+                                    <span class="unmetered" title="calls whose answer reported no usage: their tokens are not counted">
+                                        {format!(" + {} without usage", runboard::numfmt::count(s.unmetered_calls, "call"))}
+                                    </span>
+                                })}</td>
                             <td class="num">{c.cost.map(|x| runboard::numfmt::money(x, &currency)).unwrap_or_default()}</td>
                             <td>{c.duration_s.map(duration_words).unwrap_or_default()}</td>
                             <td class="score">{score_words(c.score, c.samples)}{c.so_far.map(|r| view! { <span class="so-far">{r.words()}</span> })}</td>
