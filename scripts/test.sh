@@ -15,8 +15,12 @@ export RUNBOARD_DATA_DIR
 # The real model engine (llama.cpp's server, built from source once per
 # machine: about 4 minutes) is set up beside the steps below at the lowest
 # priority — it takes the cores they leave idle — and its test runs last.
+# In a session of its own (one process group, ended with it on any exit),
+# whose scheduling group is niced too: with autogroups (Linux's default)
+# a new session would otherwise get half the CPU whatever its nice value.
 ENGINE_LOG="$RUNBOARD_DATA_DIR/engine-setup.log"
-setsid -w nice -n 19 scripts/setup.sh engine >"$ENGINE_LOG" 2>&1 &
+setsid -w bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 scripts/setup.sh engine' \
+  >"$ENGINE_LOG" 2>&1 &
 ENGINE_SETUP=$!
 trap 'kill -- "-$ENGINE_SETUP" 2>/dev/null || true; rm -rf "$RUNBOARD_DATA_DIR"' EXIT
 
