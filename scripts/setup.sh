@@ -5,8 +5,7 @@
 #
 #   scripts/setup.sh build    # what building and serving need (scripts/run.sh)
 #   scripts/setup.sh          # that, and what the tests need (scripts/test.sh)
-#   scripts/setup.sh tests    # the same but the real model engine
-#   scripts/setup.sh engine   # only the real model engine (llama.cpp's server)
+#   scripts/setup.sh engine   # only the tests' real model engine (llama.cpp's server)
 #
 # Building needs only the wasm32 target, wasm-bindgen-cli at the lock's
 # version and wasm-opt from npm's binaryen (scripts/build-site.sh says why no
@@ -14,7 +13,7 @@
 # Python's jsonschema, a pinned Inspect AI and the end-to-end npm packages.
 set -euo pipefail
 PART=${1:-all}
-case "$PART" in build|all|tests|engine) ;; *) echo "usage: scripts/setup.sh [build|tests|engine]" >&2; exit 2 ;; esac
+case "$PART" in build|all|engine) ;; *) echo "usage: scripts/setup.sh [build|engine]" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 TOOLS="$ROOT/.tools"
@@ -160,6 +159,5 @@ if [ ! -d end2end/node_modules/playwright-core ]; then
   log "installing end2end npm packages"
   (cd end2end && npm ci --silent --no-audit --no-fund)
 fi
-# scripts/test.sh asks for `tests` and sets the engine up beside the build.
-if [ "$PART" = all ]; then engine; fi
+engine
 log "ready"
