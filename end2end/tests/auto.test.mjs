@@ -44,8 +44,11 @@ test('auto page: a refused setting in words, explain, on launches and holds, off
   await page.dispatchEvent('input[name="wait_minutes"]', 'change');
   await page.click('button.save-settings');
   await page.waitForSelector('form.auto-settings .said.ok');
-  await page.waitForSelector('tr.guard[data-guard="settings"]');
-  assert.match(await page.textContent('tr[data-guard="settings"]'), /valid/);
+  // The explain panel is fetched again after the save: wait for its new
+  // answer rather than reading the one from before it.
+  await page.waitForFunction(
+    () => /valid/.test(document.querySelector('tr.guard[data-guard="settings"]')?.textContent ?? ''),
+    null, { timeout: 10_000 });
   assert.match(await page.textContent('tr[data-guard="mode"]'), /off/);
 
   // On: the loop launches a batch within a tick or two; the page follows it.
