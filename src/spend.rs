@@ -306,10 +306,10 @@ pub fn cell_spend(
             let tokens =
                 Tokens { input, output, cached: 0, unsplit: r.tokens.unwrap_or(0).saturating_sub(input + output) };
             let cost = r.cost.or(prices.map(|p| p.cost(&tokens)));
-            let on_day = r.ended_at.as_deref().is_some_and(|e| e.starts_with(today));
+            let (today_tokens, today_cost) = spent_on_its_end_day(r, tokens, cost, today);
             CellSpend {
-                today_tokens: if on_day { tokens.total() } else { 0 },
-                today_cost: cost.map(|c| if on_day { c } else { 0.0 }),
+                today_tokens,
+                today_cost,
                 tokens,
                 cost,
                 // Its calls, as its driver counted them (0: none counted).
@@ -351,16 +351,29 @@ fn counted_spend(
     let tokens =
         Tokens { input: c.input_tokens, output: c.output_tokens, cached: c.cached_tokens, unsplit: c.unsplit_tokens };
     let cost = prices.map(|p| p.cost(&tokens));
-    let on_day = r.ended_at.as_deref().is_some_and(|e| e.starts_with(today));
+    let (today_tokens, today_cost) = spent_on_its_end_day(r, tokens, cost, today);
     Some(CellSpend {
-        today_tokens: if on_day { tokens.total() } else { 0 },
-        today_cost: cost.map(|c| if on_day { c } else { 0.0 }),
+        today_tokens,
+        today_cost,
         tokens,
         cost,
         calls: c.calls,
         source: c.source.word().into(),
         unmetered_calls: c.unmetered_calls,
     })
+}
+
+/// Of a whole spend known only once the cell ended (its report, its
+/// driver's count), what falls on `today`: all of it when it ended today,
+/// else none.
+fn spent_on_its_end_day(
+    r: &crate::drive::records::CellRecord,
+    tokens: Tokens,
+    cost: Option<f64>,
+    today: &str,
+) -> (u64, Option<f64>) {
+    let on_day = r.ended_at.as_deref().is_some_and(|e| e.starts_with(today));
+    (if on_day { tokens.total() } else { 0 }, cost.map(|c| if on_day { c } else { 0.0 }))
 }
 
 /// A batch's spend while it runs (`GET /api/live` `spend`).
