@@ -187,6 +187,9 @@ impl Console for LocalConsole {
     }
 
     fn live(&self, params: LiveParams) -> Result<LiveView, ApiError> {
+        // Each version is taken before what it stands for is read (see
+        // `Campaign::live`): the runs' before the run list.
+        let runs_version = self.runs.list_version();
         let mut view = self.campaign.live_shared().page(&params.parse()?);
         if let Some(rs) = view.run_set.clone() {
             // Cells that own a run directory show its rounds.
@@ -199,12 +202,13 @@ impl Console for LocalConsole {
                 }
             }
         }
-        view.version = self.live_version_with(&view.version);
+        view.version = live_version_of(&view.version, &runs_version);
         Ok(view)
     }
 
     fn live_version(&self, _: Nothing) -> Result<Version, ApiError> {
-        Ok(Version { version: self.live_version_with(&self.campaign.live_version()) })
+        let campaign = self.campaign.live_version();
+        Ok(Version { version: live_version_of(&campaign, &self.runs.list_version()) })
     }
 
     fn coverage(&self, params: CoverageParams) -> Result<CoverageView, ApiError> {
@@ -422,12 +426,10 @@ impl Console for LocalConsole {
     }
 }
 
-impl LocalConsole {
-    /// The live view's version: the campaign's (units, marker, run set
-    /// records; a 5 s tick while a batch runs, so running cells' durations
-    /// move) and the run list's, because a cell owning a run directory shows
-    /// that run's rounds and trials, which change with every write to it.
-    fn live_version_with(&self, campaign: &str) -> String {
-        format!("{campaign}-{}", self.runs.list_version())
-    }
+/// The live view's version: the campaign's (units, marker, run set records;
+/// a 5 s tick while a batch runs, so running cells' durations move) and the
+/// run list's, because a cell owning a run directory shows that run's rounds
+/// and trials, which change with every write to it.
+fn live_version_of(campaign: &str, runs: &str) -> String {
+    format!("{campaign}-{runs}")
 }

@@ -4,9 +4,12 @@
 //! asked of the model again), then Evidence, Timing and Reports. Inspect is
 //! the pinned `inspect-ai` that `scripts/setup.sh` installs into
 //! `.tools/inspect/`; the model is the example's deterministic stand-in
-//! (`standin_model.py`: no model server can run here). Evidence's rates are
-//! checked against the accuracy Inspect itself reads from the same logs
-//! (`inspect log dump`), not against figures worked out here.
+//! (`standin_model.py`, which can inject 429s and slow calls), or a real
+//! engine (llama.cpp's server with SmolLM2-135M, `.tools/llama/`). Evidence's
+//! rates are checked against the accuracy Inspect itself reads from the same
+//! logs (`inspect log dump`), not against figures worked out here. Through
+//! the batch's gateway: tokens to the engine's usage, pushback waited out
+//! unstalled, and a batch cap that pauses the evals (overshoot printed).
 
 mod common;
 
@@ -77,6 +80,20 @@ fn inspect_campaign(tmp: &Path, url: &str) -> PathBuf {
     let toml = format!("{}\n[stall]\nafter_s = 8.0\n", toml.replace("http://127.0.0.1:8791/v1", url));
     std::fs::write(root.join("campaign.toml"), toml).unwrap();
     std::os::unix::fs::symlink(common::standin::repo().join(".tools/inspect"), root.join(".venv")).unwrap();
+    root
+}
+
+/// [`inspect_campaign`] with its model paid (100.00 USD per 1,000 tokens:
+/// a sample's call about 2 USD), its endpoint held to `max_concurrency`
+/// calls at once, and `budget` as its `[budget]` table's lines.
+fn paid_inspect_campaign(tmp: &Path, url: &str, max_concurrency: u32, budget: &str) -> PathBuf {
+    let root = inspect_campaign(tmp, url);
+    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
+    let toml = toml.replace("kind = \"local\"", "kind = \"paid\"\nprice_per_1k_tokens = 100.0").replace(
+        "backend = \"openai-compatible\"",
+        &format!("backend = \"openai-compatible\"\nmax_concurrency = {max_concurrency}"),
+    );
+    std::fs::write(root.join("campaign.toml"), format!("{toml}\n[budget]\n{budget}\n")).unwrap();
     root
 }
 
@@ -465,12 +482,7 @@ fn inspect_evals_through_the_gateway_wait_out_429s_and_a_slow_call_unstalled() {
         "--slow",
         "stone=10",
     ]);
-    let root = inspect_campaign(tmp.path(), &model.url);
-    let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
-    let toml = toml
-        .replace("kind = \"local\"", "kind = \"paid\"\nprice_per_1k_tokens = 100.0")
-        .replace("backend = \"openai-compatible\"", "backend = \"openai-compatible\"\nmax_concurrency = 1");
-    std::fs::write(root.join("campaign.toml"), format!("{toml}\n[budget]\npoll_s = 0.5\n")).unwrap();
+    let root = paid_inspect_campaign(tmp.path(), &model.url, 1, "poll_s = 0.5");
     let s = serve(&root, &tmp.path().join("data"));
     // The two tasks on one model; "Reverse the word: stone" is the slow one.
     let filters = json!({"model": ["standin-careful"], "task": ["arithmetic", "reverse"]});
@@ -519,5 +531,48 @@ fn inspect_evals_through_the_gateway_wait_out_429s_and_a_slow_call_unstalled() {
     // "Please say 'hello, world'"), each counted once: a 429 is not a call spent.
     assert_eq!(calls, 14);
     let live_cost = v["totals"]["cost"].as_f64().unwrap();
+    assert!((live_cost - spent).abs() < 0.01, "Live says {live_cost}, the calls {spent}");
+}
+
+#[test]
+fn inspect_evals_through_the_gateway_are_paused_at_a_batch_cap_and_the_page_says_so() {
+    let _one = one_at_a_time();
+    common::standin::harness_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let model = common::standin::stand_in(&["--delay", "0.3"]);
+    let root = paid_inspect_campaign(tmp.path(), &model.url, 2, "max_cost = 16.0\npoll_s = 0.5");
+    let s = serve(&root, &tmp.path().join("data"));
+    let path = draft(&s.addr, json!({"label": "capped", "max_cells": 4, "endpoint": "standin"}));
+    let (code, l) = post(&s.addr, "/api/control/start", json!({"path": path}));
+    assert_eq!(code, 200, "{l}");
+    let rs_dir = root.join("runsets").join(l["run_set"].as_str().unwrap());
+
+    // Followed as the Live page follows it: paused with the cap in its
+    // words, never shown idle on the way — whether the gateway (refusing
+    // the calls past the cap) or the console's guard ended it first.
+    let mut page = LivePage::default();
+    wait_for("the batch to be paused at its cap", Duration::from_secs(300), || {
+        page.look(&s.addr) == "stopped_resumable"
+    });
+    let v = page.view.clone();
+    eprintln!("the page showed {:?}; the batch's outcome: {}", page.states, v["outcome"]);
+    assert!(!page.states.iter().any(|s| s == "idle"), "{:?}", page.states);
+    let why = v["state"]["reason"].as_str().unwrap_or_default();
+    assert!(why.starts_with("paused by the budget: the cap of 16.00 USD per batch: "), "{v}");
+
+    // What was spent: every counted call, priced as Live prices it. Two
+    // calls at a time (max_concurrency = 2): past the cap, at most the
+    // calls in flight when it was reached (about 2 USD each).
+    let mut spent = 0.0;
+    for entry in std::fs::read_dir(rs_dir.join("out")).unwrap().flatten() {
+        for l in progress_lines(&entry.path()) {
+            let tokens = l["input_tokens"].as_u64().unwrap() + l["output_tokens"].as_u64().unwrap();
+            spent += tokens as f64 * 0.1;
+        }
+    }
+    println!("Inspect through the gateway at a 16.00 USD cap: {spent:.2} USD spent ({:.2}× the cap)", spent / 16.0);
+    assert!((16.0..=16.0 * 1.35).contains(&spent), "spent {spent:.2} USD under a 16.00 USD cap");
+    let (_, now) = live_state(&s.addr);
+    let live_cost = now["spend"]["cost"].as_f64().unwrap();
     assert!((live_cost - spent).abs() < 0.01, "Live says {live_cost}, the calls {spent}");
 }

@@ -149,23 +149,42 @@ impl Campaign {
         if !self.running_units(&cfg).iter().any(|r| r.run_set == target) {
             return Err(ApiError::busy(format!("{target} is not running: nothing to pause")));
         }
+        // The marker is written before the batch is ended: from the moment
+        // its driver is gone the Live page says "stopped, resumable" with
+        // the reason, never a passing "idle, ended stopped".
+        let before = self.records.marker().and_then(Result::ok);
+        let planned = self.records.run_set(&target).map_or(0, |r| {
+            r.outcome_ok()
+                .map(|o| o.planned)
+                .or_else(|| r.spec.as_ref().and_then(|s| s.as_ref().ok()).map(|s| s.cells.len()))
+                .unwrap_or(0)
+        });
+        let unit = self.unit_of(&target);
+        let m = ActiveMarker {
+            schema_version: 1,
+            run_set: target.clone(),
+            spec: unit.as_ref().map(|u| u.spec.clone()).unwrap_or_default(),
+            unit: unit.map(|u| u.unit),
+            status: MarkerStatus::StoppedBeforeCompletion,
+            planned,
+            updated_at: crate::clock::now(),
+            reason: Some(reason.to_owned()),
+        };
+        self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
         let mut report = StopReport::default();
-        if let Some(rec) = self.end_units(&cfg, std::slice::from_ref(&target), &mut report) {
-            let planned =
-                self.records.run_set(&rec.run_set).and_then(|r| r.outcome_ok().map(|o| o.planned)).unwrap_or(0);
-            let m = ActiveMarker {
-                schema_version: 1,
-                run_set: rec.run_set.clone(),
-                spec: rec.spec.clone(),
-                unit: Some(rec.unit.clone()),
-                status: MarkerStatus::StoppedBeforeCompletion,
-                planned,
-                updated_at: crate::clock::now(),
-                reason: Some(reason.to_owned()),
-            };
-            self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
-            report.marker = Some(m.status);
-            report.run_sets.push(rec.run_set);
+        match self.end_units(&cfg, std::slice::from_ref(&target), &mut report) {
+            Some(rec) => {
+                report.marker = Some(m.status);
+                report.run_sets.push(rec.run_set);
+            }
+            // It ended on its own meanwhile: the marker goes back to what it was.
+            None => {
+                let restored = match before {
+                    Some(b) => self.records.write_marker(&b),
+                    None => std::fs::remove_file(self.root.join(runboard::runsets::ACTIVE_MARKER_FILE)),
+                };
+                restored.map_err(|e| app::api::ssr::internal("restoring the active-batch marker", e))?;
+            }
         }
         Ok(report)
     }
@@ -199,8 +218,35 @@ impl Campaign {
             ));
         }
         report.aborted.extend(missing.iter().map(|t| format!("{t}: no such run set; skipped")));
-        let last = self.end_units(&cfg, &found, &mut report);
+        // The marker names a run set this stop really aborts: the one it
+        // named already if that is stopped, else the last. It is written
+        // before the batches are ended, so that once a driver is gone the
+        // Live page says "aborted", never a passing "idle, ended stopped".
         let now = crate::clock::now();
+        let marker = self.records.marker().and_then(Result::ok);
+        let about = marker
+            .as_ref()
+            .map(|m| m.run_set.clone())
+            .filter(|m| found.contains(m))
+            .unwrap_or_else(|| found[found.len() - 1].clone());
+        let unit = self.unit_of(&about);
+        let same = marker.as_ref().filter(|m| m.run_set == about);
+        let m = ActiveMarker {
+            schema_version: 1,
+            spec: same.map(|m| m.spec.clone()).or(unit.as_ref().map(|r| r.spec.clone())).unwrap_or_default(),
+            unit: unit.as_ref().map(|r| r.unit.clone()),
+            planned: same.map_or_else(
+                || self.records.run_set(&about).and_then(|r| r.outcome_ok().map(|o| o.planned)).unwrap_or(0),
+                |m| m.planned,
+            ),
+            run_set: about,
+            status: MarkerStatus::AbortedByOperator,
+            updated_at: now,
+            reason: Some("stopped and aborted by the operator".into()),
+        };
+        self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
+        report.marker = Some(m.status);
+        self.end_units(&cfg, &found, &mut report);
         for t in &found {
             match self.records.run_set(t) {
                 // Launched, but its driver never made the folder: nothing to
@@ -221,31 +267,6 @@ impl Campaign {
             }
         }
         report.run_sets.clone_from(&found);
-        // The marker names a run set this stop really aborted: the one it
-        // named already if that was stopped, else the last stopped.
-        let marker = self.records.marker().and_then(Result::ok);
-        let about = marker
-            .as_ref()
-            .map(|m| m.run_set.clone())
-            .filter(|m| found.contains(m))
-            .unwrap_or_else(|| found[found.len() - 1].clone());
-        let unit = last.filter(|r| r.run_set == about).or_else(|| self.unit_of(&about));
-        let same = marker.as_ref().filter(|m| m.run_set == about);
-        let m = ActiveMarker {
-            schema_version: 1,
-            spec: same.map(|m| m.spec.clone()).or(unit.as_ref().map(|r| r.spec.clone())).unwrap_or_default(),
-            unit: unit.as_ref().map(|r| r.unit.clone()),
-            planned: same.map_or_else(
-                || self.records.run_set(&about).and_then(|r| r.outcome_ok().map(|o| o.planned)).unwrap_or(0),
-                |m| m.planned,
-            ),
-            run_set: about,
-            status: MarkerStatus::AbortedByOperator,
-            updated_at: now,
-            reason: Some("stopped and aborted by the operator".into()),
-        };
-        self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
-        report.marker = Some(m.status);
         // Whatever it was, auto mode is off now: nothing relaunches the batch.
         crate::auto_state::turn_off(&self.root, "stop and abort by the operator")
             .map_err(|e| app::api::ssr::internal("turning auto mode off", e))?;

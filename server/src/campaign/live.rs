@@ -102,13 +102,18 @@ impl Campaign {
                 return view.clone();
             }
         }
-        let view = std::sync::Arc::new(self.live());
+        let view = std::sync::Arc::new(self.live(version));
         *made = Some((view.version.clone(), Instant::now(), view.clone()));
         view
     }
 
-    /// The live view made from the records now.
-    pub fn live(&self) -> LiveView {
+    /// The live view made from the records now, under `version` — the
+    /// version taken *before* anything here is read. A change while it is
+    /// made then moves the version past it, and a page that holds this view
+    /// asks again; a version taken after could name a change the view does
+    /// not show, and the page would keep the older state for good (seen: an
+    /// idle view kept after the budget's pause wrote its marker).
+    fn live(&self, version: String) -> LiveView {
         let now = crate::clock::now();
         let cfg = self.config().ok();
         let mut problems = Vec::new();
@@ -208,7 +213,6 @@ impl Campaign {
         let progress =
             if totals.planned == 0 { 0.0 } else { (totals.done + totals.failed) as f64 / totals.planned as f64 };
         let in_flight = cfg.as_ref().map(|c| self.in_flight(c)).unwrap_or_default();
-        let version = self.live_version_of(obs.unit.as_ref(), &in_flight);
         let seen: Vec<UnitSeen> = in_flight.into_iter().map(|(rec, o)| unit_seen(&rec, o, None)).collect();
         let others = runboard::live::other_batches(&seen, run_set.as_deref());
         let in_flight_sets: Vec<&str> = seen.iter().map(|u| u.run_set.as_str()).collect();
@@ -257,21 +261,12 @@ impl Campaign {
         let cfg = self.config().ok();
         let current = cfg.as_ref().and_then(|c| self.current_unit(c)).map(|(_, u)| u);
         let in_flight = cfg.as_ref().map(|c| self.in_flight(c)).unwrap_or_default();
-        self.live_version_of(current.as_ref(), &in_flight)
-    }
-
-    /// `in_flight`: [`Self::in_flight`], made once by the caller.
-    pub(super) fn live_version_of(
-        &self,
-        current: Option<&UnitSeen>,
-        in_flight: &[(UnitRecord, runboard::live::Observation)],
-    ) -> String {
         let mut h = runboard::hash::Fnv1a::new();
         let stamp = |p: &Path| format!("{:?}", crate::fsread::stamp_of(p));
         for f in [runsets::ACTIVE_MARKER_FILE, UNITS_DIR, RUNSETS_DIR, CONFIG_FILE] {
             h.write(stamp(&self.root.join(f)).as_bytes());
         }
-        if let Some(u) = current {
+        if let Some(u) = &current {
             h.write(format!("{:?}{:?}", u.observation, u.outcome).as_bytes());
             let dir = self.root.join(RUNSETS_DIR).join(&u.run_set);
             for f in ["cells", "batch_outcome.json", "spec.json"] {
@@ -288,7 +283,7 @@ impl Campaign {
         // What the spend guard read of the cells' files, and its stalls.
         h.write(&self.spend_seen.generation().to_le_bytes());
         // The other batches in flight.
-        for (rec, o) in in_flight {
+        for (rec, o) in &in_flight {
             h.write(format!("{}{o:?}", rec.unit).as_bytes());
         }
         format!("{:016x}", h.finish())

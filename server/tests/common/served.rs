@@ -109,6 +109,33 @@ pub fn live_state(addr: &str) -> (String, Value) {
     (v["state"]["state"].as_str().unwrap_or("").to_owned(), v)
 }
 
+/// The Live view as a page holds it: fetched again only when the version it
+/// follows moved (`GET /api/live/version`), as the page does, so a view
+/// served under a version that names a later change than it shows is kept
+/// here as it would be on the page. `states` is each state it showed, in
+/// order.
+#[derive(Default)]
+pub struct LivePage {
+    pub view: Value,
+    pub states: Vec<String>,
+}
+
+impl LivePage {
+    /// One look: the state the page shows now.
+    pub fn look(&mut self, addr: &str) -> String {
+        let (code, v) = get(addr, "/api/live/version");
+        assert_eq!(code, 200, "{v}");
+        if self.view.is_null() || v["version"] != self.view["version"] {
+            let (state, view) = live_state(addr);
+            if self.states.last() != Some(&state) {
+                self.states.push(state);
+            }
+            self.view = view;
+        }
+        self.states.last().cloned().unwrap_or_default()
+    }
+}
+
 /// The console test campaign (`server::fixture`, the one the end-to-end
 /// suite uses too): cells that each sleep `cell_s` and report tokens, and a
 /// paid model `paid-m` with a daily cap of 1.
