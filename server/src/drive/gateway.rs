@@ -281,7 +281,8 @@ impl Shared {
         let now = crate::clock::now();
         let ms = self.epoch.elapsed().as_millis() as u64;
         let mut out = CallsNow { at: now, ..Default::default() };
-        let mut waiting_of: BTreeMap<String, u32> = BTreeMap::new();
+        // cell → (its endpoint, its calls held)
+        let mut waiting_of: BTreeMap<String, (String, u32)> = BTreeMap::new();
         for (name, gate) in &self.gates {
             let mut g = gate.lock();
             let held_until = g.limiter.held_until(ms).map(|t| Timestamp(now.0 + (t - ms) as i64));
@@ -297,7 +298,8 @@ impl Shared {
                 },
             );
             for (cell, n) in g.limiter.waiting_by_cell() {
-                *waiting_of.entry(cell).or_default() += n as u32;
+                let w = waiting_of.entry(cell).or_insert_with(|| (name.clone(), 0));
+                w.1 += n as u32;
             }
         }
         let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
@@ -307,7 +309,7 @@ impl Shared {
             while t.overloads.front().is_some_and(|x| now.0 - x.0 >= 60_000) {
                 t.overloads.pop_front();
             }
-            let waiting = waiting_of.remove(cell).unwrap_or(0);
+            let waiting = waiting_of.remove(cell).map_or(0, |(_, n)| n);
             out.cells.insert(
                 cell.clone(),
                 CellCalls {
@@ -319,6 +321,11 @@ impl Shared {
                     last_answered: t.last_answered,
                 },
             );
+        }
+        // A cell whose first call is still held has sent nothing yet: it is
+        // waiting all the same, never silent.
+        for (cell, (endpoint, waiting)) in waiting_of {
+            out.cells.insert(cell, CellCalls { endpoint, waiting, ..Default::default() });
         }
         out
     }
@@ -793,11 +800,11 @@ impl Record {
 mod tests {
     use super::*;
 
-    /// A call held by the limit while another call reaches the cap is
-    /// refused when its turn comes, never sent on: the overshoot is only
-    /// what was in flight.
+    /// A call held by the limit is listed as waiting (its cell had sent
+    /// nothing yet); while another call reaches the cap it is refused when
+    /// its turn comes, never sent on: the overshoot is only what was in flight.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_call_held_by_the_limit_when_the_cap_is_reached_is_refused() {
+    async fn a_call_held_by_the_limit_is_said_waiting_and_refused_when_the_cap_is_reached() {
         let (release, rx) = tokio::sync::watch::channel(false);
         let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = seen.clone();
@@ -835,6 +842,12 @@ mod tests {
         }
         let held = tokio::spawn(call("c-000000000002"));
         tokio::time::sleep(Duration::from_millis(200)).await;
+        // The held cell has sent nothing yet: it is listed waiting all the
+        // same (else Live would call it silent, and stall it).
+        let now = g.shared.calls_now();
+        let c2 = &now.cells["c-000000000002"];
+        assert_eq!((c2.endpoint.as_str(), c2.waiting, c2.in_flight), ("e", 1, 0));
+        assert_eq!(now.cells["c-000000000001"].in_flight, 1);
         release.send_replace(true);
         assert_eq!(first.await.unwrap().status(), 200);
         let refused = held.await.unwrap();
