@@ -94,14 +94,38 @@ fn client() -> reqwest::Client {
 const WHOLE: &str = r#"{"model":"bench-m","messages":[{"role":"user","content":"What is 2 + 3?"}]}"#;
 const STREAMED: &str = r#"{"model":"bench-m","stream": true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"What is 2 + 3?"}]}"#;
 
+/// How the calls in flight are sent.
+#[derive(Clone, Copy, PartialEq)]
+enum Arrivals {
+    /// All at the same instant, and (the endpoint taking the same time for
+    /// each) answered at the same instant, round after round: the worst
+    /// case, every call queued behind the others' handling.
+    Together,
+    /// Spread over the endpoint's time, as the calls of many cells are:
+    /// the same number in flight, not sent in the same millisecond.
+    Spread,
+}
+
 /// `calls` whole answers from `base`, `in_flight` at a time, each taking the
-/// endpoint `delay_ms`: each one's latency (ms).
-async fn latencies(c: &reqwest::Client, base: &str, in_flight: usize, calls: usize, delay_ms: u64) -> Vec<f64> {
+/// endpoint `delay_ms`, sent as `arrivals` says: each one's latency (ms).
+async fn latencies(
+    c: &reqwest::Client,
+    base: &str,
+    in_flight: usize,
+    calls: usize,
+    delay_ms: u64,
+    arrivals: Arrivals,
+) -> Vec<f64> {
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut tasks = Vec::new();
-    for _ in 0..in_flight {
+    for i in 0..in_flight {
         let (c, url, next) = (c.clone(), format!("{base}/chat/completions"), next.clone());
+        let offset = match arrivals {
+            Arrivals::Together => Duration::ZERO,
+            Arrivals::Spread => Duration::from_millis(delay_ms) * i as u32 / in_flight as u32,
+        };
         tasks.push(tokio::spawn(async move {
+            tokio::time::sleep(offset).await;
             let mut out = Vec::new();
             while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < calls {
                 let t = Instant::now();
@@ -206,27 +230,39 @@ fn main() {
         let through = gateway.cell_url("c-000000000001", "bench");
         let c = client();
         // Warm both paths' connection pools.
-        latencies(&c, &direct, 64, 640, 0).await;
-        latencies(&c, &through, 64, 640, 0).await;
+        latencies(&c, &direct, 64, 640, 0, Arrivals::Together).await;
+        latencies(&c, &through, 64, 640, 0, Arrivals::Together).await;
 
         println!("gateway bench: whole answers, latency in ms (direct | through the gateway | added)");
         // An endpoint that answers at once, then one that takes 250 ms.
-        for (in_flight, delay_ms) in [(1usize, 0), (64, 0), (512, 0), (1, 250), (64, 250), (512, 250)] {
+        use Arrivals::*;
+        let cases = [
+            (1usize, 0, Together),
+            (64, 0, Together),
+            (512, 0, Together),
+            (1, 250, Together),
+            (64, 250, Together),
+            (512, 250, Together),
+            (64, 250, Spread),
+            (512, 250, Spread),
+        ];
+        for (in_flight, delay_ms, arrivals) in cases {
             let calls = if delay_ms == 0 { (in_flight * 20).max(2_000) } else { (in_flight * 8).max(40) };
             let (mut d, mut g) = (Vec::new(), Vec::new());
             let (mut d_s, mut g_s) = (0.0, 0.0);
             // Alternated, so drift on a shared machine falls on both.
             for _ in 0..2 {
                 let t = Instant::now();
-                d.extend(latencies(&c, &direct, in_flight, calls / 2, delay_ms).await);
+                d.extend(latencies(&c, &direct, in_flight, calls / 2, delay_ms, arrivals).await);
                 d_s += t.elapsed().as_secs_f64();
                 let t = Instant::now();
-                g.extend(latencies(&c, &through, in_flight, calls / 2, delay_ms).await);
+                g.extend(latencies(&c, &through, in_flight, calls / 2, delay_ms, arrivals).await);
                 g_s += t.elapsed().as_secs_f64();
             }
             let (d50, g50, d99, g99) = (pct(&mut d, 0.5), pct(&mut g, 0.5), pct(&mut d, 0.99), pct(&mut g, 0.99));
+            let sent = if arrivals == Together { "sent together" } else { "spread out   " };
             println!(
-                "  {in_flight:>3} in flight, endpoint {delay_ms:>3} ms, {calls:>5} calls: p50 {d50:.3} | {g50:.3} | {:+.3}   p99 {d99:.3} | {g99:.3} | {:+.3}   \
+                "  {in_flight:>3} in flight, {sent}, endpoint {delay_ms:>3} ms, {calls:>5} calls: p50 {d50:.3} | {g50:.3} | {:+.3}   p99 {d99:.3} | {g99:.3} | {:+.3}   \
                  ({:.0} | {:.0} calls/s)",
                 g50 - d50,
                 g99 - d99,

@@ -571,16 +571,11 @@ fn evidence_text(e: &runboard::results::Evidence) -> String {
     for g in &e.groups {
         out += &format!("  {:20} {}\n", g.level, rate_text(&g.passes));
     }
+    if e.family.comparisons > 0 {
+        out += &format!("verdicts: {}\n", e.family.words());
+    }
     for c in &e.comparisons {
-        out += &format!(
-            "  {} − {}: {:+.0} points [{:+.0}, {:+.0}]{}\n",
-            c.level,
-            c.baseline,
-            c.difference * 100.0,
-            c.ci95.lo * 100.0,
-            c.ci95.hi * 100.0,
-            if c.clear { "" } else { " (the interval includes 0)" }
-        );
+        out += &format!("  {}\n", c.words());
     }
     for p in &e.paired {
         out += &format!("  paired: {}\n", p.words());

@@ -873,8 +873,9 @@ fn objective(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64,
 /// to draft, the one whose next cells (up to a batch) would most narrow the
 /// 95 % interval of its difference to the baseline — the slot's first
 /// condition, in matrix order — at the rates observed so far
-/// (`results::impact`: open comparisons before settled ones). A cell counts
-/// as a pass when covered, a trial when covered or failed.
+/// (`results::impact`). A cell counts as a pass when covered, a trial when
+/// covered or failed; no comparison is called settled here (a verdict needs
+/// the order the cells ended in, which coverage does not keep).
 fn expected_impact(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64, String, Option<String>) {
     use crate::results::impact::{best_comparison, Counts};
     // Per condition, in first-seen (matrix) order: passes, trials, open cells.
@@ -902,7 +903,10 @@ fn expected_impact(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) ->
             continue;
         }
         let k = (*open_cells).min(settings.max_cells) as u64;
-        let Some((j, nw)) = best_comparison(&counts, at, k) else { continue };
+        // No verdicts here: coverage counts carry no order in which cells
+        // ended, which an always-valid verdict needs; so no comparison is
+        // called settled, and each is ranked by what it would narrow.
+        let Some((j, nw)) = best_comparison(&counts, &[], at, k) else { continue };
         let compared = &by[j].0;
         let now = match nw.today {
             Some((d, i)) => format!("now {} pp [{}, {}]", pct(d), pct(i.lo), pct(i.hi)),
@@ -910,7 +914,7 @@ fn expected_impact(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) ->
         };
         let why = format!(
             "{k} more cell(s) of condition {cond:?}: the difference {compared:?} − {base:?}, {now}{}, would narrow to about ±{:.0} pp ({})",
-            if nw.settled() { " (settled: its interval excludes 0)" } else { "" },
+            if nw.settled() { " (settled: its verdict is clear)" } else { "" },
             nw.after * 100.0,
             slot.name()
         );
@@ -1198,19 +1202,19 @@ mod tests {
     }
 
     /// `expected_impact` ranks by what the next cells would do to a
-    /// comparison at the rates observed: an open question (memory 3 of 6
-    /// against baseline 5 of 10) before a settled one (memory 0 of 6 against
-    /// 10 of 10), though the settled slot's condition has fewer passes (what
-    /// the objective ranked by before); among open ones the less measured.
-    /// `least_covered` ranks by the share of cells counted.
+    /// comparison at the rates observed — never calling one settled (no
+    /// order of ends, no verdict): memory 0 of 6 against 10 of 10, whose
+    /// interval the cells would narrow most, before memory 3 of 6 against
+    /// 5 of 10; among the rest the less measured. `least_covered` ranks by
+    /// the share of cells counted.
     #[test]
     fn the_objectives_rank_slots_by_what_each_measures() {
         let impact = Settings { objective: Objective::ExpectedImpact, max_cells: 6, ..Settings::default() };
         let open = score(&impact, &[("base", 5, 5, 0), ("memory", 3, 3, 6)]);
-        let settled = score(&impact, &[("base", 10, 0, 0), ("memory", 0, 6, 6)]);
-        assert!(open.0 > settled.0, "{open:?} {settled:?}");
+        let apart = score(&impact, &[("base", 10, 0, 0), ("memory", 0, 6, 6)]);
+        assert!(apart.0 > open.0, "{open:?} {apart:?}");
         assert_eq!(open.2.as_deref(), Some("memory"));
-        assert!(settled.1.contains("settled"), "{}", settled.1);
+        assert!(!apart.1.contains("settled") && apart.1.contains("now -100 pp"), "{}", apart.1);
         assert!(
             open.1.starts_with(
                 "6 more cell(s) of condition \"memory\": the difference \"memory\" − \"base\", now +0 pp ["

@@ -178,17 +178,29 @@ pub struct CohortFigures {
     pub timing: TimingSummary,
     /// Which timings count, and why the others do not.
     pub validity: super::timing::Validity,
+    /// Its counted outcomes in the order they ended: the verdict's input.
+    #[serde(skip)]
+    pub observed: Vec<super::Observed>,
 }
 
 /// A cohort against the first: its pass rate minus the first's, with the
-/// 95 % Newcombe interval.
+/// fixed-look 95 % Newcombe interval and the verdict (as Evidence's: an
+/// always-valid test, Holm across the cohorts compared).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CohortDifference {
     pub name: String,
     pub baseline: String,
     pub difference: f64,
     pub ci95: Interval,
+    #[serde(default)]
+    pub always_valid: super::sequential::AlwaysValid,
+    #[serde(default = "one")]
+    pub p_family: f64,
     pub clear: bool,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// `GET /api/cohorts/compare`.
@@ -196,6 +208,9 @@ pub struct CohortDifference {
 pub struct Comparison {
     pub cohorts: Vec<CohortFigures>,
     pub differences: Vec<CohortDifference>,
+    /// The family the differences' verdicts are controlled as.
+    #[serde(default)]
+    pub family: super::Family,
     #[serde(default)]
     pub charts: super::EvidenceCharts,
 }
@@ -206,7 +221,9 @@ pub fn compare(cohorts: Vec<CohortFigures>) -> Comparison {
     // charts serve it as they serve a factor's levels.
     let groups: Vec<super::Group> =
         cohorts.iter().map(|c| super::Group { level: c.name.clone(), passes: c.passes }).collect();
-    let compared = super::comparisons(&groups);
+    let streams: Vec<Vec<super::Observed>> = cohorts.iter().map(|c| c.observed.clone()).collect();
+    let mut compared = super::comparisons(&groups, &streams);
+    let family = super::settle(&mut compared, &mut []);
     #[cfg_attr(not(feature = "charts"), allow(unused_mut))]
     let mut out = Comparison {
         differences: compared
@@ -216,9 +233,12 @@ pub fn compare(cohorts: Vec<CohortFigures>) -> Comparison {
                 baseline: c.baseline.clone(),
                 difference: c.difference,
                 ci95: c.ci95,
+                always_valid: c.always_valid,
+                p_family: c.p_family,
                 clear: c.clear,
             })
             .collect(),
+        family,
         cohorts,
         charts: Default::default(),
     };
@@ -228,7 +248,7 @@ pub fn compare(cohorts: Vec<CohortFigures>) -> Comparison {
             &groups,
             &compared,
             "Pass rate by cohort (95 % Wilson interval)",
-            "Difference to the first cohort (95 % Newcombe interval)",
+            "Difference to the first cohort (fixed-look 95 % Newcombe interval)",
         );
     }
     out
@@ -299,6 +319,7 @@ mod tests {
             evidence: crate::results::evidence(&[], "condition", &Default::default()),
             timing: TimingSummary::default(),
             validity: Default::default(),
+            observed: Vec::new(),
         };
         let c = compare(vec![fig("a", 2, 2), fig("b", 0, 2)]);
         assert_eq!(c.differences.len(), 1);

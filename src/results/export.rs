@@ -44,6 +44,13 @@ pub struct Export {
     /// when `task` is private.
     #[serde(default)]
     pub paired: Vec<super::paired::PairedComparison>,
+    /// Each `condition` level against the baseline (Evidence's), with its
+    /// verdict and fixed-look interval.
+    #[serde(default)]
+    pub comparisons: Vec<super::Comparison>,
+    /// The family the verdicts are controlled as (Evidence's).
+    #[serde(default)]
+    pub family: super::Family,
 }
 
 /// The export of `outcomes`, leaving out `private` factors; `levels` are the
@@ -57,10 +64,16 @@ pub fn export(
     now: Timestamp,
     version: &str,
 ) -> Export {
-    let paired = if private.iter().any(|p| p == "condition") {
-        Vec::new()
-    } else {
-        super::paired::paired(outcomes, "condition", levels)
+    // The verdicts as Evidence gives them by `condition`: the same family.
+    let judged = (!private.iter().any(|p| p == "condition")).then(|| {
+        let order = std::collections::BTreeMap::from([("condition".to_owned(), levels.to_vec())]);
+        super::evidence(outcomes, "condition", &order)
+    });
+    let (comparisons, family) = judged.as_ref().map(|e| (e.comparisons.clone(), e.family.clone())).unwrap_or_default();
+    let paired = match judged {
+        None => Vec::new(),
+        Some(e) => e
+            .paired
             .into_iter()
             .map(|mut p| {
                 p.discordant.clear();
@@ -69,7 +82,7 @@ pub fn export(
                 }
                 p
             })
-            .collect()
+            .collect(),
     };
     let shown: Vec<&String> = factors.iter().filter(|f| !private.contains(f)).collect();
     let mut columns: Vec<String> = shown.iter().map(|f| (*f).clone()).collect();
@@ -103,6 +116,8 @@ pub fn export(
         columns,
         rows,
         paired,
+        comparisons,
+        family,
     }
 }
 
@@ -130,6 +145,12 @@ pub fn to_csv(e: &Export) -> String {
         if p.private_factors.is_empty() { "(none)".to_owned() } else { p.private_factors.join(" ") },
         if p.scope.is_empty() { "(every cell)" } else { &p.scope }
     );
+    if e.family.comparisons > 0 {
+        out += &format!("# family: {}\n", e.family.words());
+    }
+    for c in &e.comparisons {
+        out += &format!("# compared: {}\n", c.words());
+    }
     for c in &e.paired {
         out += &format!("# paired: {}\n", c.words());
     }
@@ -190,7 +211,13 @@ mod tests {
         assert!(csv.contains("# specs: specs/committed/0001-x.json\n"), "{csv}");
         // Every provenance line is `# key: value`, the key a plain word.
         let comments: Vec<&str> = csv.lines().take_while(|l| l.starts_with('#')).collect();
-        assert_eq!(comments.len(), 8, "{csv}");
+        // 8 of provenance, the family and the one comparison's verdict.
+        assert_eq!(comments.len(), 10, "{csv}");
+        assert!(
+            csv.contains("# family: 1 comparison: ")
+                && csv.contains("# compared: treat − base: -100 points, open (p = "),
+            "{csv}"
+        );
         for l in &comments {
             let (key, _) = l[2..].split_once(": ").unwrap_or_else(|| panic!("not `# key: value`: {l}"));
             assert!(key.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "key {key:?} in {l}");

@@ -2,7 +2,9 @@
 //! next. Pure: counts in, figures out.
 //!
 //! **A comparison** is a level's pass rate against the baseline's, with the
-//! 95 % Newcombe hybrid score interval Evidence shows (see [`super::stats`]).
+//! fixed-look 95 % Newcombe hybrid score interval Evidence shows (see
+//! [`super::stats`]) — what the next cells would narrow — and its verdict,
+//! which the caller gives ([`super::sequential`]): settled when clear.
 //!
 //! **Expected narrowing.** Running `k` more cells of the level (and `k_base`
 //! of the baseline) is expected to leave each rate where it is now — the
@@ -61,6 +63,9 @@ pub struct Narrowing {
     pub after: f64,
     /// The expected interval after the cells.
     pub interval: Interval,
+    /// The comparison's verdict today (set by the caller from the
+    /// always-valid test: [`super::sequential`]): settled when clear.
+    pub clear: bool,
 }
 
 impl Narrowing {
@@ -69,9 +74,9 @@ impl Narrowing {
         self.today.map(|(_, i)| (i.hi - i.lo) / 2.0)
     }
 
-    /// Whether today's interval excludes 0: the comparison is settled.
+    /// Whether the comparison is settled: its verdict is clear.
     pub fn settled(&self) -> bool {
-        self.today.is_some_and(|(_, i)| i.lo > 0.0 || i.hi < 0.0)
+        self.clear
     }
 
     /// How much the half-width shrinks (a comparison with no interval yet
@@ -80,7 +85,7 @@ impl Narrowing {
         (self.now().unwrap_or(1.0) - self.after).max(0.0)
     }
 
-    /// The ranking score: open comparisons (today's interval includes 0)
+    /// The ranking score: open comparisons (not clear by the verdict)
     /// first, by their gain; settled ones after every open one.
     pub fn rank(&self) -> f64 {
         if self.settled() {
@@ -99,23 +104,25 @@ pub fn narrowing(level: Counts, baseline: Counts, k_level: u64, k_base: u64) -> 
     let (_, interval) = difference_counts(s1, n1, s2, n2, Z95)?;
     let today =
         difference_counts(level.successes as f64, level.n as f64, baseline.successes as f64, baseline.n as f64, Z95);
-    Some(Narrowing { today, after: (interval.hi - interval.lo) / 2.0, interval })
+    Some(Narrowing { today, after: (interval.hi - interval.lo) / 2.0, interval, clear: false })
 }
 
 /// The comparison that `k` more trials of `levels[at]` would narrow most,
 /// among a task's levels (`levels[0]` is the baseline): a level after the
 /// first feeds its own difference to the baseline; the baseline feeds every
 /// difference, and the one it would narrow most (by [`Narrowing::rank`]) is
-/// chosen. The index of the level compared with the baseline, and the
-/// narrowing; none without an interval to narrow.
-pub fn best_comparison(levels: &[Counts], at: usize, k: u64) -> Option<(usize, Narrowing)> {
+/// chosen. `clear` is each level's verdict against the baseline (by index;
+/// the baseline's own entry unused). The index of the level compared with
+/// the baseline, and the narrowing; none without an interval to narrow.
+pub fn best_comparison(levels: &[Counts], clear: &[bool], at: usize, k: u64) -> Option<(usize, Narrowing)> {
     let base = *levels.first()?;
+    let clear_at = |j: usize| clear.get(j).copied().unwrap_or(false);
     if at > 0 {
-        return narrowing(*levels.get(at)?, base, k, 0).map(|n| (at, n));
+        return narrowing(*levels.get(at)?, base, k, 0).map(|n| (at, Narrowing { clear: clear_at(at), ..n }));
     }
     let mut best: Option<(usize, Narrowing)> = None;
     for (j, level) in levels.iter().enumerate().skip(1) {
-        if let Some(n) = narrowing(*level, base, 0, k) {
+        if let Some(n) = narrowing(*level, base, 0, k).map(|n| Narrowing { clear: clear_at(j), ..n }) {
             if best.as_ref().is_none_or(|(_, b)| n.rank() > b.rank()) {
                 best = Some((j, n));
             }
@@ -242,15 +249,20 @@ mod tests {
 
     #[test]
     fn the_baseline_narrows_the_comparison_it_helps_most() {
-        // Baseline 6/10; level 1 at 3/10 (open), level 2 at 10/10 (settled).
+        // Baseline 6/10; level 1 at 3/10 (open), level 2 at 10/10 (settled:
+        // its verdict, given, is clear) — though level 2's interval would
+        // narrow more.
         let levels = [c(6, 10), c(3, 10), c(10, 10)];
-        let (j, n) = best_comparison(&levels, 0, 10).unwrap();
+        let clear = [false, false, true];
+        let (j, n) = best_comparison(&levels, &clear, 0, 10).unwrap();
         assert_eq!(j, 1, "the open comparison first");
         assert_eq!(Some(n), narrowing(c(3, 10), c(6, 10), 0, 10));
-        let (j, n) = best_comparison(&levels, 2, 5).unwrap();
-        assert_eq!((j, Some(n)), (2, narrowing(c(10, 10), c(6, 10), 5, 0)));
-        assert_eq!(best_comparison(&levels[..1], 0, 10), None, "a baseline alone has nothing to compare");
-        assert_eq!(best_comparison(&[], 0, 10), None);
+        let (j, n) = best_comparison(&levels, &clear, 2, 5).unwrap();
+        let settled = narrowing(c(10, 10), c(6, 10), 5, 0).map(|n| Narrowing { clear: true, ..n });
+        assert_eq!((j, Some(n)), (2, settled));
+        assert!(n.settled());
+        assert_eq!(best_comparison(&levels[..1], &clear, 0, 10), None, "a baseline alone has nothing to compare");
+        assert_eq!(best_comparison(&[], &[], 0, 10), None);
     }
 
     proptest! {
@@ -274,6 +286,9 @@ mod tests {
         ) {
             let x = narrowing(c(s1, s1 + f1), c(s2, s2 + f2), k, 0).unwrap();
             let y = narrowing(c(t1, t1 + g1), c(t2, t2 + g2), k, 0).unwrap();
+            // Verdicts as the caller gives them (here: where the counts differ by half).
+            let x = Narrowing { clear: (s1 as f64 / (s1 + f1) as f64 - s2 as f64 / (s2 + f2) as f64).abs() > 0.5, ..x };
+            let y = Narrowing { clear: (t1 as f64 / (t1 + g1) as f64 - t2 as f64 / (t2 + g2) as f64).abs() > 0.5, ..y };
             if x.settled() != y.settled() {
                 let (settled, open) = if x.settled() { (x, y) } else { (y, x) };
                 prop_assert!(open.rank() > settled.rank());

@@ -1,7 +1,9 @@
 //! Results: what the run sets' cell records say, as evidence a researcher
 //! can write up — pass rates with 95 % Wilson intervals, differences between
-//! levels with Newcombe intervals, per task and per model, and where the
-//! failures fall. Pure: cell records in, figures out.
+//! levels with their verdicts (always-valid, for a family of comparisons:
+//! [`sequential`]) beside the fixed-look Newcombe interval, per task and per
+//! model, and where the cells that did not pass fall. Pure: cell records in,
+//! figures out.
 //!
 //! **A cell's outcome** is its latest ended record over every run set (by
 //! `ended_at`, then run set name): `done` is a pass — unless the campaign
@@ -20,6 +22,7 @@ pub mod publish;
 pub mod report;
 pub mod research;
 pub mod scope;
+pub mod sequential;
 pub mod stats;
 pub mod timing;
 
@@ -136,15 +139,98 @@ pub struct Group {
 }
 
 /// A level against the baseline (the first level): the difference of their
-/// pass rates and its 95 % interval.
+/// pass rates, its fixed-look 95 % interval, and the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub level: String,
     pub baseline: String,
     pub difference: f64,
+    /// Newcombe's 95 % interval, valid for **one look** at a size fixed in
+    /// advance: read after every batch it excludes 0 by chance far more
+    /// often than 5 % (not the verdict).
     pub ci95: Interval,
-    /// Whether the interval excludes 0.
+    /// The always-valid test of "no difference" ([`sequential`]).
+    #[serde(default)]
+    pub always_valid: sequential::AlwaysValid,
+    /// Its p-value adjusted for the family of comparisons on the page (Holm).
+    #[serde(default = "one")]
+    pub p_family: f64,
+    /// The verdict: `p_family` at most [`sequential::ALPHA`] — holds however
+    /// often the evidence is read, across the family.
     pub clear: bool,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Comparison {
+    /// "treat − base: +70 points, clear (p = 0.003); fixed-look 95 %
+    /// interval +27 to +87 points".
+    pub fn words(&self) -> String {
+        format!(
+            "{} − {}: {:+.0} points, {} (p = {}); fixed-look 95 % interval {:+.0} to {:+.0} points",
+            self.level,
+            self.baseline,
+            self.difference * 100.0,
+            if self.clear { "clear" } else { "open" },
+            paired::p_words(self.p_family),
+            self.ci95.lo * 100.0,
+            self.ci95.hi * 100.0,
+        )
+    }
+}
+
+/// One counted outcome, as a sequential verdict takes it: when it ended
+/// (the order key: its end, then its run set and cell) and what it adds.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Observed {
+    pub at: (String, String, String),
+    pub successes: u64,
+    pub trials: u64,
+}
+
+impl Observed {
+    pub fn of(o: &Outcome) -> Self {
+        Self {
+            at: (o.ended_at.clone().unwrap_or_default(), o.run_set.clone(), o.cell.clone()),
+            successes: o.successes,
+            trials: o.trials,
+        }
+    }
+}
+
+/// The family a page's verdicts are controlled as.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Family {
+    /// How many comparisons it holds (each a verdict on the page).
+    pub comparisons: usize,
+    /// The family-wise error controlled: the chance that any comparison is
+    /// called clear where nothing differs, however often the page is read.
+    pub alpha: f64,
+}
+
+impl Default for Family {
+    fn default() -> Self {
+        Self { comparisons: 0, alpha: sequential::ALPHA }
+    }
+}
+
+impl Family {
+    /// "3 comparisons on this page: the chance that any is called clear
+    /// where nothing differs is at most 5 %, however often it is read".
+    pub fn words(&self) -> String {
+        match self.comparisons {
+            0 => "No comparison on this page yet.".into(),
+            n => format!(
+                "{}: the chance that {} called clear where nothing differs is at most {:.0} %, however often this page is read (always-valid p-values{}).",
+                crate::numfmt::count(n as u64, "comparison"),
+                if n == 1 { "it is" } else { "any is" },
+                self.alpha * 100.0,
+                if n == 1 { "" } else { ", Holm's correction across them" },
+            ),
+        }
+    }
 }
 
 /// Failures at one level of a factor.
@@ -181,6 +267,9 @@ pub struct Evidence {
     /// other factor equal (empty when no such pair ended).
     #[serde(default)]
     pub paired: Vec<paired::PairedComparison>,
+    /// The family the verdicts (`comparisons` and `paired`) are controlled as.
+    #[serde(default)]
+    pub family: Family,
     /// Drawn by a server built with charts (empty otherwise).
     #[serde(default)]
     pub charts: EvidenceCharts,
@@ -233,21 +322,90 @@ pub fn groups(outcomes: &[Outcome], factor: &str, order: &[String]) -> Vec<Group
 }
 
 /// Each group after the first against the first (the baseline): the
-/// difference of their pass rates with its 95 % Newcombe interval.
-pub fn comparisons(groups: &[Group]) -> Vec<Comparison> {
+/// difference of their pass rates with its fixed-look Newcombe interval,
+/// and the always-valid test over `streams` (each group's outcomes, in the
+/// groups' order). The verdicts are set by [`settle`] once the family is known.
+pub fn comparisons(groups: &[Group], streams: &[Vec<Observed>]) -> Vec<Comparison> {
     let Some((base, rest)) = groups.split_first() else { return Vec::new() };
+    let empty = Vec::new();
+    let base_stream = streams.first().unwrap_or(&empty);
     rest.iter()
-        .filter_map(|g| {
+        .enumerate()
+        .filter_map(|(i, g)| {
             let (d, ci) = difference(g.passes.successes, g.passes.n, base.passes.successes, base.passes.n, Z95)?;
+            let always_valid = unpaired_test(streams.get(i + 1).unwrap_or(&empty), base_stream);
             Some(Comparison {
                 level: g.level.clone(),
                 baseline: base.level.clone(),
                 difference: d,
-                clear: ci.lo > 0.0 || ci.hi < 0.0,
                 ci95: ci,
+                p_family: always_valid.p_value,
+                clear: always_valid.p_value <= sequential::ALPHA,
+                always_valid,
             })
         })
         .collect()
+}
+
+/// The unpaired e-process over a level's and the baseline's outcomes, taken
+/// in the order they ended.
+/// Outcomes that ended at the same moment (a batch's cells recorded
+/// together) are taken alternately, one of each side at a time: blocks of
+/// one and one weigh both rates, where all of one side then all of the
+/// other would make blocks of one against many. The order depends on the
+/// ends and names only, never on the outcomes, so the test stays valid.
+pub fn unpaired_test(level: &[Observed], baseline: &[Observed]) -> sequential::AlwaysValid {
+    use sequential::Side;
+    fn ranked(stream: &[Observed], side: Side) -> Vec<((&str, usize, u8), &Observed, Side)> {
+        let mut mine: Vec<&Observed> = stream.iter().collect();
+        mine.sort_by(|a, b| a.at.cmp(&b.at));
+        let mut out = Vec::with_capacity(mine.len());
+        let mut rank = 0usize;
+        for (i, o) in mine.iter().enumerate() {
+            rank = if i > 0 && mine[i - 1].at.0 == o.at.0 { rank + 1 } else { 0 };
+            out.push(((o.at.0.as_str(), rank, side as u8), *o, side));
+        }
+        out
+    }
+    let mut all = ranked(level, Side::Level);
+    all.extend(ranked(baseline, Side::Baseline));
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut e = sequential::TwoProportions::default();
+    for (_, o, side) in all {
+        e.observe(side, o.successes, o.trials);
+    }
+    e.now()
+}
+
+/// Each group's outcomes in the order they ended, by level.
+pub fn streams(outcomes: &[Outcome], factor: &str, groups: &[Group]) -> Vec<Vec<Observed>> {
+    let mut by: BTreeMap<String, Vec<Observed>> = BTreeMap::new();
+    for o in outcomes {
+        by.entry(level_of(o, factor)).or_default().push(Observed::of(o));
+    }
+    groups.iter().map(|g| by.remove(&g.level).unwrap_or_default()).collect()
+}
+
+/// The family's verdicts: Holm over every comparison's always-valid p (the
+/// unpaired ones and the paired ones alike), each then clear when its
+/// adjusted p is at most α; the paired intervals drawn at the level the
+/// family leaves each. The family, for the page to say.
+pub fn settle(comparisons: &mut [Comparison], paired: &mut [paired::PairedComparison]) -> Family {
+    let ps: Vec<f64> = comparisons
+        .iter()
+        .map(|c| c.always_valid.p_value)
+        .chain(paired.iter().map(|p| p.always_valid.p_value))
+        .collect();
+    let adjusted = sequential::holm(&ps);
+    let alpha = sequential::ALPHA;
+    for (c, adj) in comparisons.iter_mut().zip(&adjusted) {
+        c.p_family = *adj;
+        c.clear = *adj <= alpha;
+    }
+    for (p, adj) in paired.iter_mut().zip(&adjusted[comparisons.len()..]) {
+        p.settle(*adj, sequential::level_in_family(alpha, p.always_valid.p_value, *adj));
+    }
+    Family { comparisons: ps.len(), alpha }
 }
 
 /// The pass rate of these outcomes.
@@ -259,9 +417,10 @@ pub fn pass_rate(outcomes: &[Outcome]) -> Proportion {
 pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<String>>) -> Evidence {
     let empty = Vec::new();
     let groups_by = groups(outcomes, by, order.get(by).unwrap_or(&empty));
-    let comparisons = comparisons(&groups_by);
+    let mut comparisons = comparisons(&groups_by, &streams(outcomes, by, &groups_by));
     let levels: Vec<String> = groups_by.iter().map(|g| g.level.clone()).collect();
-    let paired = paired::paired(outcomes, by, &levels);
+    let mut paired = paired::paired(outcomes, by, &levels);
+    let family = settle(&mut comparisons, &mut paired);
     let mut failures_by_factor = BTreeMap::new();
     let factors: std::collections::BTreeSet<&String> = outcomes.iter().flat_map(|o| o.factors.keys()).collect();
     for f in factors {
@@ -293,6 +452,7 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
         scope: String::new(),
         count: CountUnit::Cells,
         paired,
+        family,
         charts: EvidenceCharts::default(),
     };
     #[cfg(feature = "charts")]
@@ -301,7 +461,7 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
             &e.groups,
             &e.comparisons,
             &format!("Pass rate by {} (95 % Wilson interval)", e.by),
-            "Difference to the baseline (95 % Newcombe interval)",
+            "Difference to the baseline (fixed-look 95 % Newcombe interval)",
         );
     }
     e
@@ -456,7 +616,22 @@ mod tests {
         );
         let c = &e.comparisons[0];
         assert_eq!((c.level.as_str(), c.baseline.as_str()), ("treat", "base"));
-        assert!((c.difference - 0.7).abs() < 1e-12 && c.clear, "{c:?}");
+        assert!((c.difference - 0.7).abs() < 1e-12, "{c:?}");
+        // Ten cells a side: the fixed-look interval excludes 0, but a verdict
+        // that must hold however often it is read is not there yet.
+        assert!(c.ci95.lo > 0.0 && !c.clear && c.p_family > 0.05, "{c:?}");
+        assert_eq!((e.family.comparisons, e.paired.len()), (1, 0), "no pair: one comparison in the family");
+        // Thirty more a side, as later batches: now it is clear.
+        let mut more = cells.clone();
+        for s in 10..40 {
+            let at = format!("2026-12-0{}T00:00:00Z", 2 + s / 10);
+            more.push(rec("base", "t1", s, if s % 5 == 0 { Done } else { Failed }, &at, None));
+            more.push(rec("treat", "t2", s, if s % 10 == 0 { Failed } else { Done }, &at, None));
+        }
+        let sets = [RunSetRecords { name: "a", model: Some("qwen"), cells: &more }];
+        let later = evidence(&outcomes(&sets, &ResultsConfig::default()), "condition", &order);
+        let c = &later.comparisons[0];
+        assert!(c.clear && c.p_family <= 0.05 && c.always_valid.e_value >= 20.0, "{c:?}");
         assert_eq!(e.by_model[0].level, "qwen");
         assert_eq!(
             e.failures_by_factor["condition"],

@@ -14,8 +14,9 @@
 //! baseline's own cells feed every difference of the task; the one they
 //! would narrow most is named.
 //!
-//! **Ranking.** By [`super::impact`]: open comparisons (today's interval
-//! includes 0, or nothing is measured yet) before settled ones, each by how
+//! **Ranking.** By [`super::impact`]: open comparisons (not clear by the
+//! verdict — the unpaired always-valid test, Holm across every comparison the
+//! guide makes — or nothing measured yet) before settled ones, each by how
 //! much the next cells — up to `max_cells`, at the rates observed — would
 //! narrow its 95 % Newcombe interval. Only the best `top` are drafted (a
 //! draft walks the matrix); a draft the chain rules shorten is scored again
@@ -168,7 +169,7 @@ pub struct Proposal {
     /// The expected half-width after the batch, and the expected interval.
     pub after: f64,
     pub after_ci95: Interval,
-    /// Today's interval excludes 0.
+    /// Its verdict is clear (the guide's family: see the module).
     pub settled: bool,
     /// Cells per group to tell a difference of the query's `delta` from the
     /// baseline's rate at 95 % confidence and 80 % power (the formula in
@@ -232,13 +233,15 @@ type GroupKey = (String, Option<String>);
 
 /// Counts per group and level: successes, trials, counted cells, open cells,
 /// failed open cells.
-#[derive(Default, Clone, Copy)]
+#[derive(Default, Clone)]
 struct Tally {
     successes: u64,
     trials: u64,
     cells: u64,
     open: usize,
     failed: usize,
+    /// Its counted outcomes in the order they ended: the verdict's input.
+    observed: Vec<super::Observed>,
 }
 
 /// The groups cells fall in, found by borrowed texts while counting
@@ -279,6 +282,36 @@ impl<'a> Groups<'a> {
     }
 }
 
+/// Each group's verdicts, level by level against its baseline (the first):
+/// the unpaired always-valid test of each, Holm across every comparison the
+/// guide makes (its family), clear at α — as Evidence decides.
+fn verdicts(tallied: &[Vec<Tally>]) -> Vec<Vec<bool>> {
+    let mut at: Vec<(usize, usize)> = Vec::new();
+    let mut comparisons: Vec<super::Comparison> = Vec::new();
+    for (g, levels) in tallied.iter().enumerate() {
+        let Some(base) = levels.first() else { continue };
+        for (l, t) in levels.iter().enumerate().skip(1).filter(|(_, t)| t.trials > 0 && base.trials > 0) {
+            let always_valid = super::unpaired_test(&t.observed, &base.observed);
+            at.push((g, l));
+            comparisons.push(super::Comparison {
+                level: String::new(),
+                baseline: String::new(),
+                difference: 0.0,
+                ci95: Interval { lo: -1.0, hi: 1.0 },
+                always_valid,
+                p_family: always_valid.p_value,
+                clear: false,
+            });
+        }
+    }
+    super::settle(&mut comparisons, &mut []);
+    let mut out: Vec<Vec<bool>> = tallied.iter().map(|l| vec![false; l.len()]).collect();
+    for ((g, l), c) in at.into_iter().zip(comparisons) {
+        out[g][l] = c.clear;
+    }
+    out
+}
+
 /// A factor value's text, borrowed where it is a string.
 fn text_of(v: &Value) -> Cow<'_, str> {
     match v {
@@ -306,12 +339,14 @@ pub fn propose(input: &ProposeInput, q: &ProposeQuery) -> Proposals {
             t.successes += o.successes;
             t.trials += o.trials;
             t.cells += 1;
+            t.observed.push(super::Observed::of(o));
         }
     }
     let groups = groups.keys;
+    let clear = verdicts(&tallied);
     let tallies: BTreeMap<GroupKey, Vec<Tally>> = groups.iter().cloned().zip(tallied).collect();
     let mut candidates: Vec<Candidate> = Vec::new();
-    for g in &groups {
+    for (gi, g) in groups.iter().enumerate() {
         let ts = &tallies[g];
         let counts: Vec<Counts> = ts.iter().map(|t| Counts { successes: t.successes, n: t.trials }).collect();
         let (all_trials, all_cells) = ts.iter().fold((0, 0), |(n, c), t| (n + t.trials, c + t.cells));
@@ -322,7 +357,9 @@ pub fn propose(input: &ProposeInput, q: &ProposeQuery) -> Proposals {
                 (c, _) => t.trials as f64 / c as f64,
             };
             let k = t.open.min(q.max_cells);
-            let Some((compared, narrowing)) = best_comparison(&counts, at, trials(k, per_cell)) else { continue };
+            let Some((compared, narrowing)) = best_comparison(&counts, &clear[gi], at, trials(k, per_cell)) else {
+                continue;
+            };
             candidates.push(Candidate {
                 task: g.0.clone(),
                 model: g.1.clone(),
@@ -372,7 +409,7 @@ pub fn propose(input: &ProposeInput, q: &ProposeQuery) -> Proposals {
         delta_pp: q.delta,
         route,
         how: format!(
-            "Each task's difference of a {by} to the baseline ({}), as Evidence counts it: the batches whose cells would most narrow the 95 % interval of an open difference (one that includes 0) come first, then those of settled ones. The next cells are expected at the rates observed so far (½ where nothing is observed yet).",
+            "Each task's difference of a {by} to the baseline ({}), as Evidence counts it: the batches whose cells would most narrow the 95 % interval of an open difference (one whose verdict is not clear) come first, then those of settled ones. The next cells are expected at the rates observed so far (½ where nothing is observed yet).",
             levels.first().map_or("none", String::as_str),
             by = q.by
         ),
@@ -525,7 +562,7 @@ fn words(
             pp(d),
             pp(i.lo),
             pp(i.hi),
-            if n.settled() { " (settled already: its interval excludes 0)" } else { "" },
+            if n.settled() { " (settled already: its verdict is clear)" } else { "" },
             n.after * 100.0
         ),
         None => format!("not measured yet, would be measured to about ±{:.0} pp", n.after * 100.0),
@@ -574,8 +611,8 @@ mod tests {
     use crate::results::{outcomes, RunSetRecords};
 
     /// Two conditions × two tasks × six seeds. Task t1: base 5 of 6 pass,
-    /// mem 2 of 3 ended (1 failed) and 3 gaps — open. Task t2: base 3 of 3
-    /// pass, mem 0 of 3 — settled (−100 pp) — with 3 gaps each.
+    /// mem 2 of 3 ended (1 failed) and 3 gaps. Task t2: base 3 of 3 pass,
+    /// mem 0 of 3 (−100 pp, open: too few to settle), with 3 gaps each.
     fn campaign() -> (Matrix, Vec<CellRecord>) {
         let mut csv = String::from("condition,task,phase,seed,repetition\n");
         for cond in ["base", "mem"] {
@@ -647,7 +684,9 @@ mod tests {
         assert_eq!((p.by.as_str(), p.baseline.as_deref()), ("condition", Some("base")));
         // t1 base (1 failed to re-run), t1 mem (3 gaps + 1 failed), t2 base, t2 mem.
         assert_eq!(p.considered, 4);
-        let first = &p.proposals[0];
+        // Every comparison is open (see below): ranked by what they would
+        // narrow; t1's mem cells, for one.
+        let first = p.proposals.iter().find(|x| x.task == "t1" && x.level == "mem").unwrap();
         assert_eq!((first.task.as_str(), first.level.as_str(), first.compared.as_str()), ("t1", "mem", "mem"));
         assert!(!first.settled);
         // mem 2/3 against base 5/6: today −17 pp; with 4 more mem cells at ⅔.
@@ -676,14 +715,40 @@ mod tests {
         // 20 pp from base's 5/6 cannot go up: the power calculation is for
         // 5/6 − 20 pp against 5/6: 75.55 by the formula, so 76 per group.
         assert_eq!(first.cells_needed, Some(76));
-        // The settled comparison (t2: 0/3 against 3/3) ranks after every open one.
-        let settled: Vec<&Proposal> = p.proposals.iter().filter(|x| x.settled).collect();
-        assert!(!settled.is_empty() && settled.iter().all(|x| x.task == "t2"));
-        let last_open = p.proposals.iter().rposition(|x| !x.settled).unwrap();
-        let first_settled = p.proposals.iter().position(|x| x.settled).unwrap();
-        assert!(last_open < first_settled);
-        assert!(settled[0].words.contains("(settled already: its interval excludes 0)"), "{}", settled[0].words);
+        // t2 (0/3 against 3/3): its fixed-look interval excludes 0, but three
+        // cells a side settle nothing under repeated looks — it stays open.
+        assert!(
+            p.proposals.iter().all(|x| !x.settled),
+            "{:?}",
+            p.proposals.iter().map(|x| &x.words).collect::<Vec<_>>()
+        );
         assert!(p.proposals.windows(2).all(|w| w[0].score >= w[1].score));
+    }
+
+    /// The guide's verdicts are Evidence's test, Holm across its family: 30
+    /// passes against 30 failures, one a batch each, is clear; 3 against 3 is
+    /// not, in the same family.
+    #[test]
+    fn a_comparison_is_settled_by_the_verdict_not_the_fixed_look_interval() {
+        let tally = |passes: bool, n: u64| {
+            let observed: Vec<crate::results::Observed> = (0..n)
+                .map(|i| crate::results::Observed {
+                    at: (format!("2026-12-01T00:{:02}:{:02}Z", i / 60, i % 60), "rs".into(), format!("c{i}")),
+                    successes: u64::from(passes),
+                    trials: 1,
+                })
+                .collect();
+            Tally { successes: if passes { n } else { 0 }, trials: n, cells: n, observed, ..Default::default() }
+        };
+        let groups = vec![vec![tally(true, 30), tally(false, 30)], vec![tally(true, 3), tally(false, 3)]];
+        assert_eq!(verdicts(&groups), [[false, true], [false, false]]);
+        // Their narrowing, given the verdicts: the settled one ranks after the open one.
+        let counts = |g: &[Tally]| g.iter().map(|t| Counts { successes: t.successes, n: t.trials }).collect::<Vec<_>>();
+        let (_, settled) = best_comparison(&counts(&groups[0]), &[false, true], 1, 4).unwrap();
+        let (_, open) = best_comparison(&counts(&groups[1]), &[false, false], 1, 4).unwrap();
+        assert!(settled.settled() && !open.settled() && open.rank() > settled.rank());
+        let said = words("t2", "condition", "mem", None, "mem", "base", 4, 0, &settled);
+        assert!(said.contains("(settled already: its verdict is clear)"), "{said}");
     }
 
     #[test]

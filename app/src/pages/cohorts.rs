@@ -180,14 +180,16 @@ fn comparison_view(c: &Comparison) -> impl IntoView {
     let diff_of = |name: &str| c.differences.iter().find(|d| d.name == name);
     view! {
         <h2>"Side by side"</h2>
+        <p class="family">{c.family.words()}</p>
         <table class="cohort-comparison">
             <thead><tr><th>"Cohort"</th><th>"Scope"</th><th>"Run sets"</th><th>"Ended cells"</th><th>"Passed"</th>
-                <th>"Rate [95 % Wilson]"</th><th>"Against the first [95 % Newcombe]"</th><th>"Tokens"</th>
+                <th>"Rate [95 % Wilson]"</th><th>"Against the first: verdict; fixed-look 95 % Newcombe"</th><th>"Tokens"</th>
                 <th>"Timings counted / not"</th><th>"Median"</th><th>"90th percentile"</th><th>"Tokens/s"</th></tr></thead>
             <tbody>
                 {c.cohorts.iter().map(|f| {
-                    let d = diff_of(&f.name).map(|d| format!("{:+.0} points [{:+.0}, {:+.0}]{}", d.difference * 100.0,
-                        d.ci95.lo * 100.0, d.ci95.hi * 100.0, if d.clear { ", clear" } else { "" })).unwrap_or_else(|| "baseline".into());
+                    let d = diff_of(&f.name).map(|d| format!("{:+.0} points, {} (p = {}); fixed-look [{:+.0}, {:+.0}]", d.difference * 100.0,
+                        if d.clear { "clear" } else { "open" }, runboard::results::paired::p_words(d.p_family),
+                        d.ci95.lo * 100.0, d.ci95.hi * 100.0)).unwrap_or_else(|| "baseline".into());
                     let ci = f.passes.ci95.map(|ci| format!(" [{:.0}–{:.0} %]", ci.lo * 100.0, ci.hi * 100.0)).unwrap_or_default();
                     view! {
                         <tr data-name=f.name.clone()>

@@ -110,13 +110,14 @@ const PAIRS_SHOWN: usize = 50;
 fn paired_view(paired: &[PairedComparison]) -> impl IntoView {
     view! {
         <h2>"Paired: the same cells otherwise"</h2>
-        <p class="hint">"A pair is a level's cell and the baseline's with every other factor equal (task, phase, seed, repetition…). The difference is read from the pairs that disagree: Newcombe's paired interval, McNemar's exact test."</p>
+        <p class="hint">"A pair is a level's cell and the baseline's with every other factor equal (task, phase, seed, repetition…). The verdict is read from the pairs that disagree, in the order they were completed, by a test that holds however often this page is read; its interval is the same test's, so it excludes 0 exactly when the verdict is clear."</p>
         {paired.iter().map(|p| {
             let shown: Vec<_> = p.discordant.iter().take(PAIRS_SHOWN).cloned().collect();
             let more = p.discordant.len().saturating_sub(PAIRS_SHOWN);
             view! {
                 <div class="paired" data-level=p.level.clone()>
-                    <p class="paired-words" class:clear=p.clear>{p.words()}{if p.clear { " — clear" } else { " — the interval includes 0" }}</p>
+                    <p class="paired-words" class:clear=p.clear>{p.words()}</p>
+                    <p class="fixed-look">{format!("Fixed-look 95 % interval (Newcombe, paired; valid for one look at a size set in advance, not the verdict): {:+.0} to {:+.0} points", p.ci95.lo * 100.0, p.ci95.hi * 100.0)}</p>
                     <table class="paired-tasks">
                         <thead><tr><th>"Task"</th><th>"Pairs"</th><th>{format!("Only {}", p.level)}</th><th>{format!("Only {}", p.baseline)}</th><th>"Both"</th><th>"Neither"</th><th>"Difference"</th></tr></thead>
                         <tbody>{p.by_task.iter().map(|t| view! {
@@ -139,6 +140,11 @@ fn paired_view(paired: &[PairedComparison]) -> impl IntoView {
     }
 }
 
+/// "clear (p = 0.003)" or "open (p = 0.21)": the family's adjusted p.
+fn verdict_words(clear: bool, p_family: f64) -> String {
+    format!("{} (p = {})", if clear { "clear" } else { "open" }, runboard::results::paired::p_words(p_family))
+}
+
 fn body(e: &Evidence) -> impl IntoView {
     if e.n == 0 {
         let why = if e.scope.is_empty() {
@@ -158,19 +164,21 @@ fn body(e: &Evidence) -> impl IntoView {
         {rates_table("by-factor", format!("By {}", e.by), &e.groups)}
         {(!e.comparisons.is_empty()).then(|| view! {
             <h2>{format!("Against {}", e.comparisons[0].baseline)}</h2>
+            <p class="family">{e.family.words()}</p>
             <table class="comparisons">
-                <thead><tr><th>"Level"</th><th>"Difference"</th><th>"95 % interval (Newcombe)"</th><th>""</th></tr></thead>
+                <thead><tr><th>"Level"</th><th>"Difference"</th><th>"Verdict"</th><th>"Fixed-look 95 % interval (Newcombe)"</th></tr></thead>
                 <tbody>
                     {e.comparisons.iter().map(|c| view! {
-                        <tr data-level=c.level.clone()>
+                        <tr data-level=c.level.clone() class:clear=c.clear>
                             <td>{format!("{} − {}", c.level, c.baseline)}</td>
                             <td class="difference">{format!("{:+.0} points", c.difference * 100.0)}</td>
-                            <td>{format!("{:+.0} to {:+.0} points", c.ci95.lo * 100.0, c.ci95.hi * 100.0)}</td>
-                            <td>{if c.clear { "clear" } else { "the interval includes 0" }}</td>
+                            <td class="verdict">{verdict_words(c.clear, c.p_family)}</td>
+                            <td class="fixed-look">{format!("{:+.0} to {:+.0} points", c.ci95.lo * 100.0, c.ci95.hi * 100.0)}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>
             </table>
+            <p class="hint">"The verdict holds however often this page is read, batch after batch; the fixed-look interval only for one look at a size set in advance — read after every batch it excludes 0 by chance far more often than one time in twenty."</p>
         })}
         {(!e.paired.is_empty()).then(|| paired_view(&e.paired))}
         {(!e.comparisons.is_empty()).then(|| view! {

@@ -532,6 +532,7 @@ impl Campaign {
                 evidence,
                 timing: timing::summary(&all),
                 validity: timing::validity(&all),
+                observed: outcomes.iter().map(runboard::results::Observed::of).collect(),
             });
         }
         Ok(compare(figures))

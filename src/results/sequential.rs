@@ -1,0 +1,406 @@
+//! Verdicts that hold however often anyone looks.
+//!
+//! runboard's loop is: run a batch, read Evidence, run the next — and stop
+//! spending on a comparison once it is settled. A fixed-look 95 % interval
+//! read that way says "clear" far more often than one time in twenty when
+//! nothing differs (a quarter of campaigns read after every batch). So each
+//! comparison's verdict here comes from an **e-process**: a running product
+//! of per-block factors, each of expectation at most 1 when nothing differs,
+//! whatever the common pass rate. By Ville's inequality the chance that it
+//! *ever* reaches 1/α — at any batch, read any number of times — is at most
+//! α. Its **always-valid p-value** is 1 / (its largest value so far).
+//!
+//! - **Unpaired** (a level's pass rate against the baseline's): the exact
+//!   two-proportion e-variable of Turner, Ly & Grünwald ("Generic
+//!   e-variables for exact sequential k-sample tests that allow for optional
+//!   stopping", *Statistics & Probability Letters*, 2024; the `safestats`
+//!   package's two-proportion test). Outcomes are taken in the order they
+//!   ended; a block closes as soon as both sides have at least one since the
+//!   last block, and its factor is
+//!   `θa^ya (1−θa)^(ma−ya) θb^yb (1−θb)^(mb−yb) / θ0^(ya+yb) (1−θ0)^(m−ya−yb)`
+//!   with `θ0 = (ma·θa + mb·θb) / m`, where `θa`, `θb` are the two pass rates
+//!   estimated from the blocks before (with [`UNPAIRED_PRIOR`] successes and
+//!   failures added). Its expectation is at most 1 for every common rate
+//!   (Jensen on the log: the proof is in the test below), so no normal
+//!   approximation is involved: it holds at 4 cells a batch as at 4,000.
+//! - **Paired** (each level against the baseline over pairs equal in every
+//!   other factor): under no difference a discordant pair favours either
+//!   side with chance ½. The e-process is the Beta(a, a) mixture likelihood
+//!   ratio against ½ (Robbins' mixture martingale) over the discordant pairs
+//!   in the order they ended; its **confidence sequence** for `q`, the share
+//!   of discordant pairs the level wins, is the set of `q0` the same mixture
+//!   does not reject, intersected over time — so the interval excludes ½
+//!   exactly when the verdict is clear.
+//! - **Many comparisons** (each level against the baseline, on one page):
+//!   Holm's step-down on the always-valid p-values, which controls the
+//!   family-wise error under any dependence; each always-valid p is a valid
+//!   p at any stopping time, so the family holds under continuous looks too.
+//!
+//! Assumptions: within a level, the counted outcomes (cells, or samples) are
+//! exchangeable draws of one pass rate — the same assumption the fixed-look
+//! interval makes; a cell run again counts with its latest result, in the
+//! order of its new end.
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::Interval;
+
+/// The error each family of verdicts controls.
+pub const ALPHA: f64 = 0.05;
+
+/// Successes and failures added to each side's estimate of its pass rate
+/// before a block is bet on: the estimates start at ½ and are held near it
+/// until the evidence outweighs them, so early blocks bet little. Tuned by
+/// the simulation bench (`cargo bench -p server --bench verdicts`): cells to
+/// settle a 15-point difference, 80 % of campaigns — 1: 1.94× a fixed look,
+/// 2: 1.76×, 5–12: 1.65× for this test alone.
+pub const UNPAIRED_PRIOR: f64 = 6.0;
+
+/// The Beta(a, a) mixture's `a` for the paired e-process: a small `a`
+/// weighs large differences, a large one small differences. Tuned by the
+/// same bench (this test alone: 0.5: 1.94×, 2: 1.71×, 5: 1.65×, 30: 1.82×).
+pub const PAIRED_PRIOR: f64 = 6.0;
+
+/// An e-process now, and the always-valid p-value it gives.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AlwaysValid {
+    /// The e-process's value now (1 before any evidence).
+    pub e_value: f64,
+    /// 1 / its largest value so far, at most 1: valid however often read.
+    pub p_value: f64,
+}
+
+impl Default for AlwaysValid {
+    fn default() -> Self {
+        Self { e_value: 1.0, p_value: 1.0 }
+    }
+}
+
+/// Which side of an unpaired comparison an outcome is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Level,
+    Baseline,
+}
+
+/// Successes of trials.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Count {
+    successes: f64,
+    trials: f64,
+}
+
+impl Count {
+    fn add(&mut self, successes: u64, trials: u64) {
+        self.successes += successes as f64;
+        self.trials += trials as f64;
+    }
+
+    /// The pass rate estimated with `prior` successes and failures added.
+    fn estimate(&self, prior: f64) -> f64 {
+        (self.successes + prior) / (self.trials + 2.0 * prior)
+    }
+}
+
+/// The unpaired e-process (see the module): fed each side's outcomes in the
+/// order they ended.
+#[derive(Debug, Clone)]
+pub struct TwoProportions {
+    prior: f64,
+    closed: [Count; 2],
+    pending: [Count; 2],
+    ln_e: f64,
+    ln_max: f64,
+}
+
+impl Default for TwoProportions {
+    fn default() -> Self {
+        Self::new(UNPAIRED_PRIOR)
+    }
+}
+
+impl TwoProportions {
+    pub fn new(prior: f64) -> Self {
+        Self { prior, closed: [Count::default(); 2], pending: [Count::default(); 2], ln_e: 0.0, ln_max: 0.0 }
+    }
+
+    /// One outcome of `side`: `successes` of `trials` (a cell: 1 or 0 of 1).
+    pub fn observe(&mut self, side: Side, successes: u64, trials: u64) {
+        let i = side as usize;
+        self.pending[i].add(successes.min(trials), trials);
+        let [a, b] = self.pending;
+        if a.trials > 0.0 && b.trials > 0.0 {
+            self.ln_e += self.block_ln_e(a, b);
+            self.ln_max = self.ln_max.max(self.ln_e);
+            for k in 0..2 {
+                self.closed[k].successes += self.pending[k].successes;
+                self.closed[k].trials += self.pending[k].trials;
+            }
+            self.pending = [Count::default(); 2];
+        }
+    }
+
+    /// The block's log factor, its rates estimated from the blocks before.
+    fn block_ln_e(&self, a: Count, b: Count) -> f64 {
+        let (ta, tb) = (self.closed[0].estimate(self.prior), self.closed[1].estimate(self.prior));
+        let t0 = (a.trials * ta + b.trials * tb) / (a.trials + b.trials);
+        let side =
+            |c: Count, t: f64| c.successes * (t / t0).ln() + (c.trials - c.successes) * ((1.0 - t) / (1.0 - t0)).ln();
+        side(a, ta) + side(b, tb)
+    }
+
+    pub fn now(&self) -> AlwaysValid {
+        AlwaysValid { e_value: self.ln_e.exp(), p_value: (-self.ln_max).exp().min(1.0) }
+    }
+}
+
+/// The paired e-process over discordant pairs (see the module).
+#[derive(Debug, Clone)]
+pub struct Discordant {
+    prior: f64,
+    /// Each discordant pair in order: whether the level won it.
+    wins: Vec<bool>,
+}
+
+impl Default for Discordant {
+    fn default() -> Self {
+        Self::new(PAIRED_PRIOR)
+    }
+}
+
+impl Discordant {
+    pub fn new(prior: f64) -> Self {
+        Self { prior, wins: Vec::new() }
+    }
+
+    /// One discordant pair: whether the level passed where the baseline did not.
+    pub fn observe(&mut self, level_won: bool) {
+        self.wins.push(level_won);
+    }
+
+    /// The mixture's log ratio against `q0` after `k` wins of `n`.
+    fn ln_e(&self, k: f64, n: f64, q0: f64) -> f64 {
+        let a = self.prior;
+        ln_beta(a + k, a + n - k) - ln_beta(a, a) - k * q0.ln() - (n - k) * (1.0 - q0).ln()
+    }
+
+    /// The running (k, n) after each pair.
+    fn steps(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.wins.iter().scan((0.0, 0.0), |(k, n), w| {
+            *k += f64::from(u8::from(*w));
+            *n += 1.0;
+            Some((*k, *n))
+        })
+    }
+
+    pub fn now(&self) -> AlwaysValid {
+        let (mut last, mut max) = (0.0f64, 0.0f64);
+        for (k, n) in self.steps() {
+            last = self.ln_e(k, n, 0.5);
+            max = max.max(last);
+        }
+        AlwaysValid { e_value: last.exp(), p_value: (-max).exp().min(1.0) }
+    }
+
+    /// The confidence sequence for `q` at level `alpha` (the running
+    /// intersection of each step's set): it excludes ½ exactly when
+    /// [`Self::now`]'s p-value is at most `alpha`. The whole [0, 1] before
+    /// any discordant pair.
+    pub fn interval(&self, alpha: f64) -> Interval {
+        let bound = (1.0 / alpha).ln();
+        let mut out = Interval { lo: 0.0, hi: 1.0 };
+        for (k, n) in self.steps() {
+            let centre = k / n;
+            // The mixture ratio is convex in q0 with its least value at k/n:
+            // each side's end found by bisection.
+            let inside = |q: f64| self.ln_e(k, n, q) < bound;
+            let edge = |mut outside: f64, mut within: f64| {
+                if inside(outside) {
+                    return outside;
+                }
+                for _ in 0..60 {
+                    let mid = 0.5 * (outside + within);
+                    if inside(mid) {
+                        within = mid;
+                    } else {
+                        outside = mid;
+                    }
+                }
+                within
+            };
+            let (lo, hi) = (edge(0.0, centre), edge(1.0, centre));
+            out = Interval { lo: out.lo.max(lo), hi: out.hi.min(hi) };
+        }
+        // Numbers at the edges of the intersection may cross by rounding.
+        if out.lo > out.hi {
+            let m = 0.5 * (out.lo + out.hi);
+            out = Interval { lo: m, hi: m };
+        }
+        out
+    }
+}
+
+/// Holm's step-down adjusted p-values, in the order given: a comparison is
+/// settled at family-wise error α when its adjusted p is at most α.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let mut out = vec![1.0; m];
+    let mut running = 0.0f64;
+    for (rank, &i) in order.iter().enumerate() {
+        running = running.max(((m - rank) as f64 * p[i]).min(1.0));
+        out[i] = running;
+    }
+    out
+}
+
+/// The level at which comparison's own test must reject for Holm to settle
+/// it: `alpha · p / adjusted` — so an interval drawn at that level excludes
+/// "no difference" exactly when the verdict is clear.
+pub fn level_in_family(alpha: f64, p: f64, adjusted: f64) -> f64 {
+    if adjusted <= 0.0 || p <= 0.0 {
+        return alpha;
+    }
+    (alpha * p / adjusted).min(alpha)
+}
+
+/// `ln Γ(x)` for `x > 0` (Lanczos, g = 7, n = 9: about 15 digits).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x) Γ(1 − x) = π / sin(πx).
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut s = C[0];
+    for (i, c) in C.iter().enumerate().skip(1) {
+        s += c / (x + i as f64);
+    }
+    let t = x + G + 0.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + s.ln()
+}
+
+/// `ln B(a, b)`.
+pub fn ln_beta(a: f64, b: f64) -> f64 {
+    ln_gamma(a) + ln_gamma(b) - ln_gamma(a + b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ln_gamma_matches_known_values() {
+        // Γ(n) = (n − 1)!, Γ(½) = √π, Γ(1.5) = √π / 2.
+        for (x, v) in [(1.0, 0.0), (2.0, 0.0), (5.0, 24f64.ln()), (11.0, 3_628_800f64.ln())] {
+            assert!((ln_gamma(x) - v).abs() < 1e-12, "{x}");
+        }
+        let pi = std::f64::consts::PI;
+        assert!((ln_gamma(0.5) - pi.sqrt().ln()).abs() < 1e-12);
+        assert!((ln_gamma(1.5) - (pi.sqrt() / 2.0).ln()).abs() < 1e-12);
+        assert!((ln_gamma(0.1) - 2.252_712_651_734_206).abs() < 1e-11, "ln Γ(0.1)");
+    }
+
+    /// The block factor's expectation, exactly, under a common rate `p`:
+    /// at most 1 for every `p`, whatever the estimates and block sizes — the
+    /// property the verdict rests on (Turner, Ly & Grünwald, 2024, Thm. 1).
+    #[test]
+    fn an_unpaired_block_is_an_e_variable_for_every_common_rate() {
+        fn binom(n: u64, k: u64, p: f64) -> f64 {
+            let ln_c = ln_gamma(n as f64 + 1.0) - ln_gamma(k as f64 + 1.0) - ln_gamma((n - k) as f64 + 1.0);
+            (ln_c + k as f64 * p.ln() + (n - k) as f64 * (1.0 - p).ln()).exp()
+        }
+        for (ma, mb) in [(1u64, 1u64), (4, 4), (3, 7), (12, 1), (30, 30)] {
+            for (ta_s, tb_s, n0) in [(0u64, 0u64, 0u64), (3, 1, 4), (1, 4, 4), (9, 2, 10)] {
+                let mut e = TwoProportions::new(UNPAIRED_PRIOR);
+                e.closed = [
+                    Count { successes: ta_s as f64, trials: n0 as f64 },
+                    Count { successes: tb_s as f64, trials: n0 as f64 },
+                ];
+                for p in [0.01, 0.2, 0.5, 0.77, 0.99] {
+                    let mut mean = 0.0;
+                    for ya in 0..=ma {
+                        for yb in 0..=mb {
+                            let f = e.block_ln_e(
+                                Count { successes: ya as f64, trials: ma as f64 },
+                                Count { successes: yb as f64, trials: mb as f64 },
+                            );
+                            mean += binom(ma, ya, p) * binom(mb, yb, p) * f.exp();
+                        }
+                    }
+                    assert!(mean <= 1.0 + 1e-9, "E = {mean} at p = {p}, blocks {ma}/{mb}, past {ta_s},{tb_s} of {n0}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_block_closes_when_both_sides_have_an_outcome_and_the_p_value_never_rises() {
+        let mut e = TwoProportions::default();
+        assert_eq!(e.now(), AlwaysValid::default());
+        e.observe(Side::Level, 1, 1);
+        e.observe(Side::Level, 1, 1);
+        assert_eq!(e.now().e_value, 1.0, "one side only: no block yet");
+        e.observe(Side::Baseline, 0, 1);
+        // First block: both rates estimated ½ (no past), θ0 = ½: a factor of 1.
+        assert!((e.now().e_value - 1.0).abs() < 1e-12);
+        let mut last = e.now().p_value;
+        for i in 0..40 {
+            e.observe(Side::Level, u64::from(i % 5 != 0), 1);
+            e.observe(Side::Baseline, u64::from(i % 5 == 0), 1);
+            let now = e.now();
+            assert!(now.p_value <= last, "the always-valid p never rises");
+            last = now.p_value;
+        }
+        assert!(last < 0.001, "80 % against 20 % over 40 pairs is settled: p = {last}");
+    }
+
+    /// Robbins' mixture against ½ in closed form: with a = 1 (uniform),
+    /// `E = 2ⁿ · k! (n − k)! / (n + 1)!`.
+    #[test]
+    fn the_paired_mixture_matches_its_closed_form_and_the_interval_agrees_with_the_test() {
+        let mut d = Discordant::new(1.0);
+        for w in [true, true, true, false, true, true, true, true] {
+            d.observe(w);
+        }
+        let fact = |n: u64| (1..=n).map(|x| x as f64).product::<f64>();
+        let closed = 2f64.powi(8) * fact(7) * fact(1) / fact(9);
+        assert!((d.now().e_value - closed).abs() < 1e-9 * closed, "{} vs {closed}", d.now().e_value);
+        // The interval excludes ½ exactly when the p-value is at most the level.
+        for alpha in [0.2, 0.1, 0.05, 0.01] {
+            let i = d.interval(alpha);
+            let excludes = i.lo > 0.5 || i.hi < 0.5;
+            assert_eq!(excludes, d.now().p_value <= alpha, "α = {alpha}: {i:?}, p = {}", d.now().p_value);
+        }
+        // 7 of 8: the McNemar exact p is 0.07; the always-valid p is larger
+        // (it pays for every look), and the interval is wide.
+        assert!(d.now().p_value > 0.07);
+        let i = d.interval(0.05);
+        assert!(i.lo < 0.5 && i.hi > 0.9, "{i:?}");
+    }
+
+    /// Holm (1979) on a worked set: p = (0.01, 0.04, 0.03, 0.005) gives
+    /// adjusted (0.03, 0.06, 0.06, 0.02) — as R's `p.adjust(p, "holm")`.
+    #[test]
+    fn holm_matches_r_p_adjust() {
+        let adj = holm(&[0.01, 0.04, 0.03, 0.005]);
+        for (a, b) in adj.iter().zip([0.03, 0.06, 0.06, 0.02]) {
+            assert!((a - b).abs() < 1e-12, "{adj:?}");
+        }
+        assert_eq!(holm(&[]), Vec::<f64>::new());
+        assert_eq!(holm(&[0.7, 0.9]), vec![1.0, 1.0]);
+        assert!((level_in_family(0.05, 0.01, 0.03) - 0.05 / 3.0).abs() < 1e-12);
+    }
+}
