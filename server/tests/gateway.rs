@@ -313,21 +313,14 @@ fn a_quiet_cell_is_explained_by_its_calls_and_one_rate_limit_holds_every_cell() 
     assert_eq!(code, 200, "{l}");
     let run_set = l["run_set"].as_str().unwrap().to_owned();
 
-    let (mut in_flight_words, mut waiting_words, mut limits) = (None, None, None);
+    let (mut quiet, mut limits) = (QuietSeen::default(), None);
     let mut tokens_before_any_end = 0;
     let (mut status_text, mut telemetry) = (None, None);
     wait_for("the batch to end", Duration::from_secs(120), || {
         let (state, v) = live_state(&s.addr);
         let cells = v["cells"].as_array().cloned().unwrap_or_default();
         assert_eq!(v["stalls"], json!([]), "a cell calling through its gateway is never stalled: {v}");
-        for c in &cells {
-            let words = c["quiet"]["words"].as_str().map(str::to_owned);
-            match c["quiet"]["kind"].as_str() {
-                Some("in_flight") if c["quiet"]["for_s"].as_f64() > Some(3.5) => in_flight_words = words,
-                Some("waiting") => waiting_words = words,
-                _ => {}
-            }
-        }
+        quiet.look(&v, 3.5);
         if v["rate_limits"]["paid-api"]["overloads_last_min"].as_u64() > Some(0) {
             limits = Some(v["rate_limits"]["paid-api"].clone());
             // Endpoint telemetry for a paid route: from the gateway's calls.
@@ -343,7 +336,7 @@ fn a_quiet_cell_is_explained_by_its_calls_and_one_rate_limit_holds_every_cell() 
         if state == "running" && cells.iter().all(|c| c["status"] == "running") {
             tokens_before_any_end = tokens_before_any_end.max(v["spend"]["total_tokens"].as_u64().unwrap_or(0));
         }
-        if state == "running" && status_text.is_none() && in_flight_words.is_some() {
+        if state == "running" && status_text.is_none() && quiet.in_flight.is_some() {
             let out = std::process::Command::new(env!("CARGO_BIN_EXE_runboard"))
                 .args(["status", "--root"])
                 .arg(&root)
@@ -357,12 +350,14 @@ fn a_quiet_cell_is_explained_by_its_calls_and_one_rate_limit_holds_every_cell() 
         state == "idle" && v["run_set"] == run_set.as_str()
     });
     eprintln!(
-        "seen on Live: {in_flight_words:?}; {waiting_words:?}; rate limit {limits:?}\nstatus:\n{}",
+        "seen on Live: {:?}; {:?}; rate limit {limits:?}\nstatus:\n{}",
+        quiet.in_flight,
+        quiet.waiting,
         status_text.as_deref().unwrap_or("")
     );
-    let in_flight = in_flight_words.expect("the slow call was seen in flight");
+    let in_flight = quiet.in_flight.expect("the slow call was seen in flight");
     assert!(in_flight.starts_with("one call in flight for "), "{in_flight}");
-    let waiting = waiting_words.expect("a call held by the rate limit was seen");
+    let waiting = quiet.waiting.expect("a call held by the rate limit was seen");
     assert!(waiting.starts_with("waiting on paid-api: ") && waiting.contains("held by the rate limit"), "{waiting}");
     let limits = limits.expect("the endpoint's overloads were seen");
     assert_eq!(limits["max"], 2, "{limits}");

@@ -492,19 +492,12 @@ fn inspect_evals_through_the_gateway_wait_out_429s_and_a_slow_call_unstalled() {
     assert_eq!(code, 200, "{l}");
     let rs_dir = root.join("runsets").join(l["run_set"].as_str().unwrap());
 
-    let (mut cost_before_any_end, mut in_flight, mut waiting, mut overloads) = (0.0f64, None, None, 0);
+    let (mut cost_before_any_end, mut quiet, mut overloads) = (0.0f64, QuietSeen::default(), 0);
     wait_for("the batch to end", Duration::from_secs(300), || {
         let (state, v) = live_state(&s.addr);
         assert_eq!(v["stalls"], json!([]), "an Inspect cell waiting on its model is never stalled: {v}");
         let cells = v["cells"].as_array().cloned().unwrap_or_default();
-        for c in &cells {
-            let words = c["quiet"]["words"].as_str().map(str::to_owned);
-            match c["quiet"]["kind"].as_str() {
-                Some("in_flight") if c["quiet"]["for_s"].as_f64() > Some(8.5) => in_flight = words,
-                Some("waiting") => waiting = words,
-                _ => {}
-            }
-        }
+        quiet.look(&v, 8.5);
         overloads = overloads.max(v["rate_limits"]["standin"]["overloads_last_min"].as_u64().unwrap_or(0));
         if state == "running" && cells.iter().all(|c| c["status"] == "running" || c["status"] == "pending") {
             cost_before_any_end = cost_before_any_end.max(v["spend"]["cost"].as_f64().unwrap_or(0.0));
@@ -512,11 +505,11 @@ fn inspect_evals_through_the_gateway_wait_out_429s_and_a_slow_call_unstalled() {
         state == "idle"
     });
     let (_, v) = live_state(&s.addr);
-    eprintln!("seen on Live: {in_flight:?}; {waiting:?}; {overloads} × 429 in a minute");
+    eprintln!("seen on Live: {:?}; {:?}; {overloads} × 429 in a minute", quiet.in_flight, quiet.waiting);
     assert_eq!(v["totals"]["done"], 2, "{v}");
     assert!(cost_before_any_end > 0.0, "cost climbed on Live before any eval ended");
-    assert!(in_flight.is_some_and(|w| w.starts_with("one call in flight for ")), "the slow call, said");
-    assert!(waiting.is_some_and(|w| w.starts_with("waiting on standin: ")), "the held calls, said");
+    assert!(quiet.in_flight.is_some_and(|w| w.starts_with("one call in flight for ")), "the slow call, said");
+    assert!(quiet.waiting.is_some_and(|w| w.starts_with("waiting on standin: ")), "the held calls, said");
     assert!(overloads > 0, "the 429s, counted");
 
     // Live's cost: every counted call (one per sample), priced.

@@ -136,6 +136,28 @@ impl LivePage {
     }
 }
 
+/// What Live said of its quiet cells over a run's looks: the latest words
+/// for a call in flight longer than `long_s`, and for calls held waiting.
+#[derive(Default)]
+pub struct QuietSeen {
+    pub in_flight: Option<String>,
+    pub waiting: Option<String>,
+}
+
+impl QuietSeen {
+    /// Reads one live view's cells.
+    pub fn look(&mut self, live: &Value, long_s: f64) {
+        for c in live["cells"].as_array().into_iter().flatten() {
+            let words = c["quiet"]["words"].as_str().map(str::to_owned);
+            match c["quiet"]["kind"].as_str() {
+                Some("in_flight") if c["quiet"]["for_s"].as_f64() > Some(long_s) => self.in_flight = words,
+                Some("waiting") => self.waiting = words,
+                _ => {}
+            }
+        }
+    }
+}
+
 /// The console test campaign (`server::fixture`, the one the end-to-end
 /// suite uses too): cells that each sleep `cell_s` and report tokens, and a
 /// paid model `paid-m` with a daily cap of 1.
