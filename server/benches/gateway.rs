@@ -15,7 +15,10 @@
 //!   the gateway's share is its CPU per call), and with one that takes
 //!   250 ms a call, as a model does (its answers take longer still), where
 //!   512 calls in flight leave the cores room and the added latency is the
-//!   gateway's own;
+//!   gateway's own — the calls sent together (all in the same millisecond,
+//!   round after round: the worst case, each queued behind the others'
+//!   handling) and spread out over the endpoint's time (as many cells'
+//!   calls are);
 //! - **added time to first byte** of a stream: its first event through the
 //!   gateway less direct, while the endpoint holds the rest back — a gateway
 //!   that buffered would not pass the first event until the stream ended;
