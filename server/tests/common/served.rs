@@ -22,8 +22,27 @@ pub struct Served {
 
 impl Drop for Served {
     fn drop(&mut self) {
+        // A test that failed leaves the batch it launched running (batches
+        // outlive their server by design): the server stops it first.
+        if std::thread::panicking() {
+            stop_quietly(&self.addr);
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// `POST /api/control/stop` (the shown batch), never panicking: called while
+/// a failed test unwinds, where a second panic would abort the run.
+fn stop_quietly(addr: &str) {
+    let Ok(mut s) = TcpStream::connect(addr) else { return };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+    let asked = write!(
+        s,
+        "POST /api/control/stop HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}"
+    );
+    if asked.is_ok() {
+        let _ = s.read_to_string(&mut String::new());
     }
 }
 
