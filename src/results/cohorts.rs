@@ -194,13 +194,9 @@ pub struct CohortDifference {
     pub ci95: Interval,
     #[serde(default)]
     pub always_valid: super::sequential::AlwaysValid,
-    #[serde(default = "one")]
+    #[serde(default = "super::no_evidence")]
     pub p_family: f64,
     pub clear: bool,
-}
-
-fn one() -> f64 {
-    1.0
 }
 
 /// `GET /api/cohorts/compare`.

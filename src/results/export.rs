@@ -69,20 +69,22 @@ pub fn export(
         let order = std::collections::BTreeMap::from([("condition".to_owned(), levels.to_vec())]);
         super::evidence(outcomes, "condition", &order)
     });
-    let (comparisons, family) = judged.as_ref().map(|e| (e.comparisons.clone(), e.family.clone())).unwrap_or_default();
-    let paired = match judged {
-        None => Vec::new(),
-        Some(e) => e
-            .paired
-            .into_iter()
-            .map(|mut p| {
-                p.discordant.clear();
-                if private.iter().any(|f| f == "task") {
-                    p.by_task.clear();
-                }
-                p
-            })
-            .collect(),
+    let (comparisons, family, paired) = match judged {
+        None => Default::default(),
+        Some(e) => (
+            e.comparisons,
+            e.family,
+            e.paired
+                .into_iter()
+                .map(|mut p| {
+                    p.discordant.clear();
+                    if private.iter().any(|f| f == "task") {
+                        p.by_task.clear();
+                    }
+                    p
+                })
+                .collect(),
+        ),
     };
     let shown: Vec<&String> = factors.iter().filter(|f| !private.contains(f)).collect();
     let mut columns: Vec<String> = shown.iter().map(|f| (*f).clone()).collect();

@@ -153,14 +153,15 @@ pub struct Comparison {
     #[serde(default)]
     pub always_valid: sequential::AlwaysValid,
     /// Its p-value adjusted for the family of comparisons on the page (Holm).
-    #[serde(default = "one")]
+    #[serde(default = "no_evidence")]
     pub p_family: f64,
     /// The verdict: `p_family` at most [`sequential::ALPHA`] — holds however
     /// often the evidence is read, across the family.
     pub clear: bool,
 }
 
-fn one() -> f64 {
+/// A p-value where nothing was measured (serde's default for `p_family`).
+pub(crate) fn no_evidence() -> f64 {
     1.0
 }
 

@@ -63,7 +63,7 @@ pub struct PairedComparison {
     #[serde(default)]
     pub always_valid: AlwaysValid,
     /// Its p-value adjusted for the page's family (Holm).
-    #[serde(default = "one")]
+    #[serde(default = "super::no_evidence")]
     pub p_family: f64,
     /// The verdict's interval for the difference: the confidence sequence
     /// at `interval_level` — it excludes 0 exactly when `clear`.
@@ -83,10 +83,6 @@ pub struct PairedComparison {
     /// were completed (the later of the two ends): the test's input.
     #[serde(skip)]
     pub discordant_in_order: Vec<bool>,
-}
-
-fn one() -> f64 {
-    1.0
 }
 
 fn whole() -> Interval {
@@ -173,7 +169,9 @@ fn level_of(o: &Outcome, by: &str) -> Option<String> {
 }
 
 /// Every level after the first (`levels[0]`, the baseline) against it, over
-/// the pairs the outcomes make; a level with no pair is left out.
+/// the pairs the outcomes make; a level with no pair is left out. Each
+/// verdict and its interval are left open until [`super::settle`] sets them
+/// for the family they are judged in (the interval is made once, there).
 pub fn paired<'a>(outcomes: &'a [Outcome], by: &str, levels: &[String]) -> Vec<PairedComparison> {
     let Some(baseline) = levels.first() else { return Vec::new() };
     // key (every other factor) → level → the outcome.
@@ -239,8 +237,7 @@ pub fn paired<'a>(outcomes: &'a [Outcome], by: &str, levels: &[String]) -> Vec<P
             discordant_in_order: completed.into_iter().map(|(_, w)| w).collect(),
         };
         p.always_valid = p.test().now();
-        // Alone in its family until `super::settle` says otherwise.
-        p.settle(p.always_valid.p_value, sequential::ALPHA);
+        // Its verdict and interval are set by `super::settle`, with the family.
         out.push(p);
     }
     out
@@ -287,8 +284,9 @@ mod tests {
         // Unpaired: memory seed 9 has no base cell.
         outs.push(o("memory", "t2", 9, true));
         let levels = ["base".to_owned(), "memory".to_owned(), "other".to_owned()];
-        let p = paired(&outs, "condition", &levels);
+        let mut p = paired(&outs, "condition", &levels);
         assert_eq!(p.len(), 1, "a level with no pair is left out");
+        crate::results::settle(&mut [], &mut p);
         let m = &p[0];
         assert_eq!(m.table, PairTable { a: 1, b: 4, c: 1, d: 1 });
         assert_eq!(m.difference, 3.0 / 7.0);

@@ -287,27 +287,17 @@ impl<'a> Groups<'a> {
 /// guide makes (its family), clear at α — as Evidence decides.
 fn verdicts(tallied: &[Vec<Tally>]) -> Vec<Vec<bool>> {
     let mut at: Vec<(usize, usize)> = Vec::new();
-    let mut comparisons: Vec<super::Comparison> = Vec::new();
+    let mut p: Vec<f64> = Vec::new();
     for (g, levels) in tallied.iter().enumerate() {
         let Some(base) = levels.first() else { continue };
         for (l, t) in levels.iter().enumerate().skip(1).filter(|(_, t)| t.trials > 0 && base.trials > 0) {
-            let always_valid = super::unpaired_test(&t.observed, &base.observed);
             at.push((g, l));
-            comparisons.push(super::Comparison {
-                level: String::new(),
-                baseline: String::new(),
-                difference: 0.0,
-                ci95: Interval { lo: -1.0, hi: 1.0 },
-                always_valid,
-                p_family: always_valid.p_value,
-                clear: false,
-            });
+            p.push(super::unpaired_test(&t.observed, &base.observed).p_value);
         }
     }
-    super::settle(&mut comparisons, &mut []);
     let mut out: Vec<Vec<bool>> = tallied.iter().map(|l| vec![false; l.len()]).collect();
-    for ((g, l), c) in at.into_iter().zip(comparisons) {
-        out[g][l] = c.clear;
+    for ((g, l), adjusted) in at.into_iter().zip(super::sequential::holm(&p)) {
+        out[g][l] = adjusted <= super::sequential::ALPHA;
     }
     out
 }

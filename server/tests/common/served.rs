@@ -35,15 +35,7 @@ impl Drop for Served {
 /// `POST /api/control/stop` (the shown batch), never panicking: called while
 /// a failed test unwinds, where a second panic would abort the run.
 fn stop_quietly(addr: &str) {
-    let Ok(mut s) = TcpStream::connect(addr) else { return };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
-    let asked = write!(
-        s,
-        "POST /api/control/stop HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}"
-    );
-    if asked.is_ok() {
-        let _ = s.read_to_string(&mut String::new());
-    }
+    let _ = try_http(addr, "POST", "/api/control/stop", Some("{}"), "application/json");
 }
 
 pub fn serve(root: &Path, data: &Path) -> Served {
@@ -93,17 +85,27 @@ pub fn served(mut child: Child) -> Served {
 
 /// One HTTP/1.1 exchange: the status and the body as JSON (Null if not JSON).
 pub fn http(addr: &str, method: &str, path: &str, body: Option<&str>, content_type: &str) -> (u16, Value) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    try_http(addr, method, path, body, content_type).unwrap()
+}
+
+/// [`http`], its failure to connect, send or read returned, not a panic.
+fn try_http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    content_type: &str,
+) -> std::io::Result<(u16, Value)> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(120)))?;
     let body = body.unwrap_or("");
     write!(
         s,
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
-    )
-    .unwrap();
+    )?;
     let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
+    s.read_to_string(&mut text)?;
     let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     let payload = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
     // Chunked bodies: the JSON is the one line that parses.
@@ -111,7 +113,7 @@ pub fn http(addr: &str, method: &str, path: &str, body: Option<&str>, content_ty
         .ok()
         .or_else(|| payload.lines().find_map(|l| serde_json::from_str::<Value>(l.trim()).ok()))
         .unwrap_or(Value::Null);
-    (code, value)
+    Ok((code, value))
 }
 
 pub fn get(addr: &str, path: &str) -> (u16, Value) {
