@@ -9,13 +9,14 @@
 //!
 //! - **false settle** where nothing differs (two conditions at the same
 //!   rate: 0.3, 0.5, 0.8; 4, 8 or 20 cells per condition per batch; up to
-//!   200 per condition): the share of campaigns ever called clear — by the
+//!   200 per condition; half the campaigns with twins, half without): the share of campaigns ever called clear — by the
 //!   verdict, and by the fixed-look interval read the same way (the rule
 //!   before: "clear" when Newcombe's 95 % interval excludes 0);
 //! - **family-wise error** with five conditions and a baseline all at 0.5:
 //!   the share of campaigns where any comparison is ever called clear;
 //! - **cells to settle a real difference** of 15 points (0.50 against
-//!   0.65, 10 cells per condition per batch, up to 1,000): the cells per
+//!   0.65, 10 cells per condition per batch, up to 1,000; with twins — the
+//!   paired test — and without — the unpaired one): the cells per
 //!   condition by which 80 % of campaigns were settled in the right
 //!   direction, against the one fixed look that has 80 % power at 5 %
 //!   (`runboard::results::impact::cells_needed`).
@@ -54,7 +55,9 @@ struct Read {
     fixed_look_ever: bool,
 }
 
-fn campaign(rates: &[f64], per_batch: usize, most: usize, seed: u64) -> Read {
+/// `twins`: every condition's cells on the same tasks and seeds (a crossed
+/// design: the paired test decides); else each condition on seeds of its own.
+fn campaign(rates: &[f64], per_batch: usize, most: usize, seed: u64, twins: bool) -> Read {
     let mut rng = Rng(seed);
     let names: Vec<String> =
         (0..rates.len()).map(|i| if i == 0 { "baseline".to_owned() } else { format!("c{i}") }).collect();
@@ -64,10 +67,9 @@ fn campaign(rates: &[f64], per_batch: usize, most: usize, seed: u64) -> Read {
     for batch in 0..most / per_batch {
         // A batch ends a second after the one before; its cells in id order.
         let ended = format!("2026-12-01T{:02}:{:02}:{:02}Z", batch / 3600, batch / 60 % 60, batch % 60);
-        for (name, rate) in names.iter().zip(rates) {
+        for (c, (name, rate)) in names.iter().zip(rates).enumerate() {
             for j in 0..per_batch {
-                // Cells of every condition on the same task and seed: pairs.
-                let seed = batch * per_batch + j;
+                let seed = batch * per_batch + j + if twins { 0 } else { c * 1_000_000 };
                 let factors: BTreeMap<String, Value> = [
                     ("condition".to_owned(), json!(name)),
                     ("task".to_owned(), json!(format!("t{}", seed % 3))),
@@ -136,7 +138,7 @@ fn main() {
         for per_batch in [4usize, 8, 20] {
             let n = 1_200;
             let reads = many(n, (rate * 1000.0) as u64 * 1_000_000 + per_batch as u64 * 10_000, |seed| {
-                campaign(&[rate, rate], per_batch, 200, seed)
+                campaign(&[rate, rate], per_batch, 200, seed, seed % 2 == 0)
             });
             let new = reads.iter().filter(|r| r.settled_at.is_some()).count();
             let old = reads.iter().filter(|r| r.fixed_look_ever).count();
@@ -152,7 +154,7 @@ fn main() {
     println!("  all            {all_n:>6}     {}    {}", share(all_new, all_n), share(all_old, all_n));
 
     let n = 1_000;
-    let reads = many(n, 7_000_000, |seed| campaign(&[0.5; 6], 4, 100, seed));
+    let reads = many(n, 7_000_000, |seed| campaign(&[0.5; 6], 4, 100, seed, seed % 2 == 0));
     let any = reads.iter().filter(|r| r.settled_at.is_some()).count();
     let old = reads.iter().filter(|r| r.fixed_look_ever).count();
     campaigns += reads.len();
@@ -162,22 +164,25 @@ fn main() {
         share(old, reads.len())
     );
 
-    let n = 400;
-    let reads = many(n, 9_000_000, |seed| campaign(&[0.5, 0.65], 10, 1_000, seed));
-    campaigns += reads.len();
-    let mut at: Vec<usize> =
-        reads.iter().map(|r| if r.right_way { r.settled_at.unwrap_or(usize::MAX) } else { usize::MAX }).collect();
-    at.sort_unstable();
-    let q = |p: f64| at[((at.len() as f64 * p).ceil() as usize).saturating_sub(1)];
-    let fixed = runboard::results::impact::cells_needed(0.65, 0.5, 0.95, 0.8).unwrap();
-    let words = |x: usize| if x == usize::MAX { "not by 1,000".to_owned() } else { x.to_string() };
-    let settled = at.iter().filter(|x| **x != usize::MAX).count();
-    println!(
-        "verdicts bench: 0.50 against 0.65, 10 cells each per batch, {n} campaigns: settled the right way in {} by 1,000 cells; half by {} cells per condition, 80 % by {} — one fixed look with 80 % power needs {fixed}: {}",
-        share(settled, at.len()),
-        words(q(0.5)),
-        words(q(0.8)),
-        if q(0.8) == usize::MAX { "ratio not reached".to_owned() } else { format!("{:.2}×", q(0.8) as f64 / fixed as f64) }
-    );
+    for twins in [true, false] {
+        let n = 1_200;
+        let reads = many(n, 9_000_000, |seed| campaign(&[0.5, 0.65], 10, 1_000, seed, twins));
+        campaigns += reads.len();
+        let mut at: Vec<usize> =
+            reads.iter().map(|r| if r.right_way { r.settled_at.unwrap_or(usize::MAX) } else { usize::MAX }).collect();
+        at.sort_unstable();
+        let q = |p: f64| at[((at.len() as f64 * p).ceil() as usize).saturating_sub(1)];
+        let fixed = runboard::results::impact::cells_needed(0.65, 0.5, 0.95, 0.8).unwrap();
+        let words = |x: usize| if x == usize::MAX { "not by 1,000".to_owned() } else { x.to_string() };
+        let settled = at.iter().filter(|x| **x != usize::MAX).count();
+        println!(
+            "verdicts bench: 0.50 against 0.65, 10 cells each per batch, {n} campaigns, {}: settled the right way in {} by 1,000 cells; half by {} cells per condition, 80 % by {} — one fixed look with 80 % power needs {fixed}: {}",
+            if twins { "twins (the paired test)" } else { "no twins (the unpaired test)" },
+            share(settled, at.len()),
+            words(q(0.5)),
+            words(q(0.8)),
+            if q(0.8) == usize::MAX { "ratio not reached".to_owned() } else { format!("{:.2}×", q(0.8) as f64 / fixed as f64) }
+        );
+    }
     println!("verdicts bench: {campaigns} campaigns in {:.0} s", started.elapsed().as_secs_f64());
 }

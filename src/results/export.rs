@@ -217,7 +217,7 @@ mod tests {
         assert_eq!(comments.len(), 10, "{csv}");
         assert!(
             csv.contains("# family: 1 comparison: ")
-                && csv.contains("# compared: treat − base: -100 points, open (p = "),
+                && csv.contains("# compared: treat − base: -100 points, open by the unpaired test (p = "),
             "{csv}"
         );
         for l in &comments {

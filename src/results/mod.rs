@@ -149,15 +149,49 @@ pub struct Comparison {
     /// advance: read after every batch it excludes 0 by chance far more
     /// often than 5 % (not the verdict).
     pub ci95: Interval,
-    /// The always-valid test of "no difference" ([`sequential`]).
+    /// The unpaired always-valid test of "no difference" ([`sequential`]).
     #[serde(default)]
     pub always_valid: sequential::AlwaysValid,
-    /// Its p-value adjusted for the family of comparisons on the page (Holm).
+    /// The test that gives this level its verdict: the paired one when the
+    /// level's cells have twins at the baseline, else the unpaired one.
+    #[serde(default)]
+    pub test: Test,
+    /// The level's p-value (its `test`'s) adjusted for the family of
+    /// comparisons on the page (Holm).
     #[serde(default = "no_evidence")]
     pub p_family: f64,
-    /// The verdict: `p_family` at most [`sequential::ALPHA`] — holds however
-    /// often the evidence is read, across the family.
+    /// The level's verdict: `p_family` at most [`sequential::ALPHA`] — holds
+    /// however often the evidence is read, across the family.
     pub clear: bool,
+}
+
+/// Which always-valid test gives a level its verdict. One test per level:
+/// two tests of the same level would share the family's error and each
+/// need more evidence. The choice follows the design — whether the level's
+/// cells were run on the baseline's tasks and seeds too — never results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Test {
+    /// The two pass rates as independent samples.
+    #[default]
+    Unpaired,
+    /// The discordant pairs of twins (every other factor equal).
+    Paired,
+}
+
+impl Comparison {
+    /// "clear by the paired test (p = 0.003)", "open by the unpaired test (p = 0.21)".
+    pub fn verdict_words(&self) -> String {
+        format!(
+            "{} by the {} test (p = {})",
+            if self.clear { "clear" } else { "open" },
+            match self.test {
+                Test::Unpaired => "unpaired",
+                Test::Paired => "paired",
+            },
+            paired::p_words(self.p_family)
+        )
+    }
 }
 
 /// A p-value where nothing was measured (serde's default for `p_family`).
@@ -166,16 +200,15 @@ pub(crate) fn no_evidence() -> f64 {
 }
 
 impl Comparison {
-    /// "treat − base: +70 points, clear (p = 0.003); fixed-look 95 %
-    /// interval +27 to +87 points".
+    /// "treat − base: +70 points, clear by the unpaired test (p = 0.003);
+    /// fixed-look 95 % interval +27 to +87 points".
     pub fn words(&self) -> String {
         format!(
-            "{} − {}: {:+.0} points, {} (p = {}); fixed-look 95 % interval {:+.0} to {:+.0} points",
+            "{} − {}: {:+.0} points, {}; fixed-look 95 % interval {:+.0} to {:+.0} points",
             self.level,
             self.baseline,
             self.difference * 100.0,
-            if self.clear { "clear" } else { "open" },
-            paired::p_words(self.p_family),
+            self.verdict_words(),
             self.ci95.lo * 100.0,
             self.ci95.hi * 100.0,
         )
@@ -340,6 +373,7 @@ pub fn comparisons(groups: &[Group], streams: &[Vec<Observed>]) -> Vec<Compariso
                 baseline: base.level.clone(),
                 difference: d,
                 ci95: ci,
+                test: Test::Unpaired,
                 p_family: always_valid.p_value,
                 clear: always_valid.p_value <= sequential::ALPHA,
                 always_valid,
@@ -387,24 +421,43 @@ pub fn streams(outcomes: &[Outcome], factor: &str, groups: &[Group]) -> Vec<Vec<
     groups.iter().map(|g| by.remove(&g.level).unwrap_or_default()).collect()
 }
 
-/// The family's verdicts: Holm over every comparison's always-valid p (the
-/// unpaired ones and the paired ones alike), each then clear when its
-/// adjusted p is at most α; the paired intervals drawn at the level the
-/// family leaves each. The family, for the page to say.
+/// The family's verdicts: one per level, by its test — the paired one where
+/// the level has pairs with the baseline, else the unpaired one — Holm over
+/// the levels' always-valid p-values, each level then clear when its
+/// adjusted p is at most α (the comparison and the paired comparison of a
+/// level carry the same verdict); the paired intervals drawn at the level
+/// the family leaves each. The family, for the page to say.
 pub fn settle(comparisons: &mut [Comparison], paired: &mut [paired::PairedComparison]) -> Family {
-    let ps: Vec<f64> = comparisons
+    let alpha = sequential::ALPHA;
+    // One verdict per level: (its comparison, its pairs), either may be
+    // missing (a paired list judged alone, as its tests do).
+    let mut levels: Vec<(Option<usize>, Option<usize>)> = (0..comparisons.len())
+        .map(|i| (Some(i), paired.iter().position(|p| p.level == comparisons[i].level)))
+        .collect();
+    for j in 0..paired.len() {
+        if !levels.iter().any(|(_, p)| *p == Some(j)) {
+            levels.push((None, Some(j)));
+        }
+    }
+    let ps: Vec<f64> = levels
         .iter()
-        .map(|c| c.always_valid.p_value)
-        .chain(paired.iter().map(|p| p.always_valid.p_value))
+        .map(|(c, p)| match (c, p) {
+            (_, Some(j)) => paired[*j].always_valid.p_value,
+            (Some(i), None) => comparisons[*i].always_valid.p_value,
+            (None, None) => 1.0,
+        })
         .collect();
     let adjusted = sequential::holm(&ps);
-    let alpha = sequential::ALPHA;
-    for (c, adj) in comparisons.iter_mut().zip(&adjusted) {
-        c.p_family = *adj;
-        c.clear = *adj <= alpha;
-    }
-    for (p, adj) in paired.iter_mut().zip(&adjusted[comparisons.len()..]) {
-        p.settle(*adj, sequential::level_in_family(alpha, p.always_valid.p_value, *adj));
+    for ((c, p), adj) in levels.iter().zip(&adjusted) {
+        if let Some(c) = c.map(|i| &mut comparisons[i]) {
+            c.test = if p.is_some() { Test::Paired } else { Test::Unpaired };
+            c.p_family = *adj;
+            c.clear = *adj <= alpha;
+        }
+        if let Some(p) = p.map(|j| &mut paired[j]) {
+            let own = p.always_valid.p_value;
+            p.settle(*adj, sequential::level_in_family(alpha, own, *adj));
+        }
     }
     Family { comparisons: ps.len(), alpha }
 }
@@ -596,6 +649,41 @@ mod tests {
         assert_eq!((pass_rate(&o).successes, pass_rate(&o).n), (5, 13));
         let by_task: Vec<_> = groups(&o, "task", &[]).into_iter().map(|g| (g.passes.successes, g.passes.n)).collect();
         assert_eq!(by_task, [(4, 6), (1, 6), (0, 1)]);
+    }
+
+    /// One verdict per level: a level whose cells have twins at the baseline
+    /// is judged by the paired test (on its comparison and its paired row
+    /// alike), one without by the unpaired test; the family counts levels.
+    #[test]
+    fn each_level_has_one_verdict_by_the_test_its_design_allows() {
+        use CellStatus::*;
+        let mut cells = Vec::new();
+        for s in 0..60 {
+            let at = format!("2026-12-{:02}T00:00:00Z", 1 + s / 10);
+            cells.push(rec("base", "t1", s, if s % 2 == 0 { Done } else { Failed }, &at, None));
+            // twin: the same task and seed as each base cell; passes 9 in 10.
+            cells.push(rec("twin", "t1", s, if s % 10 == 0 { Failed } else { Done }, &at, None));
+            // alone: a task of its own, no twin; passes 9 in 10.
+            cells.push(rec("alone", "t2", s, if s % 10 == 0 { Failed } else { Done }, &at, None));
+        }
+        let sets = [RunSetRecords { name: "a", model: None, cells: &cells }];
+        let order = BTreeMap::from([("condition".to_owned(), ["base", "twin", "alone"].map(String::from).to_vec())]);
+        let e = evidence(&outcomes(&sets, &ResultsConfig::default()), "condition", &order);
+        assert_eq!(e.family.comparisons, 2, "two levels against the baseline: two verdicts");
+        let (twin, alone) = (&e.comparisons[0], &e.comparisons[1]);
+        assert_eq!((twin.level.as_str(), twin.test), ("twin", Test::Paired));
+        assert_eq!((alone.level.as_str(), alone.test), ("alone", Test::Unpaired));
+        let p = &e.paired[0];
+        assert_eq!((p.level.as_str(), p.clear, p.p_family), ("twin", twin.clear, twin.p_family));
+        assert!(twin.clear && alone.clear, "{twin:?} {alone:?}");
+        // Holm over the two: the smaller p doubled, the larger as it is (or
+        // the smaller's adjusted, whichever is more).
+        let (pt, pa) = (p.always_valid.p_value, alone.always_valid.p_value);
+        let (lo, hi) = if pt <= pa { (twin, alone) } else { (alone, twin) };
+        assert!((lo.p_family - (2.0 * pt.min(pa)).min(1.0)).abs() < 1e-12);
+        assert!((hi.p_family - pt.max(pa).max(lo.p_family)).abs() < 1e-12);
+        assert!(twin.words().contains("clear by the paired test (p = "), "{}", twin.words());
+        assert!(alone.words().contains("clear by the unpaired test (p = "), "{}", alone.words());
     }
 
     #[test]

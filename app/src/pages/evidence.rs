@@ -140,11 +140,6 @@ fn paired_view(paired: &[PairedComparison]) -> impl IntoView {
     }
 }
 
-/// "clear (p = 0.003)" or "open (p = 0.21)": the family's adjusted p.
-fn verdict_words(clear: bool, p_family: f64) -> String {
-    format!("{} (p = {})", if clear { "clear" } else { "open" }, runboard::results::paired::p_words(p_family))
-}
-
 fn body(e: &Evidence) -> impl IntoView {
     if e.n == 0 {
         let why = if e.scope.is_empty() {
@@ -172,7 +167,7 @@ fn body(e: &Evidence) -> impl IntoView {
                         <tr data-level=c.level.clone() class:clear=c.clear>
                             <td>{format!("{} − {}", c.level, c.baseline)}</td>
                             <td class="difference">{format!("{:+.0} points", c.difference * 100.0)}</td>
-                            <td class="verdict">{verdict_words(c.clear, c.p_family)}</td>
+                            <td class="verdict">{c.verdict_words()}</td>
                             <td class="fixed-look">{format!("{:+.0} to {:+.0} points", c.ci95.lo * 100.0, c.ci95.hi * 100.0)}</td>
                         </tr>
                     }).collect_view()}
