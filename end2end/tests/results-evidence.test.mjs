@@ -70,7 +70,7 @@ test('evidence: rates with intervals as the API says, the factor in the URL', as
   assert.deepEqual(chartRows, api.charts.rates.table.rows);
   await shot(page, 'evidence');
   assert.match(await page.textContent('table.comparisons tr[data-level="treat"]'), /-100 points/);
-  assert.match(await page.textContent('table.failure-reasons'), /exit 1/);
+  assert.match(await page.textContent('table.not-passed-reasons tr[data-reason="exit 1"]'), /exit 1\s*2\s*2/);
   // Another factor: in the URL, and the tables follow.
   await page.selectOption('select[name="by"]', 'seed');
   await page.waitForURL(/by=seed/);
@@ -233,7 +233,7 @@ test('cohorts: presets saved, compared side by side as the API says, renamed and
   assert.match(await page.textContent('table.cohort-comparison tr[data-name="treat"] td.difference'), /-100 points/);
   // Every evidence figure side by side: per task, one column per cohort.
   assert.match(await page.textContent('table.side-by-side.by-task tr[data-level="t1"] td[data-cohort="treat"]'), /^0\/2 = 0 %/);
-  assert.match(await page.textContent('table.side-by-side.failure-reasons tr[data-reason="exit 1"]'), /exit 1\s*0\s*2/);
+  assert.match(await page.textContent('table.side-by-side.not-passed-reasons tr[data-reason="exit 1"]'), /exit 1\s*0\s*2/);
   await page.waitForSelector('figure.cohort-rates-chart .chart-svg svg');
   await shot(page, 'cohorts');
   await page.fill('table.presets tr[data-name="treat"] input.rename-to', 'treated');

@@ -83,6 +83,7 @@ fn campaign(rates: &[f64], per_batch: usize, most: usize, seed: u64, twins: bool
                     model: None,
                     run_set: format!("b{batch}"),
                     passed,
+                    failed: false,
                     reason: None,
                     score: None,
                     tokens: None,

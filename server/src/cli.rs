@@ -597,10 +597,15 @@ fn evidence_text(e: &runboard::results::Evidence) -> String {
             out += &format!("  {:20} {}\n", g.level, rate_text(&g.passes));
         }
     }
-    if !e.failures_by_reason.is_empty() {
-        out += "failures by reason:\n";
-        for (r, n) in &e.failures_by_reason {
-            out += &format!("  {n:6}  {r}\n");
+    if !e.not_passed_by_reason.is_empty() {
+        out += "did not pass, by reason (failed: the cell's process failed):\n";
+        for r in &e.not_passed_by_reason {
+            let failed = match r.failed {
+                0 => String::new(),
+                f if f == r.cells => " (failed)".to_owned(),
+                f => format!(" ({f} failed)"),
+            };
+            out += &format!("  {:6}  {}{failed}\n", r.cells, r.reason);
         }
     }
     out

@@ -480,8 +480,11 @@ fn the_proposal_guide_ranks_the_demos_open_question_first_and_drafts_it() {
     );
     assert_eq!(e["comparisons"][0]["p_family"], paired["p_family"]);
     assert_eq!(paired["discordant"].as_array().unwrap().len(), 4);
-    let reasons = e["failures_by_reason"].to_string();
+    let reasons = e["not_passed_by_reason"].to_string();
     assert!(reasons.contains("no factor cleared the admission threshold in time"), "{reasons}");
+    // The demo's cells that did not pass ran to the end: none failed, as
+    // the Overview's "Failed 0" says.
+    assert!(e["not_passed_by_reason"].as_array().unwrap().iter().all(|r| r["failed"] == 0), "{reasons}");
 
     let (code, body) = request(&s.addr, "GET /api/propose HTTP/1.1\r\n");
     assert_eq!(code, 200, "{body}");

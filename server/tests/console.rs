@@ -670,12 +670,15 @@ fn evidence_counts_the_ended_cells_with_intervals_and_says_where_failures_fall()
     assert_eq!(e["comparisons"][0]["level"], "treat");
     assert_eq!(e["comparisons"][0]["difference"], -1.0);
     assert_eq!(e["by_model"][0]["level"], "local-m", "the model from the run set's spec");
-    assert_eq!(e["failures_by_reason"][0], json!(["exit 1", 2]));
+    assert_eq!(e["not_passed_by_reason"][0], json!({"reason": "exit 1", "cells": 2, "failed": 2}));
     let (code, bad) = get(&s.addr, "/api/evidence?by=colour");
     assert_eq!((code, bad["kind"].as_str()), (422, Some("bad_query")), "{bad}");
     let out = std::process::Command::new(BIN).args(["evidence", "--root"]).arg(&root).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("base") && text.contains("2/2 = 100 % [34–100 %]") && text.contains("exit 1"), "{text}");
+    assert!(
+        text.contains("base") && text.contains("2/2 = 100 % [34–100 %]") && text.contains("     2  exit 1 (failed)"),
+        "{text}"
+    );
 
     // The public export: the private factor and the cell ids left out, with
     // its provenance (run sets, committed specs, version, content hash).
@@ -969,8 +972,11 @@ fn cohort_presets_are_saved_renamed_deleted_and_compared_and_the_research_state_
     assert_eq!(c["cohorts"][0]["validity"]["counted"], 2);
     assert_eq!(c["cohorts"][1]["validity"]["not_counted"], 2);
     assert_eq!(c["cohorts"][1]["validity"]["reasons"], json!([["not complete", 2]]));
-    // Every evidence figure per cohort: by the factor, per task and model, failure axes.
-    assert_eq!(c["cohorts"][1]["evidence"]["failures_by_reason"], json!([["exit 1", 2]]));
+    // Every evidence figure per cohort: by the factor, per task and model, what did not pass.
+    assert_eq!(
+        c["cohorts"][1]["evidence"]["not_passed_by_reason"],
+        json!([{"reason": "exit 1", "cells": 2, "failed": 2}])
+    );
     assert_eq!(c["cohorts"][0]["evidence"]["by_task"][0]["passes"]["n"], 2);
     assert_eq!(c["cohorts"][0]["evidence"]["charts"]["rates"]["svg"], "");
     let (_, by_seed) = get(&s.addr, "/api/cohorts/compare?names=base,treated&by=seed");

@@ -257,7 +257,7 @@ fn inspect_evals_run_as_cells_pause_resume_with_eval_retry_and_evidence_equals_i
     assert_eq!(seen.len(), 4, "{seen:?}");
     assert!(seen.iter().any(|s| s.2 < 1.0), "the hasty model misses some: {seen:?}");
     let (_, e) = get(&s.addr, "/api/evidence?by=model");
-    let reasons = e["failures_by_reason"].to_string();
+    let reasons = e["not_passed_by_reason"].to_string();
     assert!(reasons.contains("inspect: ValueError('the grader cannot read this answer')"), "{reasons}");
 
     // Timing: a paused cell's time does not count, and says why.

@@ -186,7 +186,8 @@ macro_rules! operations {
 
             // ---- results ----
             /// The results by a factor: pass rates with 95 % intervals,
-            /// differences to the baseline, per task and model, failure axes.
+            /// differences to the baseline, per task and model, the cells that did
+            /// not pass by factor and reason.
             evidence "evidence": GET "/api/evidence", EvidenceQuery => Evidence, "reading the evidence";
             /// Every counted cell with its provenance, as JSON or CSV.
             evidence_export "evidence_export": GET "/api/evidence/export", ExportQuery => Exported, "exporting the evidence",

@@ -172,7 +172,7 @@ pub struct CohortFigures {
     pub run_sets: usize,
     pub tokens: u64,
     /// Every evidence figure over the cohort's cells (by the factor asked
-    /// for; per task and model; failure axes), without charts.
+    /// for; per task and model; the cells that did not pass), without charts.
     pub evidence: super::Evidence,
     /// Timing over the cells in scope whose timings count.
     pub timing: TimingSummary,

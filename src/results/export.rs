@@ -183,6 +183,7 @@ mod tests {
             model: Some("qwen".into()),
             run_set: "rs1".into(),
             passed,
+            failed: false,
             reason: (!passed).then(|| "exit 1".into()),
             score: Some(0.5),
             tokens: Some(10),

@@ -58,8 +58,12 @@ pub struct Outcome {
     pub model: Option<String>,
     pub run_set: String,
     pub passed: bool,
-    /// Why it failed (`exit 3`, `score 0.40 below 0.80`, or the reason the
-    /// cell reported), when it did not pass.
+    /// Its process failed (it ended `failed`): one way not to pass — the
+    /// other is to run to the end and not pass.
+    #[serde(default)]
+    pub failed: bool,
+    /// Why it did not pass (`exit 3`, `score 0.40 below 0.80`, or the reason
+    /// the cell reported).
     pub reason: Option<String>,
     pub score: Option<f64>,
     pub tokens: Option<u64>,
@@ -105,6 +109,7 @@ pub fn outcomes(run_sets: &[RunSetRecords], rules: &ResultsConfig) -> Vec<Outcom
                 model: rs.model.map(str::to_owned),
                 run_set: rs.name.to_owned(),
                 passed,
+                failed: c.status == CellStatus::Failed,
                 reason,
                 score: c.score,
                 tokens: c.tokens,
@@ -267,12 +272,25 @@ impl Family {
     }
 }
 
-/// Failures at one level of a factor.
+/// The counted cells at one level of a factor that did not pass.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FailureCount {
+pub struct NotPassedCount {
     pub level: String,
-    pub failures: u64,
+    /// Cells that did not pass: failed, or ran and did not pass.
+    pub not_passed: u64,
+    /// Of those, the cells whose process failed.
+    pub failed: u64,
+    /// Counted cells at the level.
     pub n: u64,
+}
+
+/// One reason cells did not pass, and how many.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReasonCount {
+    pub reason: String,
+    pub cells: u64,
+    /// Of those, the cells whose process failed.
+    pub failed: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -286,10 +304,10 @@ pub struct Evidence {
     pub comparisons: Vec<Comparison>,
     pub by_task: Vec<Group>,
     pub by_model: Vec<Group>,
-    /// Failure axes: per factor, failures at each level.
-    pub failures_by_factor: BTreeMap<String, Vec<FailureCount>>,
-    /// Failures by reason, most first.
-    pub failures_by_reason: Vec<(String, u64)>,
+    /// Per factor, the cells at each level that did not pass (and failed).
+    pub not_passed_by_factor: BTreeMap<String, Vec<NotPassedCount>>,
+    /// Why cells did not pass, most first.
+    pub not_passed_by_reason: Vec<ReasonCount>,
     /// The scope the figures are over, as text (empty: every cell).
     #[serde(default)]
     pub scope: String,
@@ -475,23 +493,31 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
     let levels: Vec<String> = groups_by.iter().map(|g| g.level.clone()).collect();
     let mut paired = paired::paired(outcomes, by, &levels);
     let family = settle(&mut comparisons, &mut paired);
-    let mut failures_by_factor = BTreeMap::new();
+    let mut not_passed_by_factor = BTreeMap::new();
     let factors: std::collections::BTreeSet<&String> = outcomes.iter().flat_map(|o| o.factors.keys()).collect();
     for f in factors {
-        let gs = groups(outcomes, f, order.get(f).unwrap_or(&empty));
-        failures_by_factor.insert(
-            f.clone(),
-            gs.into_iter()
-                .map(|g| FailureCount { level: g.level, failures: g.passes.n - g.passes.successes, n: g.passes.n })
-                .collect(),
-        );
+        // Cells, not trials: under `count = "samples"` a rate counts samples,
+        // but a cell fails or does not pass as a whole.
+        let mut at: BTreeMap<String, NotPassedCount> = BTreeMap::new();
+        for o in outcomes {
+            let level = level_of(o, f);
+            let c = at.entry(level.clone()).or_insert(NotPassedCount { level, not_passed: 0, failed: 0, n: 0 });
+            c.n += 1;
+            c.not_passed += u64::from(!o.passed);
+            c.failed += u64::from(o.failed);
+        }
+        let ordered = groups(outcomes, f, order.get(f).unwrap_or(&empty));
+        not_passed_by_factor.insert(f.clone(), ordered.iter().filter_map(|g| at.remove(&g.level)).collect::<Vec<_>>());
     }
-    let mut reasons: BTreeMap<String, u64> = BTreeMap::new();
-    for r in outcomes.iter().filter_map(|o| o.reason.as_ref()) {
-        *reasons.entry(r.clone()).or_insert(0) += 1;
+    let mut reasons: BTreeMap<&str, ReasonCount> = BTreeMap::new();
+    for o in outcomes.iter().filter(|o| !o.passed) {
+        let r = o.reason.as_deref().unwrap_or("no reason given");
+        let c = reasons.entry(r).or_insert(ReasonCount { reason: r.to_owned(), cells: 0, failed: 0 });
+        c.cells += 1;
+        c.failed += u64::from(o.failed);
     }
-    let mut failures_by_reason: Vec<(String, u64)> = reasons.into_iter().collect();
-    failures_by_reason.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut not_passed_by_reason: Vec<ReasonCount> = reasons.into_values().collect();
+    not_passed_by_reason.sort_by(|a, b| b.cells.cmp(&a.cells).then_with(|| a.reason.cmp(&b.reason)));
     #[cfg_attr(not(feature = "charts"), allow(unused_mut))]
     let mut e = Evidence {
         by: by.to_owned(),
@@ -501,8 +527,8 @@ pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<Str
         by_task: groups(outcomes, "task", order.get("task").unwrap_or(&empty)),
         by_model: groups(outcomes, "model", order.get("model").unwrap_or(&empty)),
         groups: groups_by,
-        failures_by_factor,
-        failures_by_reason,
+        not_passed_by_factor,
+        not_passed_by_reason,
         scope: String::new(),
         count: CountUnit::Cells,
         paired,
@@ -649,6 +675,15 @@ mod tests {
         assert_eq!((pass_rate(&o).successes, pass_rate(&o).n), (5, 13));
         let by_task: Vec<_> = groups(&o, "task", &[]).into_iter().map(|g| (g.passes.successes, g.passes.n)).collect();
         assert_eq!(by_task, [(4, 6), (1, 6), (0, 1)]);
+        // Cells that did not pass, counted as cells (not samples): one ran
+        // and said no, one's process failed — told apart.
+        let e = evidence(&o, "condition", &BTreeMap::new());
+        assert_eq!(
+            e.not_passed_by_factor["condition"],
+            [NotPassedCount { level: "base".into(), not_passed: 2, failed: 1, n: 3 }]
+        );
+        let reasons: Vec<_> = e.not_passed_by_reason.iter().map(|r| (r.reason.as_str(), r.cells, r.failed)).collect();
+        assert_eq!(reasons, [("1 of 6", 1, 0), ("inspect: ValueError('x')", 1, 1)]);
     }
 
     /// One verdict per level: a level whose cells have twins at the baseline
@@ -687,7 +722,7 @@ mod tests {
     }
 
     #[test]
-    fn evidence_groups_compares_to_the_baseline_and_finds_the_failures() {
+    fn evidence_groups_compares_to_the_baseline_and_finds_the_cells_that_did_not_pass() {
         use CellStatus::*;
         let mut cells = Vec::new();
         // base: 2 of 10 pass; treat: 9 of 10.
@@ -723,13 +758,13 @@ mod tests {
         assert!(c.clear && c.p_family <= 0.05 && c.always_valid.e_value >= 20.0, "{c:?}");
         assert_eq!(e.by_model[0].level, "qwen");
         assert_eq!(
-            e.failures_by_factor["condition"],
+            e.not_passed_by_factor["condition"],
             [
-                FailureCount { level: "base".into(), failures: 8, n: 10 },
-                FailureCount { level: "treat".into(), failures: 1, n: 10 },
+                NotPassedCount { level: "base".into(), not_passed: 8, failed: 8, n: 10 },
+                NotPassedCount { level: "treat".into(), not_passed: 1, failed: 1, n: 10 },
             ]
         );
-        assert_eq!(e.failures_by_reason, [("exit 3".to_owned(), 9)]);
+        assert_eq!(e.not_passed_by_reason, [ReasonCount { reason: "exit 3".into(), cells: 9, failed: 9 }]);
         // Nothing ended: no rates, no comparisons, no panic.
         let none = evidence(&[], "condition", &order);
         assert_eq!((none.n, none.overall.rate, none.comparisons.len()), (0, None, 0));

@@ -260,6 +260,7 @@ mod tests {
             model: Some("m".into()),
             run_set: "rs".into(),
             passed,
+            failed: false,
             reason: None,
             score: None,
             tokens: None,

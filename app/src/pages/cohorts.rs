@@ -217,7 +217,7 @@ fn comparison_view(c: &Comparison) -> impl IntoView {
         {side_by_side("by-level", format!("By {}", c.cohorts.first().map(|f| f.evidence.by.clone()).unwrap_or_default()), c, |f| &f.evidence.groups)}
         {side_by_side("by-task", "By task".into(), c, |f| &f.evidence.by_task)}
         {side_by_side("by-model", "By model".into(), c, |f| &f.evidence.by_model)}
-        {counts_side_by_side("failure-reasons", "Failures by reason", c, |f| f.evidence.failures_by_reason.clone())}
+        {counts_side_by_side("not-passed-reasons", "Did not pass, by reason", c, |f| f.evidence.not_passed_by_reason.iter().map(|r| (r.reason.clone(), r.cells)).collect())}
         {counts_side_by_side("validity-reasons", "Why timings do not count", c, |f| f.validity.reasons.clone())}
     }
 }

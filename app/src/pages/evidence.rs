@@ -181,19 +181,22 @@ fn body(e: &Evidence) -> impl IntoView {
         })}
         {rates_table("by-task", "By task".into(), &e.by_task)}
         {rates_table("by-model", "By model".into(), &e.by_model)}
-        <h2>"Where the failures fall"</h2>
-        {e.failures_by_reason.is_empty().then(|| view! { <p class="empty no-failures">"No failures: every counted cell passed."</p> })}
-        <table class="failure-reasons" class:hidden=e.failures_by_reason.is_empty()>
-            <thead><tr><th>"Reason"</th><th>"Cells"</th></tr></thead>
+        <h2>"Where the cells that did not pass fall"</h2>
+        <p class="hint">"A cell did not pass when it ran and did not pass, or when its process failed (counted under Failed)."</p>
+        {e.not_passed_by_reason.is_empty().then(|| view! { <p class="empty all-passed">"Every counted cell passed."</p> })}
+        <table class="not-passed-reasons" class:hidden=e.not_passed_by_reason.is_empty()>
+            <thead><tr><th>"Reason"</th><th>"Cells"</th><th>"Failed"</th></tr></thead>
             <tbody>
-                {e.failures_by_reason.iter().map(|(r, n)| view! { <tr><td>{r.clone()}</td><td>{*n}</td></tr> }).collect_view()}
+                {e.not_passed_by_reason.iter().map(|r| view! {
+                    <tr data-reason=r.reason.clone()><td>{r.reason.clone()}</td><td>{r.cells}</td><td>{r.failed}</td></tr>
+                }).collect_view()}
             </tbody>
         </table>
-        <table class="failure-axes" class:hidden=e.failures_by_reason.is_empty()>
-            <thead><tr><th>"Factor"</th><th>"Level"</th><th>"Failed"</th><th>"of"</th></tr></thead>
+        <table class="not-passed-axes" class:hidden=e.not_passed_by_reason.is_empty()>
+            <thead><tr><th>"Factor"</th><th>"Level"</th><th>"Not passed"</th><th>"Failed"</th><th>"of"</th></tr></thead>
             <tbody>
-                {e.failures_by_factor.iter().flat_map(|(f, levels)| levels.iter().filter(|l| l.failures > 0).map(|l| view! {
-                    <tr><td>{f.clone()}</td><td>{l.level.clone()}</td><td>{l.failures}</td><td>{l.n}</td></tr>
+                {e.not_passed_by_factor.iter().flat_map(|(f, levels)| levels.iter().filter(|l| l.not_passed > 0).map(|l| view! {
+                    <tr><td>{f.clone()}</td><td>{l.level.clone()}</td><td>{l.not_passed}</td><td>{l.failed}</td><td>{l.n}</td></tr>
                 }).collect::<Vec<_>>()).collect_view()}
             </tbody>
         </table>

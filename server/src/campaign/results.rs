@@ -137,7 +137,7 @@ impl Campaign {
     }
 
     /// `GET /api/evidence?by=&scope=`: the results by a factor (default
-    /// `condition`), per task and model, and the failure axes.
+    /// `condition`), per task and model, and the cells that did not pass.
     pub fn evidence(&self, by: Option<&str>, scope: Option<&str>) -> Result<core::Evidence, ApiError> {
         let cfg = self.config()?;
         let matrix = self.records.matrix();
