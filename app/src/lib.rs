@@ -101,6 +101,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/cohorts") view=pages::cohorts::CohortsPage/>
                     <Route path=path!("/research") view=pages::research::ResearchPage/>
                     <Route path=path!("/reports/:run_set") view=pages::reports::ReportPage/>
+                    <Route path=path!("/samples/:run_set/:cell") view=pages::samples::SamplesPage/>
                     <Route path=path!("/runs") view=pages::runs::RunsPage/>
                     <Route path=path!("/upkeep") view=pages::upkeep::UpkeepPage/>
                     // A run is named by its path relative to the root (folder names

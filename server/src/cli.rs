@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use runboard::api::operations::op;
 use runboard::api::{
-    ApiError, AutoLogQuery, AutoModeRequest, CatalogueQuery, CoverageParams, ErrorKind, EvidenceQuery, Nothing,
-    Operation, TimingQuery,
+    ApiError, AutoLogQuery, AutoModeRequest, CatalogueQuery, CellSamples, CoverageParams, ErrorKind, EvidenceQuery,
+    Nothing, Operation, SamplesQuery, TimingQuery,
 };
 use runboard::draft::DraftRequest;
 use runboard::launch::{LaunchRequest, Launched, PauseRequest, ResumeRequest, StopReport, StopRequest};
@@ -218,6 +218,29 @@ pub enum ConsoleCommand {
         /// Keep printing what is written (every 0.5 s) until Ctrl-C.
         #[arg(long, short)]
         follow: bool,
+    },
+    /// The samples behind one cell, from its harness's log (Inspect AI's
+    /// JSON or `.eval`): each sample's id, epoch, verdict, score and
+    /// excerpts of its input, target and output; with --against, matched with
+    /// another cell's by id and epoch, and with --flipped only those whose
+    /// verdicts differ.
+    Samples {
+        run_set: String,
+        cell: String,
+        #[command(flatten)]
+        at: RootArg,
+        /// The other cell, `<run set>/<cell>` (its twin at the baseline, say).
+        #[arg(long)]
+        against: Option<String>,
+        /// With --against: only the samples that flipped.
+        #[arg(long)]
+        flipped: bool,
+        /// The first sample listed.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// How many (1–1,000).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
     },
     /// What the campaign left lying about — stale drafts, temporary files of
     /// killed writers, units and run sets whose process is gone, orphaned
@@ -611,6 +634,48 @@ fn evidence_text(e: &runboard::results::Evidence) -> String {
     out
 }
 
+fn samples_text(s: &CellSamples) -> String {
+    let mut out = format!(
+        "{}/{}: {} from {} ({}); {} of {} scored passed\n",
+        s.run_set,
+        s.cell,
+        runboard::numfmt::count(s.total as u64, "sample"),
+        s.log,
+        s.format,
+        s.passed,
+        s.scored
+    );
+    if let Some(a) = &s.against {
+        out += &format!("against {a}: {} flipped\n", s.flipped);
+    }
+    for (i, r) in s.samples.iter().enumerate() {
+        let there = match (&s.against, s.against_passed.get(i)) {
+            (Some(_), Some(p)) => format!(" (there: {})", runboard::harness::samples::verdict_words(*p)),
+            _ => String::new(),
+        };
+        let score =
+            r.score.as_deref().map(|v| format!(" {}={v}", r.scorer.as_deref().unwrap_or("score"))).unwrap_or_default();
+        out += &format!(
+            "  {} epoch {}: {}{there}{score}\n",
+            r.id,
+            r.epoch,
+            runboard::harness::samples::verdict_words(r.passed)
+        );
+        out += &format!("    input:  {}\n    target: {}\n    output: {}\n", r.input, r.target, r.output);
+        if let Some(e) = &r.error {
+            out += &format!("    error:  {e}\n");
+        }
+    }
+    let shown_to = s.offset + s.samples.len();
+    if shown_to < s.total {
+        out += &format!("… {} more (--offset {shown_to})\n", s.total - shown_to);
+    }
+    for p in &s.problems {
+        out += &format!("problem: {p}\n");
+    }
+    out
+}
+
 fn proposals_text(p: &runboard::results::propose::Proposals) -> String {
     let mut out = format!("{}\nroute: {}\n", p.how, p.route);
     for note in &p.notes {
@@ -799,6 +864,7 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
         | ConsoleCommand::Telemetry { at }
         | ConsoleCommand::Upkeep { at, .. }
         | ConsoleCommand::Logs { at, .. }
+        | ConsoleCommand::Samples { at, .. }
         | ConsoleCommand::Publish { at, .. } => at.clone(),
         ConsoleCommand::Auto { .. } => unreachable!("answered above"),
     };
@@ -932,6 +998,17 @@ pub fn run(cmd: ConsoleCommand) -> ExitCode {
                 None => ask::<op::logs>(&console, runboard::logs::LogsQuery { run_set }, json, logs_text),
                 Some(name) => follow_log(&console, run_set, name, follow, json),
             })
+        }
+        ConsoleCommand::Samples { run_set, cell, against, flipped, offset, limit, .. } => {
+            let q = SamplesQuery {
+                run_set,
+                cell,
+                offset: Some(offset),
+                limit: Some(limit),
+                against,
+                flipped: flipped.then(|| "1".to_owned()),
+            };
+            ask::<op::samples>(&console, q, json, samples_text)
         }
         ConsoleCommand::Status { .. } => ask::<op::live>(&console, LiveParams::default(), json, |v| {
             let mut out = format!("{}\n", v.words);

@@ -293,6 +293,10 @@ impl Console for LocalConsole {
         self.campaign.reports(q.scope.as_deref())
     }
 
+    fn samples(&self, q: SamplesQuery) -> Result<CellSamples, ApiError> {
+        self.campaign.samples(&q)
+    }
+
     fn report(&self, q: ReportQuery) -> Result<Report, ApiError> {
         self.campaign.report(&q.run_set, q.scope.as_deref(), &self.runs.list_shared().runs)
     }

@@ -1032,3 +1032,97 @@ fn cohort_presets_are_saved_renamed_deleted_and_compared_and_the_research_state_
     let (code, r) = get(&s.addr, "/api/research");
     assert_eq!((code, r["repaired"].as_array().map(Vec::len)), (200, Some(1)), "{r}");
 }
+
+/// The sample view reads real Inspect logs of both formats (written by
+/// Inspect itself: `tests/fixtures/inspect-logs/README.md`) from the cells'
+/// folders, matches two cells' samples by id and epoch, and names the flips;
+/// a log cut short lists what it holds and says so; every bad query is 422,
+/// every missing thing 404, in words.
+#[test]
+fn the_sample_view_reads_both_inspect_log_formats_and_names_the_flips() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = campaign(tmp.path(), 0.1);
+    common::generate::write_run_set(&root, "rs-s", 0..3, "completed", None);
+    let cell = |i: usize| common::generate::cell_record(i, "done")["cell"].as_str().unwrap().to_owned();
+    let (hasty, careful, cut) = (cell(0), cell(1), cell(2));
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inspect-logs");
+    let json_log = "2026-12-06T18-01-57-00-00_arithmetic_hasty.json";
+    let eval_log = "2026-12-06T18-07-19-00-00_arithmetic_careful.eval";
+    let place = |cell: &str, name: &str, bytes: &[u8]| {
+        let dir = root.join("runsets/rs-s/out").join(cell).join("inspect");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), bytes).unwrap();
+    };
+    let json_bytes = std::fs::read(fixtures.join(json_log)).unwrap();
+    place(&hasty, json_log, &json_bytes);
+    place(&careful, eval_log, &std::fs::read(fixtures.join(eval_log)).unwrap());
+    // Cut in the middle of the fourth sample.
+    let fourth = (0..4).fold(0, |at, _| at + 1 + String::from_utf8_lossy(&json_bytes[at..]).find("\"epoch\"").unwrap());
+    place(&cut, json_log, &json_bytes[..fourth + 200]);
+    let s = serve(&root, &tmp.path().join("data"));
+
+    let (code, h) = get(&s.addr, &format!("/api/samples/rs-s/{hasty}"));
+    assert_eq!(code, 200, "{h}");
+    assert_eq!(
+        (h["format"].as_str(), h["total"].as_u64(), h["scored"].as_u64(), h["passed"].as_u64()),
+        (Some("json"), Some(6), Some(6), Some(2)),
+        "{h}"
+    );
+    assert_eq!(h["log"], format!("runsets/rs-s/out/{hasty}/inspect/{json_log}"));
+    let first = &h["samples"][0];
+    assert_eq!(
+        (first["id"].as_str(), first["epoch"].as_u64(), first["passed"].as_bool()),
+        (Some("1"), Some(1), Some(false)),
+        "{first}"
+    );
+    assert_eq!(
+        (first["target"].as_str(), first["output"].as_str(), first["score"].as_str()),
+        (Some("5"), Some("ANSWER: 6"), Some("I"))
+    );
+    assert!(first["input"].as_str().unwrap().starts_with("What is 2 + 3?"), "{first}");
+
+    let (code, c) = get(&s.addr, &format!("/api/samples/rs-s/{careful}?limit=2&offset=1"));
+    assert_eq!(code, 200, "{c}");
+    assert_eq!(
+        (c["format"].as_str(), c["total"].as_u64(), c["passed"].as_u64()),
+        (Some("eval"), Some(6), Some(6)),
+        "{c}"
+    );
+    let ids: Vec<_> = c["samples"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(ids, ["2", "3"], "a page from the offset, in id order");
+
+    // The flips: the four the hasty model missed and the careful one did not.
+    let (code, f) = get(&s.addr, &format!("/api/samples/rs-s/{hasty}?against=rs-s/{careful}&flipped=1"));
+    assert_eq!(code, 200, "{f}");
+    let ids: Vec<_> = f["samples"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(
+        (ids, f["flipped"].as_u64()),
+        (vec!["1".to_owned(), "2".into(), "5".into(), "6".into()], Some(4)),
+        "{f}"
+    );
+    assert_eq!(f["against_passed"], json!([true, true, true, true]));
+    let (_, all) = get(&s.addr, &format!("/api/samples/rs-s/{hasty}?against=rs-s/{careful}"));
+    assert_eq!((all["total"].as_u64(), all["flipped"].as_u64()), (Some(6), Some(4)), "without the filter: all six");
+
+    let (code, k) = get(&s.addr, &format!("/api/samples/rs-s/{cut}"));
+    assert_eq!(code, 200, "{k}");
+    assert_eq!(k["total"], 3, "the three whole samples before the cut: {k}");
+    assert!(k["problems"][0].as_str().unwrap().contains("the samples before it are listed"), "{k}");
+
+    for (q, code, words) in [
+        (format!("/api/samples/rs-s/{hasty}?limit=0"), 422, "limit 0: 1 to 1,000 samples"),
+        (format!("/api/samples/rs-s/{hasty}?flipped=1"), 422, "flipped needs against=<run set>/<cell>"),
+        (format!("/api/samples/rs-s/{hasty}?against=nope"), 422, "against \"nope\": <run set>/<cell>"),
+        (format!("/api/samples/rs-s/{hasty}?flipped=maybe&against=rs-s/{careful}"), 422, "flipped \"maybe\": 1 or 0"),
+        ("/api/samples/rs-s/no-such-cell".to_owned(), 404, "run set \"rs-s\" has no cell \"no-such-cell\""),
+        ("/api/samples/nope/x".to_owned(), 404, "no run set \"nope\" under runsets/"),
+    ] {
+        let (got, v) = get(&s.addr, &q);
+        assert_eq!((got, v["error"].as_str()), (code, Some(words)), "{q}: {v}");
+    }
+    let none = cell(0);
+    std::fs::remove_dir_all(root.join("runsets/rs-s/out").join(&none)).unwrap();
+    let (code, v) = get(&s.addr, &format!("/api/samples/rs-s/{none}"));
+    assert_eq!(code, 404, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("keeps no samples: no Inspect log in runsets/rs-s/out/"), "{v}");
+}

@@ -785,6 +785,8 @@ async fn every_operation_answers_alike_over_rest_and_server_functions() {
         ("publish_push", json!({}), 422, None),
         ("reports", json!({}), 200, None),
         ("report", json!({"run_set": "nope"}), 404, None),
+        ("samples", json!({"run_set": "nope", "cell": "c-1"}), 404, None),
+        ("samples", json!({"run_set": "nope", "cell": "c-1", "limit": "0"}), 422, None),
         ("auto", json!({}), 200, None),
         ("auto_version", json!({}), 200, None),
         ("auto_explain", json!({}), 200, None),

@@ -232,6 +232,7 @@ fn inspect_evals_run_as_cells_pause_resume_with_eval_retry_and_evidence_equals_i
 
     // Evidence counts samples, and each rate is Inspect's own accuracy.
     let mut seen = Vec::new();
+    let mut cells = std::collections::BTreeMap::new();
     for task in ["arithmetic", "reverse"] {
         let (code, e) = get(&s.addr, &format!("/api/evidence?by=model&scope=task%3D{task}"));
         assert_eq!(code, 200, "{e}");
@@ -251,10 +252,41 @@ fn inspect_evals_run_as_cells_pause_resume_with_eval_retry_and_evidence_equals_i
             let rate = g["passes"]["rate"].as_f64().unwrap();
             assert!((rate - accuracy).abs() < 1e-12, "{task} {m}: Evidence {rate}, Inspect {accuracy}");
             assert_eq!(g["passes"]["n"], d["results"]["completed_samples"], "{task} {m}");
+            // The sample view reads the same log: every sample, its verdict
+            // Inspect's (full credit passes), with excerpts.
+            let cell = rec["cell"].as_str().unwrap().to_owned();
+            let (code, v) = get(&s.addr, &format!("/api/samples/{run_set}/{cell}"));
+            assert_eq!(code, 200, "{v}");
+            assert_eq!((v["format"].as_str(), &v["total"]), (Some("json"), &d["results"]["completed_samples"]), "{v}");
+            let (passed, scored) = (v["passed"].as_f64().unwrap(), v["scored"].as_f64().unwrap());
+            assert!(
+                (passed / scored - accuracy).abs() < 1e-12,
+                "{task} {m}: samples {passed}/{scored}, Inspect {accuracy}"
+            );
+            assert!(
+                v["samples"][0]["input"].as_str().unwrap().len() > 5 && v["samples"][0]["scorer"] == "match",
+                "{v}"
+            );
+            cells.insert((task, m.to_owned()), cell);
             seen.push((task, m.to_owned(), accuracy));
         }
     }
     assert_eq!(seen.len(), 4, "{seen:?}");
+    // The samples that flipped between the two models on arithmetic: each
+    // listed passed on one and not on the other.
+    let (hasty, careful) =
+        (&cells[&("arithmetic", "standin-hasty".to_owned())], &cells[&("arithmetic", "standin-careful".to_owned())]);
+    let (code, f) = get(&s.addr, &format!("/api/samples/{run_set}/{hasty}?against={run_set}/{careful}&flipped=1"));
+    assert_eq!(code, 200, "{f}");
+    let flipped = f["samples"].as_array().unwrap();
+    assert!(!flipped.is_empty() && f["flipped"].as_u64() == Some(flipped.len() as u64), "{f}");
+    for (row, there) in flipped.iter().zip(f["against_passed"].as_array().unwrap()) {
+        assert_eq!(
+            (row["passed"].as_bool(), there.as_bool()),
+            (Some(false), Some(true)),
+            "hasty missed, careful did not: {f}"
+        );
+    }
     assert!(seen.iter().any(|s| s.2 < 1.0), "the hasty model misses some: {seen:?}");
     let (_, e) = get(&s.addr, "/api/evidence?by=model");
     let reasons = e["not_passed_by_reason"].to_string();

@@ -362,6 +362,55 @@ pub struct ReportQuery {
     pub scope: Option<String>,
 }
 
+/// `GET /api/samples/{run_set}/{cell}?offset=&limit=&against=&flipped=`:
+/// the samples behind one cell, from its harness's log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplesQuery {
+    pub run_set: String,
+    pub cell: String,
+    /// The first sample listed (default 0).
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// How many (default 100, at most 1,000).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Another cell, `run_set/cell`, whose samples these are matched with by
+    /// id and epoch (its twin at the baseline, say).
+    #[serde(default)]
+    pub against: Option<String>,
+    /// With `against`: only the samples whose verdicts differ (`1`/`true`).
+    #[serde(default)]
+    pub flipped: Option<String>,
+}
+
+/// A cell's samples: `samples` from `offset` of `total`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CellSamples {
+    pub run_set: String,
+    pub cell: String,
+    /// The log read, from the campaign root, and its format (`json`, `eval`).
+    pub log: String,
+    pub format: String,
+    /// Samples in the log (after the `flipped` filter), those scored, those passed.
+    pub total: usize,
+    pub scored: usize,
+    pub passed: usize,
+    pub offset: usize,
+    pub samples: Vec<crate::harness::samples::SampleRow>,
+    /// With `against`: the other cell, and each listed sample's verdict there
+    /// (in `samples`' order; none: not in its log, or no verdict).
+    #[serde(default)]
+    pub against: Option<String>,
+    #[serde(default)]
+    pub against_passed: Vec<Option<bool>>,
+    /// How many samples flipped between the two (both scored, verdicts differ).
+    #[serde(default)]
+    pub flipped: usize,
+    /// What could not be read (a log cut short: the samples before it are listed).
+    #[serde(default)]
+    pub problems: Vec<String>,
+}
+
 /// `?names=a,b&by=`: the cohort presets compared, the first as the
 /// baseline, and the factor their evidence is grouped by (default `condition`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

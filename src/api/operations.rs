@@ -83,9 +83,9 @@ pub trait Operation: 'static {
 /// The types the rows name, for a caller's macro to `use … ::*`.
 pub mod types {
     pub use super::super::{
-        AutoLogQuery, AutoModeRequest, CampaignInfo, CatalogueQuery, CompareQuery, CoverageParams, DraftForm,
-        EvidenceQuery, ExportQuery, Exported, Nothing, ReportQuery, RunCall, RunName, RunTrial, RunTrials, ScopeQuery,
-        SpecPath, TimingQuery, Version,
+        AutoLogQuery, AutoModeRequest, CampaignInfo, CatalogueQuery, CellSamples, CompareQuery, CoverageParams,
+        DraftForm, EvidenceQuery, ExportQuery, Exported, Nothing, ReportQuery, RunCall, RunName, RunTrial, RunTrials,
+        SamplesQuery, ScopeQuery, SpecPath, TimingQuery, Version,
     };
     pub use crate::auto::view::{AutoView, LogPage, TickReport};
     pub use crate::catalogue::CatalogueView;
@@ -239,6 +239,10 @@ macro_rules! operations {
             reports "reports": GET "/api/reports", ScopeQuery => Vec<RunSetSummary>, "listing the reports";
             /// One run set's report.
             report "report": GET "/api/reports/{run_set}", ReportQuery => Report, "reading the report";
+            /// The samples behind one cell, from its harness's log (Inspect
+            /// AI's JSON or `.eval`), read without holding the log; matched
+            /// with another cell's by id and epoch (`against`), the flips.
+            samples "samples": GET "/api/samples/{run_set}/{cell}", SamplesQuery => CellSamples, "reading a cell's samples";
 
             // ---- the autopilot ----
             /// The autopilot: its state, the dry run, lanes and caps.

@@ -5,5 +5,9 @@
 //!
 //! - [`inspect`] — Inspect AI: how a cell starts (a fresh eval, or Inspect's
 //!   own retry of the unfinished one) and what its eval log reports.
+//! - [`samples`] — the samples behind a cell's number, read from Inspect's
+//!   logs (JSON streamed, `.eval` one sample file at a time), and the samples
+//!   that flipped between two cells.
 
 pub mod inspect;
+pub mod samples;

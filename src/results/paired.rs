@@ -36,6 +36,12 @@ pub struct DiscordantPair {
     pub task: String,
     pub level_cell: String,
     pub baseline_cell: String,
+    /// The run sets the two cells' counted outcomes are from (the sample
+    /// view's address: `/samples/<run set>/<cell>`).
+    #[serde(default)]
+    pub level_run_set: String,
+    #[serde(default)]
+    pub baseline_run_set: String,
     /// Whether the level's cell passed (and so the baseline's did not).
     pub level_passed: bool,
 }
@@ -208,6 +214,8 @@ pub fn paired<'a>(outcomes: &'a [Outcome], by: &str, levels: &[String]) -> Vec<P
                     task,
                     level_cell: l.cell.clone(),
                     baseline_cell: b.cell.clone(),
+                    level_run_set: l.run_set.clone(),
+                    baseline_run_set: b.run_set.clone(),
                     level_passed: l.passed,
                 });
             }

@@ -128,8 +128,17 @@ fn paired_view(paired: &[PairedComparison]) -> impl IntoView {
                     {(!shown.is_empty()).then(|| view! {
                         <details class="discordant">
                             <summary>{format!("{} pairs that disagree", p.discordant.len())}</summary>
-                            <ul>{shown.into_iter().map(|d| view! {
-                                <li>{format!("{}: {} passed", d.key, if d.level_passed { &p.level } else { &p.baseline })}</li>
+                            <ul>{shown.into_iter().map(|d| {
+                                // The level cell's samples against its twin's: which flipped.
+                                let href = format!(
+                                    "/samples/{}/{}?against={}&flipped=1",
+                                    crate::url::encode(&d.level_run_set), crate::url::encode(&d.level_cell),
+                                    crate::url::encode(&format!("{}/{}", d.baseline_run_set, d.baseline_cell))
+                                );
+                                view! {
+                                    <li>{format!("{}: {} passed ", d.key, if d.level_passed { &p.level } else { &p.baseline })}
+                                        <a class="to-samples" href=href>"samples that flipped"</a></li>
+                                }
                             }).collect_view()}</ul>
                             {(more > 0).then(|| view! { <p class="more">{format!("and {more} more (GET /api/evidence lists every pair)")}</p> })}
                         </details>

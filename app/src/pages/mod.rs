@@ -13,5 +13,6 @@ pub mod reports;
 pub mod research;
 pub mod run;
 pub mod runs;
+pub mod samples;
 pub mod timing;
 pub mod upkeep;

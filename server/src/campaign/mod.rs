@@ -26,6 +26,7 @@ mod notices;
 pub mod pool;
 pub mod records;
 pub mod results;
+mod samples;
 pub mod spend;
 mod tags;
 pub mod telemetry;

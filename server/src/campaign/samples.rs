@@ -1,0 +1,165 @@
+//! The samples behind a cell (`GET /api/samples/{run_set}/{cell}`): its
+//! harness's newest eval log in the cell's folder
+//! (`runsets/<run set>/out/<cell>/inspect/`), read inside the root without
+//! holding it — a JSON log streamed, a `.eval` log one sample file at a time
+//! out of its zip (`runboard::harness::samples` says what a row is). Matched
+//! with another cell's samples by id and epoch, it says which flipped.
+
+use std::path::{Path, PathBuf};
+
+use runboard::api::{ApiError, CellSamples, SamplesQuery};
+use runboard::harness::samples::{self, SampleRow};
+use runboard::runsets::RUNSETS_DIR;
+
+use super::Campaign;
+
+/// The folder of a cell's Inspect logs, under its output folder
+/// (`runboard cell inspect` writes them there).
+const LOG_DIR: &str = "inspect";
+
+/// Rows listed when the query does not say, and at most.
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 1_000;
+
+/// A cell's samples, whole (`rows`) or the count of them.
+struct Read {
+    log: String,
+    format: &'static str,
+    rows: Vec<SampleRow>,
+    problems: Vec<String>,
+}
+
+impl Campaign {
+    pub fn samples(&self, q: &SamplesQuery) -> Result<CellSamples, ApiError> {
+        let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+        if limit == 0 || limit > MAX_LIMIT {
+            let most = runboard::numfmt::thousands(MAX_LIMIT as u64);
+            return Err(ApiError::refused(vec![format!("limit {limit}: 1 to {most} samples")]));
+        }
+        let flipped_only = match q.flipped.as_deref().map(str::trim) {
+            None | Some("" | "0" | "false") => false,
+            Some("1" | "true") => true,
+            Some(other) => return Err(ApiError::refused(vec![format!("flipped {other:?}: 1 or 0")])),
+        };
+        let against = match q.against.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+            None if flipped_only => {
+                return Err(ApiError::refused(vec!["flipped needs against=<run set>/<cell>".into()]))
+            }
+            None => None,
+            Some(a) => match a.split_once('/') {
+                Some((rs, cell)) => Some((rs.to_owned(), cell.to_owned())),
+                None => return Err(ApiError::refused(vec![format!("against {a:?}: <run set>/<cell>")])),
+            },
+        };
+        // Each row is an excerpt (300 characters a field): a cell's whole
+        // list is small beside its log, and matching needs every key.
+        let mine = self.read_samples(&q.run_set, &q.cell)?;
+        let mut out = CellSamples {
+            run_set: q.run_set.clone(),
+            cell: q.cell.clone(),
+            log: mine.log,
+            format: mine.format.into(),
+            offset: q.offset.unwrap_or(0),
+            problems: mine.problems,
+            ..Default::default()
+        };
+        let mut rows = mine.rows;
+        let mut theirs: Vec<Option<bool>> = Vec::new();
+        if let Some((rs, cell)) = &against {
+            let other = self.read_samples(rs, cell)?;
+            out.problems.extend(other.problems.into_iter().map(|p| format!("{rs}/{cell}: {p}")));
+            let flips: std::collections::BTreeSet<(String, u32)> =
+                samples::flips(&rows, &other.rows).into_iter().map(|(l, _)| l.key()).collect();
+            out.flipped = flips.len();
+            if flipped_only {
+                rows.retain(|r| flips.contains(&r.key()));
+            }
+            let by_key: std::collections::BTreeMap<(String, u32), Option<bool>> =
+                other.rows.iter().map(|r| (r.key(), r.passed)).collect();
+            theirs = rows.iter().map(|r| by_key.get(&r.key()).copied().flatten()).collect();
+            out.against = Some(format!("{rs}/{cell}"));
+        }
+        out.total = rows.len();
+        out.scored = rows.iter().filter(|r| r.passed.is_some()).count();
+        out.passed = rows.iter().filter(|r| r.passed == Some(true)).count();
+        let end = out.offset.saturating_add(limit).min(rows.len());
+        let start = out.offset.min(end);
+        out.against_passed = if against.is_some() { theirs[start..end].to_vec() } else { Vec::new() };
+        out.samples = rows.drain(start..end).collect();
+        Ok(out)
+    }
+
+    /// Every sample row of a cell's newest log.
+    fn read_samples(&self, run_set: &str, cell: &str) -> Result<Read, ApiError> {
+        let rs = self
+            .records
+            .run_set(run_set)
+            .ok_or_else(|| ApiError::not_found(format!("no run set {run_set:?} under runsets/")))?;
+        if !rs.cells.iter().any(|c| c.cell == cell) {
+            return Err(ApiError::not_found(format!("run set {run_set:?} has no cell {cell:?}")));
+        }
+        let dir = self.root.join(RUNSETS_DIR).join(run_set).join("out").join(cell).join(LOG_DIR);
+        let Some((path, format)) = newest_log(&dir) else {
+            return Err(ApiError::not_found(format!(
+                "cell {cell} keeps no samples: no Inspect log in {RUNSETS_DIR}/{run_set}/out/{cell}/{LOG_DIR}/"
+            )));
+        };
+        let log = path.strip_prefix(&self.root).unwrap_or(&path).display().to_string();
+        let (file, _) = self.records.within().open(&path).map_err(|e| ApiError::unreadable(format!("{log}: {e}")))?;
+        let mut rows = Vec::new();
+        let mut problems = Vec::new();
+        match format {
+            "json" => {
+                if let Err(e) = samples::read_json_log(file, &mut |r| rows.push(r)) {
+                    problems.push(format!("{log}: {e} (the samples before it are listed)"));
+                }
+            }
+            _ => read_eval(file, &mut rows, &mut problems).map_err(|e| ApiError::unreadable(format!("{log}: {e}")))?,
+        }
+        Ok(Read { log, format, rows, problems })
+    }
+}
+
+/// The newest log in `dir` by name (Inspect's names begin with the time):
+/// its path and format.
+fn newest_log(dir: &Path) -> Option<(PathBuf, &'static str)> {
+    let mut logs: Vec<(String, &'static str)> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_owned();
+            let format = if name.ends_with(".json") {
+                "json"
+            } else if name.ends_with(".eval") {
+                "eval"
+            } else {
+                return None;
+            };
+            (!name.starts_with('.')).then_some((name, format))
+        })
+        .collect();
+    logs.sort();
+    logs.pop().map(|(name, format)| (dir.join(name), format))
+}
+
+/// A `.eval` log: its header's first scorer, then each sample file in id and
+/// epoch order, each decompressed as it is read. A sample that cannot be read
+/// is named in `problems` and the rest read on.
+fn read_eval(file: std::fs::File, rows: &mut Vec<SampleRow>, problems: &mut Vec<String>) -> Result<(), String> {
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| format!("not a readable .eval log (a zip archive): {e}"))?;
+    let scorer = zip.by_name("header.json").ok().and_then(samples::eval_header_scorer);
+    let mut entries: Vec<(_, String)> =
+        zip.file_names().filter_map(|n| Some((samples::eval_entry_key(n)?, n.to_owned()))).collect();
+    entries.sort();
+    for (_, name) in entries {
+        let read = zip
+            .by_name(&name)
+            .map_err(|e| e.to_string())
+            .and_then(|entry| samples::read_eval_sample(entry, scorer.as_deref()));
+        match read {
+            Ok(row) => rows.push(row),
+            Err(e) => problems.push(format!("{name}: {e}")),
+        }
+    }
+    Ok(())
+}
