@@ -119,6 +119,33 @@ test('Evidence says its verdicts and family; the proposal guide ranks what would
   await page.close();
 });
 
+test('a discordant pair on Evidence opens the samples that flipped between its two cells', async () => {
+  const page = await session.browser.context.newPage();
+  const errors = watchErrors(page);
+  await open(page, '/evidence');
+  await page.waitForSelector('div.paired[data-level="memory"] details.discordant');
+  await page.click('div.paired[data-level="memory"] details.discordant summary');
+  const link = page.locator('div.paired[data-level="memory"] details.discordant a.to-samples').first();
+  assert.match(await link.getAttribute('href'), /^\/samples\/[^/]+\/c-[0-9a-f]+\?against=[^&]+&flipped=1$/);
+  await link.click();
+  await page.waitForURL(/\/samples\//);
+  await page.waitForSelector('table.sample-rows tbody tr');
+  // Only the flips: each row's verdict differs from the baseline cell's.
+  assert.match(await page.textContent('p.summary'), /\d+ flipped against /);
+  const rows = await page.$$eval('table.sample-rows tbody tr', (trs) => trs.map((tr) => [tr.querySelector('td.verdict').textContent, tr.querySelector('td.there').textContent, tr.querySelector('td.input').textContent]));
+  assert.ok(rows.length > 0, 'a flip to show');
+  for (const [mine, there, input] of rows) {
+    assert.ok(['passed', 'not passed'].includes(mine) && ['passed', 'not passed'].includes(there) && mine !== there, JSON.stringify(rows));
+    assert.match(input, /^Check \d+ of \w+ \(seed \d+\)/);
+  }
+  // All samples: the box off, the table grows to the cell's every check.
+  await page.uncheck('p.against input[name="flipped"]');
+  await page.waitForURL((u) => !u.search.includes('flipped=1'));
+  await page.waitForFunction((n) => document.querySelectorAll('table.sample-rows tbody tr').length >= n, rows.length);
+  assert.deepEqual(errors, [], 'no console errors');
+  await page.close();
+});
+
 test('tags are added, refused, noted, scoped and removed on Reports', async () => {
   const page = await session.browser.context.newPage();
   const errors = watchErrors(page);

@@ -62,21 +62,69 @@ pub const PASS_RATES: [(&str, &str, f64); 4] = [
 /// None for a cell without a condition and task in the table (it reports no
 /// verdict, so it passes when it ends cleanly).
 pub fn cell_verdict(factors: &serde_json::Map<String, Value>) -> Option<(bool, Option<String>)> {
-    let text = |k: &str| factors.get(k).map(runboard::matrix::value_text).unwrap_or_default();
-    let (condition, task) = (text("condition"), text("task"));
-    let rate = PASS_RATES.iter().find(|(c, t, _)| *c == condition && *t == task)?.2;
-    let key = [condition.as_str(), task.as_str(), &text("phase"), &text("seed"), &text("repetition")].join("|");
-    let mut z = runboard::hash::fnv1a(key.as_bytes());
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    let draw = (z ^ (z >> 31)) as f64 / 2f64.powi(64);
-    Some(if draw < rate {
+    let (rate, key) = rate_and_key(factors)?;
+    let task = runboard::matrix::value_text(factors.get("task")?);
+    Some(if draw(&key) < rate {
         (true, None)
     } else if task == "reversal" {
         (false, Some("no factor cleared the admission threshold in time".into()))
     } else {
         (false, Some("the hold-out IC fell below the acceptance bar".into()))
     })
+}
+
+/// A cell's pass rate (its condition and task's) and its draw key.
+fn rate_and_key(factors: &serde_json::Map<String, Value>) -> Option<(f64, String)> {
+    let text = |k: &str| factors.get(k).map(runboard::matrix::value_text).unwrap_or_default();
+    let (condition, task) = (text("condition"), text("task"));
+    let rate = PASS_RATES.iter().find(|(c, t, _)| *c == condition && *t == task)?.2;
+    Some((rate, [condition.as_str(), task.as_str(), &text("phase"), &text("seed"), &text("repetition")].join("|")))
+}
+
+/// A draw in [0, 1), deterministic by `key`.
+fn draw(key: &str) -> f64 {
+    let mut z = runboard::hash::fnv1a(key.as_bytes());
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as f64 / 2f64.powi(64)
+}
+
+/// The checks a simulated cell makes of its factor, as samples.
+pub const CHECKS: u32 = 6;
+
+/// The demo's cells keep their checks as the samples of an eval log in
+/// Inspect AI's JSON format (`{out}/inspect/`), so the sample view and
+/// Evidence's flips have samples to show: check `k` passes by its own draw
+/// under the cell's rate — twins (the same task and seed under two
+/// conditions) are asked the same checks. None for a cell without a rate.
+pub fn checks_log(factors: &serde_json::Map<String, Value>, model: &str) -> Option<Value> {
+    let (rate, key) = rate_and_key(factors)?;
+    let task = runboard::matrix::value_text(factors.get("task")?);
+    let seed = factors.get("seed").map(runboard::matrix::value_text).unwrap_or_default();
+    let passes: Vec<bool> = (1..=CHECKS).map(|k| draw(&format!("{key}|check {k}")) < rate).collect();
+    let samples: Vec<Value> = passes
+        .iter()
+        .zip(1..)
+        .map(|(passed, k)| {
+            let ic = if *passed { 0.021 + 0.001 * f64::from(k) } else { 0.004 + 0.001 * f64::from(k) };
+            json!({
+                "id": k, "epoch": 1,
+                "input": format!("Check {k} of {task} (seed {seed}): propose a factor and test it on hold-out window {k}."),
+                "target": "hold-out IC at least 0.02",
+                "output": {"model": model, "completion": format!("factor f{k}: hold-out IC {ic:.3}")},
+                "scores": {"holdout": {"value": if *passed { "C" } else { "I" }}},
+                "error": null,
+            })
+        })
+        .collect();
+    let accuracy = passes.iter().filter(|p| **p).count() as f64 / f64::from(CHECKS);
+    Some(json!({
+        "version": 2, "status": "success",
+        "eval": {"task": task, "model": format!("simulated/{model}"), "created": now()},
+        "results": {"total_samples": CHECKS, "completed_samples": CHECKS,
+            "scores": [{"name": "holdout", "scorer": "holdout", "metrics": {"accuracy": {"name": "accuracy", "value": accuracy}}}]},
+        "samples": samples,
+    }))
 }
 
 /// How a simulation ended.
@@ -550,6 +598,16 @@ pub async fn simulate_run(
             }
         }
         write_atomic(&dir.join("result.json"), &serde_json::to_vec(&result)?)?;
+        if let Some(log) = checks_log(&factors, &opts.model) {
+            let logs = dir.join("inspect");
+            fs::create_dir_all(&logs)?;
+            let name = format!(
+                "{}_{}_simulated.json",
+                now().replace(':', "-"),
+                log["eval"]["task"].as_str().unwrap_or("task")
+            );
+            write_atomic(&logs.join(name), &serde_json::to_vec(&log)?)?;
+        }
     }
     Ok(SimEnd::Finished)
 }
@@ -563,6 +621,32 @@ mod tests {
             .as_object()
             .cloned()
             .unwrap()
+    }
+
+    /// A cell's checks are an eval log the sample view reads (Inspect's JSON
+    /// format); twins are asked the same checks, and the demo's reversal
+    /// twins (memory against the baseline, seed 1) have flips to show.
+    #[test]
+    fn a_cells_checks_are_an_inspect_format_log_with_flips_between_twins() {
+        let read = |c: &str| {
+            let log = checks_log(&factors(c, "reversal", "explore", 1), "qwen3-32b").unwrap();
+            let mut rows = Vec::new();
+            runboard::harness::samples::read_json_log(serde_json::to_vec(&log).unwrap().as_slice(), &mut |r| {
+                rows.push(r)
+            })
+            .unwrap();
+            rows
+        };
+        let (memory, baseline) = (read("memory"), read("baseline"));
+        assert_eq!(memory.len(), CHECKS as usize);
+        assert_eq!(
+            memory.iter().map(|r| &r.input).collect::<Vec<_>>(),
+            baseline.iter().map(|r| &r.input).collect::<Vec<_>>()
+        );
+        assert!(memory[0].input.starts_with("Check 1 of reversal (seed 1)"), "{:?}", memory[0]);
+        assert!(memory.iter().all(|r| r.scorer.as_deref() == Some("holdout") && r.passed.is_some()));
+        assert!(!runboard::harness::samples::flips(&memory, &baseline).is_empty());
+        assert_eq!(checks_log(&factors("other", "reversal", "explore", 1), "m"), None, "no rate, no checks");
     }
 
     /// The demo's history (explore, seeds 1–4) as the draws fall: memory
