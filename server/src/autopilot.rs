@@ -54,6 +54,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
     let made = campaign.coverage();
     let (matrix, coverage, _) = &*made;
     let now = crate::clock::now();
+    let outcomes = campaign.every_outcome()?;
     let observed = Observed {
         now,
         cfg: &cfg,
@@ -65,6 +66,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
         launches_today: campaign.launches_today(),
         budget_reached: campaign.budget_reached(&cfg),
         endpoint_busy: campaign.busy_endpoints(&cfg),
+        outcomes: &outcomes,
     };
     let out = tick(&state, &observed);
     let mut report = TickReport {

@@ -684,9 +684,13 @@ fn proposals_text(p: &runboard::results::propose::Proposals) -> String {
     for (i, x) in p.proposals.iter().enumerate() {
         out += &format!("\n{}. {}\n", i + 1, x.words);
         if let Some(n) = x.cells_needed {
+            let settle = x
+                .cells_to_settle
+                .map(|m| format!("about {m} cells per {} for its verdict to settle it in 80 % of cases; ", p.by))
+                .unwrap_or_default();
             out += &format!(
-                "   to tell a {:.0} pp difference from {} at 95 % confidence and 80 % power: about {n} cells per {}; counted now {} and {}\n",
-                p.delta_pp, x.baseline, p.by, x.n_compared, x.n_baseline
+                "   to tell a {:.0} pp difference from {}: {settle}one fixed look at 95 % confidence and 80 % power needs {n}; counted now {} and {}\n",
+                p.delta_pp, x.baseline, x.n_compared, x.n_baseline
             );
         }
         match &x.prediction {

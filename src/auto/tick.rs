@@ -84,6 +84,9 @@ pub struct Observed<'a> {
     /// waiting, each with why (`runboard::telemetry::busy`): nothing new
     /// starts on them while they are.
     pub endpoint_busy: BTreeMap<String, String>,
+    /// Every cell's counted outcome, as Evidence counts them: the expected
+    /// impact objective calls a comparison settled by Evidence's verdict.
+    pub outcomes: &'a [crate::results::Outcome],
 }
 
 /// One launch the tick decided, on one lane.
@@ -834,7 +837,7 @@ fn candidate(
         retry_feedback: Some(slot.retry_feedback),
         skip_failed: settings.count_basis == CountBasis::Attempted,
     };
-    let (score, why, condition) = objective(settings, &slot, &cells);
+    let (score, why, condition) = objective(settings, &slot, &cells, obs.outcomes);
     if let (Some(cond), true) = (condition, obs.matrix.factors.iter().any(|f| f == "condition")) {
         request.filters.insert("condition".into(), vec![cond]);
     }
@@ -856,7 +859,12 @@ fn open(settings: &Settings, c: &CellCoverage) -> bool {
 
 /// The slot's score under the objective (higher first), why in words, and
 /// the condition to draw the batch from (expected impact).
-fn objective(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64, String, Option<String>) {
+fn objective(
+    settings: &Settings,
+    slot: &Slot,
+    cells: &[&CellCoverage],
+    outcomes: &[crate::results::Outcome],
+) -> (f64, String, Option<String>) {
     let done = cells.iter().filter(|c| counted(settings, c.state)).count();
     match settings.objective {
         Objective::FillGaps => (0.0, format!("the first slot with gaps: {}", slot.name()), None),
@@ -865,7 +873,7 @@ fn objective(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64,
             let why = format!("the least covered slot ({done} of {} cells counted): {}", cells.len(), slot.name());
             (1.0 - frac, why, None)
         }
-        Objective::ExpectedImpact => expected_impact(settings, slot, cells),
+        Objective::ExpectedImpact => expected_impact(settings, slot, cells, outcomes),
     }
 }
 
@@ -874,9 +882,16 @@ fn objective(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64,
 /// 95 % interval of its difference to the baseline — the slot's first
 /// condition, in matrix order — at the rates observed so far
 /// (`results::impact`). A cell counts as a pass when covered, a trial when
-/// covered or failed; no comparison is called settled here (a verdict needs
-/// the order the cells ended in, which coverage does not keep).
-fn expected_impact(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) -> (f64, String, Option<String>) {
+/// covered or failed. A comparison is settled when Evidence's verdict over
+/// the slot's counted outcomes calls it clear (`results::evidence`: the same
+/// always-valid test, in the order the cells ended) — ranked after every
+/// open one, as the proposal guide ranks them.
+fn expected_impact(
+    settings: &Settings,
+    slot: &Slot,
+    cells: &[&CellCoverage],
+    outcomes: &[crate::results::Outcome],
+) -> (f64, String, Option<String>) {
     use crate::results::impact::{best_comparison, Counts};
     // Per condition, in first-seen (matrix) order: passes, trials, open cells.
     let mut by: Vec<(String, (u64, u64, usize))> = Vec::new();
@@ -896,6 +911,14 @@ fn expected_impact(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) ->
     }
     let Some(base) = by.first().map(|(name, _)| name.clone()) else { return (0.0, slot.name(), None) };
     let counts: Vec<Counts> = by.iter().map(|(_, (s, n, _))| Counts { successes: *s, n: *n }).collect();
+    // The verdicts over the slot's cells, levels in the slot's order.
+    let ids: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.cell.as_str()).collect();
+    let mine: Vec<crate::results::Outcome> =
+        outcomes.iter().filter(|o| ids.contains(o.cell.as_str())).cloned().collect();
+    let order = BTreeMap::from([("condition".to_owned(), by.iter().map(|(name, _)| name.clone()).collect())]);
+    let evidence = crate::results::evidence(&mine, "condition", &order);
+    let clear: Vec<bool> =
+        by.iter().map(|(name, _)| evidence.comparisons.iter().any(|c| c.level == *name && c.clear)).collect();
     let pct = |x: f64| format!("{:+.0}", x * 100.0);
     let mut best: Option<(f64, String, String)> = None;
     for (at, (cond, (_, _, open_cells))) in by.iter().enumerate() {
@@ -903,10 +926,7 @@ fn expected_impact(settings: &Settings, slot: &Slot, cells: &[&CellCoverage]) ->
             continue;
         }
         let k = (*open_cells).min(settings.max_cells) as u64;
-        // No verdicts here: coverage counts carry no order in which cells
-        // ended, which an always-valid verdict needs; so no comparison is
-        // called settled, and each is ranked by what it would narrow.
-        let Some((j, nw)) = best_comparison(&counts, &[], at, k) else { continue };
+        let Some((j, nw)) = best_comparison(&counts, &clear, at, k) else { continue };
         let compared = &by[j].0;
         let now = match nw.today {
             Some((d, i)) => format!("now {} pp [{}, {}]", pct(d), pct(i.lo), pct(i.hi)),
@@ -1110,6 +1130,7 @@ pub(crate) mod tests_support {
             launches_today: BTreeMap::new(),
             budget_reached: None,
             endpoint_busy: BTreeMap::new(),
+            outcomes: &[],
         }
     }
 
@@ -1198,12 +1219,65 @@ mod tests {
 
     fn score(settings: &Settings, groups: &[(&str, usize, usize, usize)]) -> (f64, String, Option<String>) {
         let cells = slot_cells(groups);
-        objective(settings, &slot(), &cells.iter().collect::<Vec<_>>())
+        objective(settings, &slot(), &cells.iter().collect::<Vec<_>>(), &[])
+    }
+
+    /// The outcomes Evidence would count for a slot's ended cells: the i-th
+    /// of each condition on seed i, ending at minute i (twins across
+    /// conditions); covered passes, failed does not.
+    fn outcomes_of(cells: &[CellCoverage]) -> Vec<crate::results::Outcome> {
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        cells
+            .iter()
+            .filter(|c| c.state != CellState::Gap)
+            .map(|c| {
+                let passed = c.state == CellState::Covered;
+                let at = seen.entry(value_text(&c.factors["condition"])).or_default();
+                let i = *at;
+                *at += 1;
+                let mut factors = c.factors.clone();
+                factors.insert("seed".into(), json!(i));
+                crate::results::Outcome {
+                    cell: c.cell.clone(),
+                    factors,
+                    model: None,
+                    run_set: "rs".into(),
+                    passed,
+                    failed: !passed,
+                    reason: None,
+                    score: None,
+                    tokens: None,
+                    ended_at: Some(format!("2026-12-01T{:02}:{:02}:00Z", i / 60, i % 60)),
+                    successes: u64::from(passed),
+                    trials: 1,
+                }
+            })
+            .collect()
+    }
+
+    /// The autopilot calls a comparison settled by Evidence's verdict over
+    /// the slot's outcomes, and ranks it after an open one: memory 0 of 40
+    /// against 40 of 40 is clear; 3 of 6 against 5 of 10 is not.
+    #[test]
+    fn expected_impact_calls_a_comparison_settled_by_evidences_verdict() {
+        let impact = Settings { objective: Objective::ExpectedImpact, max_cells: 6, ..Settings::default() };
+        let with_verdicts = |groups: &[(&str, usize, usize, usize)]| {
+            let cells = slot_cells(groups);
+            let outcomes = outcomes_of(&cells);
+            objective(&impact, &slot(), &cells.iter().collect::<Vec<_>>(), &outcomes)
+        };
+        let apart = with_verdicts(&[("base", 40, 0, 0), ("memory", 0, 40, 6)]);
+        let open = with_verdicts(&[("base", 5, 5, 0), ("memory", 3, 3, 6)]);
+        assert!(apart.1.contains("(settled: its verdict is clear)"), "{}", apart.1);
+        assert!(!open.1.contains("settled"), "{}", open.1);
+        assert!(open.0 > apart.0, "open first: {open:?} {apart:?}");
+        // Without the outcomes (a tick before anything ended) nothing is settled.
+        assert!(!score(&impact, &[("base", 40, 0, 0), ("memory", 0, 40, 6)]).1.contains("settled"));
     }
 
     /// `expected_impact` ranks by what the next cells would do to a
-    /// comparison at the rates observed — never calling one settled (no
-    /// order of ends, no verdict): memory 0 of 6 against 10 of 10, whose
+    /// comparison at the rates observed (here with no outcomes, so no
+    /// verdict settles one): memory 0 of 6 against 10 of 10, whose
     /// interval the cells would narrow most, before memory 3 of 6 against
     /// 5 of 10; among the rest the less measured. `least_covered` ranks by
     /// the share of cells counted.

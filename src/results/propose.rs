@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::impact::{best_comparison, cells_needed, narrowing as narrowing_of, Counts, Narrowing};
+use super::impact::{best_comparison, cells_needed, cells_to_settle, narrowing as narrowing_of, Counts, Narrowing};
 use super::stats::Interval;
 use super::Outcome;
 use crate::campaign::{CampaignConfig, CountUnit};
@@ -173,8 +173,15 @@ pub struct Proposal {
     pub settled: bool,
     /// Cells per group to tell a difference of the query's `delta` from the
     /// baseline's rate at 95 % confidence and 80 % power (the formula in
-    /// [`super::impact`]); none when the rate leaves no room for it.
+    /// [`super::impact`]) — for one look at a size fixed in advance; none
+    /// when the rate leaves no room for it.
     pub cells_needed: Option<u64>,
+    /// Cells per group by which the verdict (the unpaired always-valid test,
+    /// read after every cell) settles that difference in 80 % of simulated
+    /// campaigns ([`super::impact::cells_to_settle`]); none as above, or
+    /// past 6,000.
+    #[serde(default)]
+    pub cells_to_settle: Option<u64>,
     /// The ranking score: 1 + the gain for an open comparison, the gain for a settled one.
     pub score: f64,
     /// The cells still to run that it draws from (gaps and failed cells).
@@ -488,11 +495,10 @@ fn drafted(
     let d = q.delta / 100.0;
     let target = if base_rate + d <= 1.0 { base_rate + d } else { base_rate - d };
     let per_cell = c.per_cell.max(1e-9);
-    let cells_needed = (0.0..=1.0)
-        .contains(&target)
-        .then(|| cells_needed(target, base_rate, CONFIDENCE, POWER))
-        .flatten()
-        .map(|trials| (trials as f64 / per_cell).ceil() as u64);
+    let per_group = |trials: u64| (trials as f64 / per_cell).ceil() as u64;
+    let in_range = (0.0..=1.0).contains(&target);
+    let cells_needed = in_range.then(|| cells_needed(target, base_rate, CONFIDENCE, POWER)).flatten().map(per_group);
+    let cells_to_settle = in_range.then(|| cells_to_settle(target, base_rate, POWER)).flatten().map(per_group);
     let today = narrowing.today.map(|(difference, ci95)| Difference { difference, ci95 });
     let words = words(&c.task, &q.by, &level, c.model.as_deref(), &compared, &baseline, cells, reruns, &narrowing);
     Proposal {
@@ -508,6 +514,7 @@ fn drafted(
         after_ci95: narrowing.interval,
         settled: narrowing.settled(),
         cells_needed,
+        cells_to_settle,
         score: narrowing.rank(),
         open_cells: c.open_cells,
         cells,
@@ -705,6 +712,8 @@ mod tests {
         // 20 pp from base's 5/6 cannot go up: the power calculation is for
         // 5/6 − 20 pp against 5/6: 75.55 by the formula, so 76 per group.
         assert_eq!(first.cells_needed, Some(76));
+        let settle = first.cells_to_settle.unwrap();
+        assert!(settle > 76 && settle < 76 * 2, "the verdict needs more than one look: {settle}");
         // t2 (0/3 against 3/3): its fixed-look interval excludes 0, but three
         // cells a side settle nothing under repeated looks — it stays open.
         assert!(

@@ -121,10 +121,11 @@ fn proposal(x: Proposal, by: &str, delta: f64, spec_path: RwSignal<String>) -> i
         None => "not measured yet".into(),
     };
     let needed = x.cells_needed.map(|n| {
-        format!(
-            "To tell a {delta:.0} pp difference from {} at 95 % confidence and 80 % power: about {n} cells per {by} (counted now: {} and {}).",
-            x.baseline, x.n_compared, x.n_baseline
-        )
+        let settle = match x.cells_to_settle {
+            Some(m) => format!("about {m} cells per {by} for its verdict to settle it in 80 % of cases (read after every batch); one fixed look at 95 % confidence and 80 % power needs {n}"),
+            None => format!("one fixed look at 95 % confidence and 80 % power needs about {n} cells per {by}"),
+        };
+        format!("To tell a {delta:.0} pp difference from {}: {settle} (counted now: {} and {}).", x.baseline, x.n_compared, x.n_baseline)
     });
     let predicted = x.prediction.as_ref().map(|p| {
         let range = p.range_words().map(|r| format!(" Range: {r}.")).unwrap_or_default();

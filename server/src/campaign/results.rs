@@ -162,6 +162,14 @@ impl Campaign {
         Ok(e)
     }
 
+    /// Every cell's counted outcome, unscoped: what the autopilot's expected
+    /// impact judges its comparisons by (Evidence's verdict).
+    pub fn every_outcome(&self) -> Result<Vec<core::Outcome>, ApiError> {
+        let cfg = self.config()?;
+        let scoped = self.scoped(self.scope(None)?)?;
+        Ok(outcomes(&scoped, &cfg.results))
+    }
+
     /// `GET /api/propose`: the next batches ranked by what they would
     /// resolve (`runboard::results::propose`), over every run set's counted
     /// cells; each drafted with the asked route, else the newest batch's.
