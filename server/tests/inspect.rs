@@ -237,6 +237,12 @@ fn inspect_evals_run_as_cells_pause_resume_with_eval_retry_and_evidence_equals_i
         let (code, e) = get(&s.addr, &format!("/api/evidence?by=model&scope=task%3D{task}"));
         assert_eq!(code, 200, "{e}");
         assert_eq!(e["count"], "samples");
+        // The two models' cells are twins: their six samples pair by id.
+        let p = &e["paired"][0];
+        assert_eq!((p["unit"].as_str(), p["twins_without_samples"].as_u64()), (Some("samples"), Some(0)), "{p}");
+        let t = &p["table"];
+        let n: u64 = ["a", "b", "c", "d"].iter().map(|k| t[k].as_u64().unwrap()).sum();
+        assert_eq!(n, 6, "{task}: six sample pairs: {p}");
         for g in e["groups"].as_array().unwrap() {
             let m = g["level"].as_str().unwrap();
             let rec = std::fs::read_dir(rs_dir.join("cells"))

@@ -53,21 +53,30 @@ pub struct Export {
     pub family: super::Family,
 }
 
-/// The export of `outcomes`, leaving out `private` factors; `levels` are the
-/// `condition` factor's, in matrix order (the paired comparisons').
+/// How the export's verdicts are judged, as Evidence judges them: the
+/// `condition` factor's levels in matrix order, and the samples that pair
+/// under `count = "samples"` (none: cells pair).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Judged<'a> {
+    pub levels: &'a [String],
+    pub samples: Option<&'a super::paired::SampleVerdicts>,
+}
+
+/// The export of `outcomes`, leaving out `private` factors, its verdicts
+/// `judged` as Evidence's.
 pub fn export(
     outcomes: &[Outcome],
     factors: &[String],
     private: &[String],
-    levels: &[String],
+    judged: Judged,
     specs: Vec<String>,
     now: Timestamp,
     version: &str,
 ) -> Export {
     // The verdicts as Evidence gives them by `condition`: the same family.
     let judged = (!private.iter().any(|p| p == "condition")).then(|| {
-        let order = std::collections::BTreeMap::from([("condition".to_owned(), levels.to_vec())]);
-        super::evidence(outcomes, "condition", &order)
+        let order = std::collections::BTreeMap::from([("condition".to_owned(), judged.levels.to_vec())]);
+        super::evidence_with(outcomes, "condition", &order, judged.samples)
     });
     let (comparisons, family, paired) = match judged {
         None => Default::default(),
@@ -203,7 +212,7 @@ mod tests {
             &o,
             &factors,
             &["participant".into()],
-            &levels,
+            Judged { levels: &levels, samples: None },
             vec!["specs/committed/0001-x.json".into()],
             now,
             "0.1.0",
@@ -228,14 +237,38 @@ mod tests {
         assert!(csv.contains("# private_factors: participant\n"), "{csv}");
         assert!(csv.contains("condition,model,run_set,passed,score,tokens\nbase,qwen,rs1,true,0.5,10\n"), "{csv}");
         // The same content, the same hash; other content, another.
-        let again = export(&o, &factors, &["participant".into()], &levels, vec![], Timestamp(99), "0.1.0");
+        let again = export(
+            &o,
+            &factors,
+            &["participant".into()],
+            Judged { levels: &levels, samples: None },
+            vec![],
+            Timestamp(99),
+            "0.1.0",
+        );
         assert_eq!(again.provenance.content_hash, e.provenance.content_hash);
-        let other = export(&o[..1], &factors, &["participant".into()], &levels, vec![], now, "0.1.0");
+        let other = export(
+            &o[..1],
+            &factors,
+            &["participant".into()],
+            Judged { levels: &levels, samples: None },
+            vec![],
+            now,
+            "0.1.0",
+        );
         assert_ne!(other.provenance.content_hash, e.provenance.content_hash);
         // Paired by condition over the other factors: alice and bob differ, so no pair.
         assert!(e.paired.is_empty());
         let paired = vec![outcome("alice", "base", false), outcome("alice", "treat", true)];
-        let p = export(&paired, &factors, &["participant".into()], &levels, vec![], now, "0.1.0");
+        let p = export(
+            &paired,
+            &factors,
+            &["participant".into()],
+            Judged { levels: &levels, samples: None },
+            vec![],
+            now,
+            "0.1.0",
+        );
         assert_eq!(p.paired.len(), 1);
         assert_eq!((p.paired[0].table.b, p.paired[0].discordant.len()), (1, 0), "counted, the cells not named");
         let csv = to_csv(&p);

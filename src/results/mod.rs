@@ -485,13 +485,25 @@ pub fn pass_rate(outcomes: &[Outcome]) -> Proportion {
     Proportion::new(outcomes.iter().map(|o| o.successes).sum(), outcomes.iter().map(|o| o.trials).sum())
 }
 
-/// The evidence by `by` (levels ordered as the matrix plans them: `order`).
+/// The evidence by `by` (levels ordered as the matrix plans them: `order`),
+/// its pairs whole cells.
 pub fn evidence(outcomes: &[Outcome], by: &str, order: &BTreeMap<String, Vec<String>>) -> Evidence {
+    evidence_with(outcomes, by, order, None)
+}
+
+/// The evidence, its pairs the twins' samples when `samples` are given
+/// (`[results] count = "samples"`: [`paired`]).
+pub fn evidence_with(
+    outcomes: &[Outcome],
+    by: &str,
+    order: &BTreeMap<String, Vec<String>>,
+    samples: Option<&paired::SampleVerdicts>,
+) -> Evidence {
     let empty = Vec::new();
     let groups_by = groups(outcomes, by, order.get(by).unwrap_or(&empty));
     let mut comparisons = comparisons(&groups_by, &streams(outcomes, by, &groups_by));
     let levels: Vec<String> = groups_by.iter().map(|g| g.level.clone()).collect();
-    let mut paired = paired::paired(outcomes, by, &levels);
+    let mut paired = paired::paired(outcomes, by, &levels, samples);
     let family = settle(&mut comparisons, &mut paired);
     let mut not_passed_by_factor = BTreeMap::new();
     let factors: std::collections::BTreeSet<&String> = outcomes.iter().flat_map(|o| o.factors.keys()).collect();

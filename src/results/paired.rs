@@ -15,8 +15,13 @@
 //! level wins, at the level the family leaves this comparison, shown as a
 //! difference `(2q − 1)·(b + c)/n` — so it excludes 0 exactly when the
 //! verdict is clear. Newcombe's paired score interval (his method 10) is kept
-//! beside it as the fixed-look interval. A pair compares cells, so a cell
-//! passes or fails as a whole (under `[results] count = "samples"` too).
+//! beside it as the fixed-look interval. **What a pair is**: two cells —
+//! each passing or not as a whole — or, when rates count samples (`[results]
+//! count = "samples"`) and both twins' samples can be read, each sample the
+//! two cells share (the same id and epoch): a pair of samples is then the
+//! unit of the table and the test, as it is of the rates. Twins whose
+//! samples cannot both be read are left out then (counted in
+//! `twins_without_samples`), so one comparison never mixes units.
 //! **Which tasks drive it**: the discordant pairs per task, most net first.
 
 use std::collections::BTreeMap;
@@ -44,6 +49,37 @@ pub struct DiscordantPair {
     pub baseline_run_set: String,
     /// Whether the level's cell passed (and so the baseline's did not).
     pub level_passed: bool,
+    /// When samples are paired: the sample, `id` (`id#epoch` past the first
+    /// epoch) — the level's and the baseline's verdicts on it differ.
+    #[serde(default)]
+    pub sample: Option<String>,
+}
+
+/// A sample within a cell: its id and epoch.
+pub type SampleKey = (String, u32);
+
+/// Each cell's scored samples (`(id, epoch)` → passed), by cell id: what
+/// pairs samples (`[results] count = "samples"`).
+pub type SampleVerdicts = BTreeMap<String, BTreeMap<SampleKey, bool>>;
+
+/// One pair twins make: the sample (none: the two cells), each side's verdict.
+struct Unit {
+    sample: Option<SampleKey>,
+    level: bool,
+    baseline: bool,
+}
+
+/// When a pair was completed (the later end, the twins' key, the sample),
+/// the order the verdict's test takes pairs in.
+type Completed<'a> = (&'a str, &'a str, Option<SampleKey>);
+
+/// What a paired comparison pairs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PairUnit {
+    #[default]
+    Cells,
+    Samples,
 }
 
 /// One task's share of the pairs.
@@ -60,6 +96,13 @@ pub struct TaskPairs {
 pub struct PairedComparison {
     pub level: String,
     pub baseline: String,
+    /// What each pair in `table` is: two cells, or two cells' same sample.
+    #[serde(default)]
+    pub unit: PairUnit,
+    /// With samples paired: twins left out because one side's samples could
+    /// not be read (no log; a cell that keeps none).
+    #[serde(default)]
+    pub twins_without_samples: u64,
     pub table: PairTable,
     pub difference: f64,
     /// Newcombe's paired 95 % interval: valid for one look at a size fixed
@@ -105,10 +148,14 @@ impl PairedComparison {
     pub fn words(&self) -> String {
         let t = &self.table;
         format!(
-            "{} − {} over {} pair{}: {:+.0} pp [{:+.0}, {:+.0}] (always-valid, {}); {} only {} passed, {} only {}; p = {} — {}",
+            "{} − {} over {} {}pair{}: {:+.0} pp [{:+.0}, {:+.0}] (always-valid, {}); {} only {} passed, {} only {}; p = {} — {}",
             self.level,
             self.baseline,
             t.n(),
+            match self.unit {
+                PairUnit::Cells => "",
+                PairUnit::Samples => "sample ",
+            },
             if t.n() == 1 { "" } else { "s" },
             self.difference * 100.0,
             self.interval.lo * 100.0,
@@ -178,7 +225,13 @@ fn level_of(o: &Outcome, by: &str) -> Option<String> {
 /// the pairs the outcomes make; a level with no pair is left out. Each
 /// verdict and its interval are left open until [`super::settle`] sets them
 /// for the family they are judged in (the interval is made once, there).
-pub fn paired<'a>(outcomes: &'a [Outcome], by: &str, levels: &[String]) -> Vec<PairedComparison> {
+/// `samples`: pair the twins' samples (see the module), else whole cells.
+pub fn paired<'a>(
+    outcomes: &'a [Outcome],
+    by: &str,
+    levels: &[String],
+    samples: Option<&SampleVerdicts>,
+) -> Vec<PairedComparison> {
     let Some(baseline) = levels.first() else { return Vec::new() };
     // key (every other factor) → level → the outcome.
     let mut by_key: BTreeMap<String, BTreeMap<String, &'a Outcome>> = BTreeMap::new();
@@ -193,31 +246,50 @@ pub fn paired<'a>(outcomes: &'a [Outcome], by: &str, levels: &[String]) -> Vec<P
         let mut table = PairTable::default();
         let mut tasks: BTreeMap<String, PairTable> = BTreeMap::new();
         let mut discordant = Vec::new();
-        let mut completed: Vec<((&str, &str), bool)> = Vec::new();
+        // (the later end, the twins' key, the sample) → whether the level won.
+        let mut completed: Vec<(Completed, bool)> = Vec::new();
+        let mut without = 0u64;
         for (key, at) in &by_key {
             let (Some(l), Some(b)) = (at.get(level), at.get(baseline)) else { continue };
             let task = l.factors.get("task").map(value_text).unwrap_or_default();
+            // The pairs these twins make: the two cells, or each shared sample.
+            let units: Vec<Unit> = match samples {
+                None => vec![Unit { sample: None, level: l.passed, baseline: b.passed }],
+                Some(all) => match (all.get(&l.cell), all.get(&b.cell)) {
+                    (Some(ls), Some(bs)) => ls
+                        .iter()
+                        .filter_map(|(k, lp)| Some(Unit { sample: Some(k.clone()), level: *lp, baseline: *bs.get(k)? }))
+                        .collect(),
+                    _ => {
+                        without += 1;
+                        continue;
+                    }
+                },
+            };
+            let end = |o: &'a Outcome| o.ended_at.as_deref().unwrap_or("");
             let t = tasks.entry(task.clone()).or_default();
-            for tab in [&mut table, t] {
-                match (l.passed, b.passed) {
-                    (true, true) => tab.a += 1,
-                    (true, false) => tab.b += 1,
-                    (false, true) => tab.c += 1,
-                    (false, false) => tab.d += 1,
+            for Unit { sample, level: lp, baseline: bp } in units {
+                for tab in [&mut table, &mut *t] {
+                    match (lp, bp) {
+                        (true, true) => tab.a += 1,
+                        (true, false) => tab.b += 1,
+                        (false, true) => tab.c += 1,
+                        (false, false) => tab.d += 1,
+                    }
                 }
-            }
-            if l.passed != b.passed {
-                let end = |o: &'a Outcome| o.ended_at.as_deref().unwrap_or("");
-                completed.push(((end(l).max(end(b)), key.as_str()), l.passed));
-                discordant.push(DiscordantPair {
-                    key: key.clone(),
-                    task,
-                    level_cell: l.cell.clone(),
-                    baseline_cell: b.cell.clone(),
-                    level_run_set: l.run_set.clone(),
-                    baseline_run_set: b.run_set.clone(),
-                    level_passed: l.passed,
-                });
+                if lp != bp {
+                    completed.push(((end(l).max(end(b)), key.as_str(), sample.clone()), lp));
+                    discordant.push(DiscordantPair {
+                        key: key.clone(),
+                        task: task.clone(),
+                        level_cell: l.cell.clone(),
+                        baseline_cell: b.cell.clone(),
+                        level_run_set: l.run_set.clone(),
+                        baseline_run_set: b.run_set.clone(),
+                        level_passed: lp,
+                        sample: sample.map(|(id, epoch)| if epoch > 1 { format!("{id}#{epoch}") } else { id }),
+                    });
+                }
             }
         }
         let Some((difference, ci95)) = paired_difference(table, Z95) else { continue };
@@ -232,6 +304,8 @@ pub fn paired<'a>(outcomes: &'a [Outcome], by: &str, levels: &[String]) -> Vec<P
         let mut p = PairedComparison {
             level: level.clone(),
             baseline: baseline.clone(),
+            unit: if samples.is_some() { PairUnit::Samples } else { PairUnit::Cells },
+            twins_without_samples: without,
             always_valid: AlwaysValid::default(),
             p_family: 1.0,
             interval: whole(),
@@ -293,7 +367,7 @@ mod tests {
         // Unpaired: memory seed 9 has no base cell.
         outs.push(o("memory", "t2", 9, true));
         let levels = ["base".to_owned(), "memory".to_owned(), "other".to_owned()];
-        let mut p = paired(&outs, "condition", &levels);
+        let mut p = paired(&outs, "condition", &levels, None);
         assert_eq!(p.len(), 1, "a level with no pair is left out");
         crate::results::settle(&mut [], &mut p);
         let m = &p[0];
@@ -324,5 +398,39 @@ mod tests {
         assert_eq!(confidence_words(1.0 - 0.05 / 3.0), "98.33 %");
         assert_eq!(p_words(0.0129), "0.013");
         assert_eq!(p_words(0.00001), "< 0.0001");
+    }
+
+    /// Under `count = "samples"` twins pair their shared samples (same id
+    /// and epoch): the table counts sample pairs, a discordant one names its
+    /// sample, and twins whose samples cannot both be read are left out and
+    /// counted — whole cells are never mixed in.
+    #[test]
+    fn samples_are_paired_by_id_and_epoch_when_samples_are_counted() {
+        let outs = vec![
+            o("base", "t1", 1, false),
+            o("memory", "t1", 1, true),
+            o("base", "t1", 2, true),
+            o("memory", "t1", 2, true),
+        ];
+        let v = |xs: &[(&str, u32, bool)]| -> BTreeMap<(String, u32), bool> {
+            xs.iter().map(|(id, e, p)| ((id.to_string(), *e), *p)).collect()
+        };
+        let mut samples = SampleVerdicts::new();
+        // Seed 1: samples 1–3 shared (3 has a second epoch on the level only).
+        samples.insert("base-t1-1".into(), v(&[("1", 1, true), ("2", 1, false), ("3", 1, false)]));
+        samples.insert("memory-t1-1".into(), v(&[("1", 1, true), ("2", 1, true), ("3", 1, true), ("3", 2, false)]));
+        // Seed 2: the baseline's samples cannot be read.
+        samples.insert("memory-t1-2".into(), v(&[("1", 1, true)]));
+        let levels = ["base".to_owned(), "memory".to_owned()];
+        let p = paired(&outs, "condition", &levels, Some(&samples));
+        let m = &p[0];
+        assert_eq!((m.unit, m.twins_without_samples), (PairUnit::Samples, 1));
+        assert_eq!(m.table, PairTable { a: 1, b: 2, c: 0, d: 0 }, "three shared samples; epoch 2 of 3 is not shared");
+        assert_eq!(m.discordant.iter().map(|d| d.sample.as_deref()).collect::<Vec<_>>(), [Some("2"), Some("3")]);
+        assert_eq!(m.discordant_in_order, [true, true]);
+        assert!(m.words().starts_with("memory − base over 3 sample pairs: "), "{}", m.words());
+        // Without sample verdicts: the cells, as before.
+        let cells = paired(&outs, "condition", &levels, None);
+        assert_eq!((cells[0].unit, cells[0].table.n()), (PairUnit::Cells, 2));
     }
 }

@@ -136,7 +136,7 @@ fn paired_view(paired: &[PairedComparison]) -> impl IntoView {
                                     crate::url::encode(&format!("{}/{}", d.baseline_run_set, d.baseline_cell))
                                 );
                                 view! {
-                                    <li>{format!("{}: {} passed ", d.key, if d.level_passed { &p.level } else { &p.baseline })}
+                                    <li>{format!("{}{}: {} passed ", d.key, d.sample.as_ref().map(|s| format!(", sample {s}")).unwrap_or_default(), if d.level_passed { &p.level } else { &p.baseline })}
                                         <a class="to-samples" href=href>"samples that flipped"</a></li>
                                 }
                             }).collect_view()}</ul>

@@ -59,6 +59,8 @@ pub struct Campaign {
     coverage_made: coverage::CoverageMemo,
     /// The evidence and the export as last made, and from what.
     results_made: results::ResultsMemo,
+    /// Each Inspect log's sample verdicts, read again only when it changes.
+    sample_logs: samples::SampleLogs,
     /// The catalogue endpoints' probes as last made.
     probes_made: catalogue::ProbesMade,
     /// What each cell's files were read of so far, and the stalls said.
@@ -79,6 +81,7 @@ impl Campaign {
             live_made: Default::default(),
             coverage_made: Default::default(),
             results_made: Default::default(),
+            sample_logs: Default::default(),
             probes_made: Default::default(),
             spend_seen: Default::default(),
             telemetry_seen: Default::default(),

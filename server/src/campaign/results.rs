@@ -155,7 +155,8 @@ impl Campaign {
             }
         }
         let outcomes = outcomes(&scoped, &cfg.results);
-        let mut e = core::evidence(&outcomes, by, &level_order(&matrix));
+        let samples = self.pairing_samples(&cfg, &outcomes);
+        let mut e = core::evidence_with(&outcomes, by, &level_order(&matrix), samples.as_ref());
         e.scope = scoped.scope.text();
         e.count = cfg.results.count;
         *made = Some((key, e.clone()));
@@ -243,11 +244,17 @@ impl Campaign {
             .collect();
         specs.sort();
         specs.dedup();
+        let samples = self.pairing_samples(&cfg, &outcomes);
+        let order = level_order(&matrix);
+        let judged = core::export::Judged {
+            levels: order.get("condition").map_or(&[][..], Vec::as_slice),
+            samples: samples.as_ref(),
+        };
         let mut export = core::export::export(
             &outcomes,
             &matrix.factors,
             &cfg.results.private_factors,
-            level_order(&matrix).get("condition").map_or(&[][..], Vec::as_slice),
+            judged,
             specs,
             crate::clock::now(),
             env!("CARGO_PKG_VERSION"),
@@ -525,7 +532,8 @@ impl Campaign {
             let scoped = self.scoped(self.scope(Some(&preset.scope))?)?;
             let outcomes = outcomes(&scoped, &cfg.results);
             let all = self.timings_of(&scoped);
-            let mut evidence = core::evidence(&outcomes, by, &order);
+            let samples = self.pairing_samples(&cfg, &outcomes);
+            let mut evidence = core::evidence_with(&outcomes, by, &order, samples.as_ref());
             // The comparison draws its own charts; each cohort's would be
             // sent for nothing.
             evidence.charts = Default::default();

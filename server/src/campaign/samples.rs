@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use runboard::api::{ApiError, CellSamples, SamplesQuery};
 use runboard::harness::samples::{self, SampleRow};
+use runboard::results::paired::{SampleKey, SampleVerdicts};
 use runboard::runsets::RUNSETS_DIR;
 
 use super::Campaign;
@@ -105,7 +106,13 @@ impl Campaign {
             )));
         };
         let log = path.strip_prefix(&self.root).unwrap_or(&path).display().to_string();
-        let (file, _) = self.records.within().open(&path).map_err(|e| ApiError::unreadable(format!("{log}: {e}")))?;
+        let (rows, problems) = self.read_rows(&path, format, &log)?;
+        Ok(Read { log, format, rows, problems })
+    }
+
+    /// Every row of one log inside the root, and what could not be read.
+    fn read_rows(&self, path: &Path, format: &str, log: &str) -> Result<(Vec<SampleRow>, Vec<String>), ApiError> {
+        let (file, _) = self.records.within().open(path).map_err(|e| ApiError::unreadable(format!("{log}: {e}")))?;
         let mut rows = Vec::new();
         let mut problems = Vec::new();
         match format {
@@ -116,9 +123,59 @@ impl Campaign {
             }
             _ => read_eval(file, &mut rows, &mut problems).map_err(|e| ApiError::unreadable(format!("{log}: {e}")))?,
         }
-        Ok(Read { log, format, rows, problems })
+        Ok((rows, problems))
+    }
+
+    /// The samples that pair, when the campaign's rates count samples
+    /// (`[results] count = "samples"`): rates that count samples pair
+    /// samples too. None: cells pair.
+    pub(super) fn pairing_samples(
+        &self,
+        cfg: &runboard::campaign::CampaignConfig,
+        outcomes: &[runboard::results::Outcome],
+    ) -> Option<SampleVerdicts> {
+        (cfg.results.count == runboard::campaign::CountUnit::Samples).then(|| self.sample_verdicts(outcomes))
+    }
+
+    /// Each outcome's cell's scored samples (their verdicts, by id and
+    /// epoch), from its newest log — what pairs samples under `[results]
+    /// count = "samples"`. A cell with no log, or one that cannot be read, is
+    /// left out. Each log is read again only when its size or time changes.
+    fn sample_verdicts(&self, outcomes: &[runboard::results::Outcome]) -> SampleVerdicts {
+        let mut out = SampleVerdicts::new();
+        let mut cache = self.sample_logs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut kept = std::collections::HashSet::new();
+        for o in outcomes {
+            let dir = self.root.join(RUNSETS_DIR).join(&o.run_set).join("out").join(&o.cell).join(LOG_DIR);
+            let Some((path, format)) = newest_log(&dir) else { continue };
+            let Ok(md) = std::fs::metadata(&path) else { continue };
+            let stamp = (md.len(), md.modified().ok());
+            kept.insert(path.clone());
+            let verdicts = match cache.get(&path) {
+                Some((s, v)) if *s == stamp => v.clone(),
+                _ => {
+                    let Ok((rows, _)) = self.read_rows(&path, format, &path.display().to_string()) else { continue };
+                    let v: std::sync::Arc<std::collections::BTreeMap<SampleKey, bool>> =
+                        std::sync::Arc::new(rows.into_iter().filter_map(|r| Some((r.key(), r.passed?))).collect());
+                    cache.insert(path, (stamp, v.clone()));
+                    v
+                }
+            };
+            out.insert(o.cell.clone(), (*verdicts).clone());
+        }
+        // Logs no outcome names any more are forgotten.
+        cache.retain(|p, _| kept.contains(p));
+        out
     }
 }
+
+/// The sample-verdict cache: a log's path → (its size and time, its verdicts).
+pub(super) type SampleLogs = std::sync::Mutex<
+    std::collections::HashMap<
+        PathBuf,
+        ((u64, Option<std::time::SystemTime>), std::sync::Arc<std::collections::BTreeMap<SampleKey, bool>>),
+    >,
+>;
 
 /// The newest log in `dir` by name (Inspect's names begin with the time):
 /// its path and format.
