@@ -237,38 +237,18 @@ mod tests {
         assert!(csv.contains("# private_factors: participant\n"), "{csv}");
         assert!(csv.contains("condition,model,run_set,passed,score,tokens\nbase,qwen,rs1,true,0.5,10\n"), "{csv}");
         // The same content, the same hash; other content, another.
-        let again = export(
-            &o,
-            &factors,
-            &["participant".into()],
-            Judged { levels: &levels, samples: None },
-            vec![],
-            Timestamp(99),
-            "0.1.0",
-        );
+        // The export of some outcomes, as above but for its time and specs.
+        let unscoped = |o: &[Outcome], at: Timestamp| {
+            export(o, &factors, &["participant".into()], Judged { levels: &levels, samples: None }, vec![], at, "0.1.0")
+        };
+        let again = unscoped(&o, Timestamp(99));
         assert_eq!(again.provenance.content_hash, e.provenance.content_hash);
-        let other = export(
-            &o[..1],
-            &factors,
-            &["participant".into()],
-            Judged { levels: &levels, samples: None },
-            vec![],
-            now,
-            "0.1.0",
-        );
+        let other = unscoped(&o[..1], now);
         assert_ne!(other.provenance.content_hash, e.provenance.content_hash);
         // Paired by condition over the other factors: alice and bob differ, so no pair.
         assert!(e.paired.is_empty());
         let paired = vec![outcome("alice", "base", false), outcome("alice", "treat", true)];
-        let p = export(
-            &paired,
-            &factors,
-            &["participant".into()],
-            Judged { levels: &levels, samples: None },
-            vec![],
-            now,
-            "0.1.0",
-        );
+        let p = unscoped(&paired, now);
         assert_eq!(p.paired.len(), 1);
         assert_eq!((p.paired[0].table.b, p.paired[0].discordant.len()), (1, 0), "counted, the cells not named");
         let csv = to_csv(&p);
