@@ -260,8 +260,8 @@ mod tests {
 
     /// The verdict's own figure, beside the fixed look's: 0.5 against 0.7
     /// needs 93 a group for one look; the always-valid test, read after
-    /// every cell, settles 80 % of such campaigns by about 1.5–1.8× that
-    /// (the verdicts bench measures 1.65× for this test at 10 cells a
+    /// every cell, settles 80 % of such campaigns by about 1.4–1.8× that
+    /// (the verdicts bench measures 1.53× for this test at 10 cells a
     /// batch). Seeded: the same figure every call.
     #[test]
     fn cells_to_settle_runs_the_verdicts_test_and_needs_more_than_one_look() {
