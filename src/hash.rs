@@ -35,6 +35,19 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     h.finish()
 }
 
+/// SplitMix64's finaliser (Steele, Lea & Flood, "Fast splittable
+/// pseudorandom number generators", 2014): spreads a 64-bit value so inputs
+/// that differ in one bit differ in about half — a seeded generator when fed
+/// a counter stepped by the golden ratio, a draw when fed a hash.
+pub const fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// SplitMix64's step: what a counter advances by between draws.
+pub const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -83,17 +83,15 @@ fn rate_and_key(factors: &serde_json::Map<String, Value>) -> Option<(f64, String
 
 /// A draw in [0, 1), deterministic by `key`.
 fn draw(key: &str) -> f64 {
-    let mut z = runboard::hash::fnv1a(key.as_bytes());
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) as f64 / 2f64.powi(64)
+    runboard::hash::mix64(runboard::hash::fnv1a(key.as_bytes())) as f64 / 2f64.powi(64)
 }
 
 /// The checks a simulated cell makes of its factor, as samples.
 pub const CHECKS: u32 = 6;
 
 /// The demo's cells keep their checks as the samples of an eval log in
-/// Inspect AI's JSON format (`{out}/inspect/`), so the sample view and
+/// Inspect AI's JSON format (`{out}/inspect/`, where `runboard cell inspect`
+/// keeps them: [`crate::cell::LOG_DIR`]), so the sample view and
 /// Evidence's flips have samples to show: check `k` passes by its own draw
 /// under the cell's rate — twins (the same task and seed under two
 /// conditions) are asked the same checks. None for a cell without a rate.
@@ -599,7 +597,7 @@ pub async fn simulate_run(
         }
         write_atomic(&dir.join("result.json"), &serde_json::to_vec(&result)?)?;
         if let Some(log) = checks_log(&factors, &opts.model) {
-            let logs = dir.join("inspect");
+            let logs = dir.join(crate::cell::LOG_DIR);
             fs::create_dir_all(&logs)?;
             let name = format!(
                 "{}_{}_simulated.json",
@@ -645,7 +643,8 @@ mod tests {
         );
         assert!(memory[0].input.starts_with("Check 1 of reversal (seed 1)"), "{:?}", memory[0]);
         assert!(memory.iter().all(|r| r.scorer.as_deref() == Some("holdout") && r.passed.is_some()));
-        assert!(!runboard::harness::samples::flips(&memory, &baseline).is_empty());
+        let there = runboard::harness::samples::verdicts_there(&memory, &baseline);
+        assert!(memory.iter().zip(&there).any(|(m, b)| runboard::harness::samples::flipped(m.passed, *b)));
         assert_eq!(checks_log(&factors("other", "reversal", "explore", 1), "m"), None, "no rate, no checks");
     }
 

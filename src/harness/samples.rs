@@ -295,21 +295,17 @@ pub fn eval_header_scorer<R: Read>(reader: R) -> Option<String> {
     h.results.as_ref().and_then(first_scorer)
 }
 
-/// Samples that flipped between two cells run on the same samples: each
-/// sample (by id and epoch) both scored, one passed and the other did not —
-/// `(level's row, baseline's row)`, in the level's order.
-pub fn flips<'a>(level: &'a [SampleRow], baseline: &'a [SampleRow]) -> Vec<(&'a SampleRow, &'a SampleRow)> {
-    let base: BTreeMap<(String, u32), &SampleRow> = baseline.iter().map(|r| (r.key(), r)).collect();
-    level
-        .iter()
-        .filter_map(|l| {
-            let b = base.get(&l.key())?;
-            match (l.passed, b.passed) {
-                (Some(x), Some(y)) if x != y => Some((l, *b)),
-                _ => None,
-            }
-        })
-        .collect()
+/// Another cell's verdict on each of `rows`' samples, matched by id and
+/// epoch (none: not in its log, or no verdict there).
+pub fn verdicts_there(rows: &[SampleRow], other: &[SampleRow]) -> Vec<Option<bool>> {
+    let there: BTreeMap<(String, u32), Option<bool>> = other.iter().map(|r| (r.key(), r.passed)).collect();
+    rows.iter().map(|r| there.get(&r.key()).copied().flatten()).collect()
+}
+
+/// Whether a sample flipped between two cells: both scored it, and one
+/// passed where the other did not.
+pub fn flipped(here: Option<bool>, there: Option<bool>) -> bool {
+    matches!((here, there), (Some(x), Some(y)) if x != y)
 }
 
 #[cfg(test)]
@@ -407,10 +403,17 @@ mod tests {
     #[test]
     fn flips_pair_samples_by_id_and_epoch_where_both_were_scored() {
         let r = |id: &str, passed: Option<bool>| SampleRow { id: id.into(), epoch: 1, passed, ..Default::default() };
-        let level = [r("1", Some(true)), r("2", Some(true)), r("3", None), r("4", Some(false))];
+        let level = [r("1", Some(true)), r("2", Some(true)), r("3", None), r("4", Some(false)), r("6", Some(true))];
         let base =
             [r("1", Some(false)), r("2", Some(true)), r("3", Some(false)), r("4", Some(true)), r("5", Some(false))];
-        let f: Vec<_> = flips(&level, &base).into_iter().map(|(l, b)| (l.id.as_str(), l.passed, b.passed)).collect();
+        let there = verdicts_there(&level, &base);
+        assert_eq!(there, [Some(false), Some(true), Some(false), Some(true), None]);
+        let f: Vec<_> = level
+            .iter()
+            .zip(&there)
+            .filter(|(l, t)| flipped(l.passed, **t))
+            .map(|(l, t)| (l.id.as_str(), l.passed, *t))
+            .collect();
         assert_eq!(f, [("1", Some(true), Some(false)), ("4", Some(false), Some(true))]);
     }
 }

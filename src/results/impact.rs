@@ -222,14 +222,11 @@ pub fn cells_to_settle(p1: f64, p2: f64, power: f64) -> Option<u64> {
     if cells_needed(p1, p2, 1.0 - ALPHA, power)? * 3 > SETTLE_MOST {
         return None;
     }
+    // SplitMix64, seeded: the same campaigns every call.
     let mut rng = 0x5eed_u64;
     let mut draw = |p: f64| {
-        // splitmix64
-        rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64) < p
+        rng = rng.wrapping_add(crate::hash::GOLDEN_GAMMA);
+        ((crate::hash::mix64(rng) >> 11) as f64 / (1u64 << 53) as f64) < p
     };
     let mut settled_at: Vec<u64> = (0..SETTLE_CAMPAIGNS)
         .map(|_| {

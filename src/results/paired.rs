@@ -58,9 +58,13 @@ pub struct DiscordantPair {
 /// A sample within a cell: its id and epoch.
 pub type SampleKey = (String, u32);
 
-/// Each cell's scored samples (`(id, epoch)` → passed), by cell id: what
-/// pairs samples (`[results] count = "samples"`).
-pub type SampleVerdicts = BTreeMap<String, BTreeMap<SampleKey, bool>>;
+/// One cell's scored samples: `(id, epoch)` → passed (shared: a reader
+/// keeps each log's verdicts and hands them out without copying).
+pub type CellVerdicts = std::sync::Arc<BTreeMap<SampleKey, bool>>;
+
+/// Each cell's scored samples, by cell id: what pairs samples (`[results]
+/// count = "samples"`).
+pub type SampleVerdicts = BTreeMap<String, CellVerdicts>;
 
 /// One pair twins make: the sample (none: the two cells), each side's verdict.
 struct Unit {
@@ -412,8 +416,8 @@ mod tests {
             o("base", "t1", 2, true),
             o("memory", "t1", 2, true),
         ];
-        let v = |xs: &[(&str, u32, bool)]| -> BTreeMap<(String, u32), bool> {
-            xs.iter().map(|(id, e, p)| ((id.to_string(), *e), *p)).collect()
+        let v = |xs: &[(&str, u32, bool)]| -> CellVerdicts {
+            std::sync::Arc::new(xs.iter().map(|(id, e, p)| ((id.to_string(), *e), *p)).collect())
         };
         let mut samples = SampleVerdicts::new();
         // Seed 1: samples 1–3 shared (3 has a second epoch on the level only).

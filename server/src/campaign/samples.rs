@@ -9,20 +9,16 @@ use std::path::{Path, PathBuf};
 
 use runboard::api::{ApiError, CellSamples, SamplesQuery};
 use runboard::harness::samples::{self, SampleRow};
-use runboard::results::paired::{SampleKey, SampleVerdicts};
+use runboard::results::paired::{CellVerdicts, SampleVerdicts};
 use runboard::runsets::RUNSETS_DIR;
 
 use super::Campaign;
-
-/// The folder of a cell's Inspect logs, under its output folder
-/// (`runboard cell inspect` writes them there).
-const LOG_DIR: &str = "inspect";
 
 /// Rows listed when the query does not say, and at most.
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1_000;
 
-/// A cell's samples, whole (`rows`) or the count of them.
+/// A cell's newest log: where it is, its format, every row, what could not be read.
 struct Read {
     log: String,
     format: &'static str,
@@ -69,15 +65,11 @@ impl Campaign {
         if let Some((rs, cell)) = &against {
             let other = self.read_samples(rs, cell)?;
             out.problems.extend(other.problems.into_iter().map(|p| format!("{rs}/{cell}: {p}")));
-            let flips: std::collections::BTreeSet<(String, u32)> =
-                samples::flips(&rows, &other.rows).into_iter().map(|(l, _)| l.key()).collect();
-            out.flipped = flips.len();
+            theirs = samples::verdicts_there(&rows, &other.rows);
+            out.flipped = rows.iter().zip(&theirs).filter(|(r, t)| samples::flipped(r.passed, **t)).count();
             if flipped_only {
-                rows.retain(|r| flips.contains(&r.key()));
+                (rows, theirs) = rows.into_iter().zip(theirs).filter(|(r, t)| samples::flipped(r.passed, *t)).unzip();
             }
-            let by_key: std::collections::BTreeMap<(String, u32), Option<bool>> =
-                other.rows.iter().map(|r| (r.key(), r.passed)).collect();
-            theirs = rows.iter().map(|r| by_key.get(&r.key()).copied().flatten()).collect();
             out.against = Some(format!("{rs}/{cell}"));
         }
         out.total = rows.len();
@@ -99,15 +91,20 @@ impl Campaign {
         if !rs.cells.iter().any(|c| c.cell == cell) {
             return Err(ApiError::not_found(format!("run set {run_set:?} has no cell {cell:?}")));
         }
-        let dir = self.root.join(RUNSETS_DIR).join(run_set).join("out").join(cell).join(LOG_DIR);
+        let dir = self.log_dir(run_set, cell);
         let Some((path, format)) = newest_log(&dir) else {
-            return Err(ApiError::not_found(format!(
-                "cell {cell} keeps no samples: no Inspect log in {RUNSETS_DIR}/{run_set}/out/{cell}/{LOG_DIR}/"
-            )));
+            let shown = dir.strip_prefix(&self.root).unwrap_or(&dir).display().to_string();
+            return Err(ApiError::not_found(format!("cell {cell} keeps no samples: no Inspect log in {shown}/")));
         };
         let log = path.strip_prefix(&self.root).unwrap_or(&path).display().to_string();
         let (rows, problems) = self.read_rows(&path, format, &log)?;
         Ok(Read { log, format, rows, problems })
+    }
+
+    /// Where a cell keeps its Inspect logs: `runsets/<run set>/out/<cell>/inspect`
+    /// (`runboard cell inspect` writes them there).
+    fn log_dir(&self, run_set: &str, cell: &str) -> PathBuf {
+        self.root.join(RUNSETS_DIR).join(run_set).join("out").join(cell).join(crate::cell::LOG_DIR)
     }
 
     /// Every row of one log inside the root, and what could not be read.
@@ -146,8 +143,7 @@ impl Campaign {
         let mut cache = self.sample_logs.lock().unwrap_or_else(|p| p.into_inner());
         let mut kept = std::collections::HashSet::new();
         for o in outcomes {
-            let dir = self.root.join(RUNSETS_DIR).join(&o.run_set).join("out").join(&o.cell).join(LOG_DIR);
-            let Some((path, format)) = newest_log(&dir) else { continue };
+            let Some((path, format)) = newest_log(&self.log_dir(&o.run_set, &o.cell)) else { continue };
             let Ok(md) = std::fs::metadata(&path) else { continue };
             let stamp = (md.len(), md.modified().ok());
             kept.insert(path.clone());
@@ -155,13 +151,13 @@ impl Campaign {
                 Some((s, v)) if *s == stamp => v.clone(),
                 _ => {
                     let Ok((rows, _)) = self.read_rows(&path, format, &path.display().to_string()) else { continue };
-                    let v: std::sync::Arc<std::collections::BTreeMap<SampleKey, bool>> =
+                    let v: CellVerdicts =
                         std::sync::Arc::new(rows.into_iter().filter_map(|r| Some((r.key(), r.passed?))).collect());
                     cache.insert(path, (stamp, v.clone()));
                     v
                 }
             };
-            out.insert(o.cell.clone(), (*verdicts).clone());
+            out.insert(o.cell.clone(), verdicts);
         }
         // Logs no outcome names any more are forgotten.
         cache.retain(|p, _| kept.contains(p));
@@ -170,12 +166,8 @@ impl Campaign {
 }
 
 /// The sample-verdict cache: a log's path → (its size and time, its verdicts).
-pub(super) type SampleLogs = std::sync::Mutex<
-    std::collections::HashMap<
-        PathBuf,
-        ((u64, Option<std::time::SystemTime>), std::sync::Arc<std::collections::BTreeMap<SampleKey, bool>>),
-    >,
->;
+pub(super) type SampleLogs =
+    std::sync::Mutex<std::collections::HashMap<PathBuf, ((u64, Option<std::time::SystemTime>), CellVerdicts)>>;
 
 /// The newest log in `dir` by name (Inspect's names begin with the time):
 /// its path and format.
