@@ -22,22 +22,36 @@ pub const DEFAULT_DRAFT_CELLS: usize = 20;
 /// What the drafting form sends.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct DraftRequest {
     /// Names the batch (and its run set): 1–80 of `A-Za-z0-9-_.`.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub label: String,
     /// Factor → the values (as text) a cell may have; a factor left out takes any.
+    /// (On the command line: `--filter FACTOR=V1,V2`, repeatable.)
+    #[cfg_attr(feature = "cli", arg(skip))]
     pub filters: BTreeMap<String, Vec<String>>,
-    /// At most this many cells: a whole number 1–10,000; left out (or
-    /// null), [`DEFAULT_DRAFT_CELLS`]. Read as a number so a bad one (-3,
-    /// 1.5, 1e9) is refused quoting what was sent, never read as 0.
+    /// At most this many cells: a whole number 1–10,000 (default 20). Read
+    /// as a number so a bad one (-3, 1.5, 1e9) is refused quoting what was
+    /// sent, never read as 0.
+    #[cfg_attr(feature = "cli", arg(long, allow_negative_numbers = true))]
     pub max_cells: Option<f64>,
+    /// The model the cells call, from the catalogue (implied by an endpoint
+    /// serving one model, or a catalogue of one).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub model: Option<String>,
+    /// The endpoint serving it (a local model needs one).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub endpoint: Option<String>,
+    /// The prompt variant written to each cell.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub prompt_variant: Option<String>,
     /// Whether a retried attempt is told why the last one failed (written to
     /// the spec as `retry: {"feedback": …}`).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "true|false"))]
     pub retry_feedback: Option<bool>,
-    /// Whether failed cells are drafted again (default: yes).
+    /// Leave failed cells out (by default they are drafted again).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub skip_failed: bool,
 }
 

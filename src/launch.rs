@@ -9,31 +9,42 @@ use crate::preflight::Prediction;
 
 /// `POST /api/control/start`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct LaunchRequest {
     /// The spec, relative to the campaign root, under `specs/`.
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(value_name = "SPEC"))]
     pub path: String,
     /// Launch without the static preflight (the driver's own doctor still runs).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub skip_preflight: bool,
     /// The tag the run set is attached to (default `console`).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub tag: Option<String>,
 }
 
 /// `POST /api/control/resume`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct ResumeRequest {
+    /// The stopped run set whose unfinished cells run again.
     #[serde(default)]
     pub run_set: String,
+    /// Resume without the static preflight.
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub skip_preflight: bool,
 }
 
 /// `POST /api/control/stop`: the run sets to stop and abort (default: the
 /// one the live state speaks for). Other batches in flight are left running.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct StopRequest {
+    /// The run sets to stop and abort (default: the batch the live state
+    /// speaks for; other batches in flight run on).
     #[serde(default)]
     pub run_sets: Vec<String>,
 }
@@ -41,7 +52,9 @@ pub struct StopRequest {
 /// `POST /api/control/pause`: the run set to pause (default: the one the live
 /// state speaks for). Other batches in flight are left running.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct PauseRequest {
+    /// The run set to pause (default: the batch the live state speaks for).
     #[serde(default)]
     pub run_set: Option<String>,
 }

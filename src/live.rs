@@ -459,12 +459,20 @@ pub struct LiveView {
 /// text: which of the batch's cells the view carries (a 10,000-cell batch is
 /// not sent whole to every poll).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct LiveParams {
+    /// Only the cells with this status: planned, pending, running, done,
+    /// failed or stopped.
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub cells_status: Option<String>,
+    /// Cells skipped, in the batch's order (default 0).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub cells_offset: Option<String>,
+    /// How many cells: 1–10,000 (default 200).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub cells_limit: Option<String>,
 }
 

@@ -106,12 +106,21 @@ pub const TAG_NOTE_MAX: usize = 1000;
 /// set, or the tag deleted (its run sets stay; only the grouping goes).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct TagEdit {
+    /// The tag: 1–40 letters, digits, '-', '_' or '.'.
     pub tag: String,
+    /// A run set to tag (repeatable).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "RUN_SET"))]
     pub add: Vec<String>,
+    /// A run set to untag (repeatable).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "RUN_SET"))]
     pub remove: Vec<String>,
     /// The note's new text (empty clears it); left out, unchanged.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub note: Option<String>,
+    /// Delete the tag (its run sets stay).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub delete: bool,
 }
 

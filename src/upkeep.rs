@@ -229,6 +229,15 @@ pub struct Finding {
     pub question: String,
 }
 
+impl Finding {
+    /// The finding's id for `runboard upkeep --do`: from its token (what it
+    /// was found from), so it names this finding alone, and stops naming
+    /// anything once that changed.
+    pub fn id(&self) -> String {
+        format!("u-{:08x}", crate::hash::fnv1a(self.token.as_bytes()) as u32)
+    }
+}
+
 /// One run set's disk use.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DiskUse {

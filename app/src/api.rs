@@ -59,7 +59,7 @@ pub mod ssr {
 /// One server function per operation: GET ones take their input from the URL,
 /// POST ones as JSON.
 macro_rules! server_fns {
-    ($( $(#[$doc:meta])* $name:ident $ep:literal : $method:ident $path:literal, $input:ty => $output:ty, $doing:literal $(, $opt:ident = $val:expr)* ; )*) => {
+    ($( $(#[$doc:meta])* $name:ident $ep:literal : $method:ident $path:literal, $input:ty => $output:ty, $doing:literal $(=> $group:ident $cli:tt)? $(, $opt:ident = $val:expr)* ; )*) => {
         $( server_fn_of!($method $(#[$doc])* $name $ep, $input => $output); )*
     };
 }

@@ -415,6 +415,10 @@ impl Console for LocalConsole {
         crate::autopilot::run_tick(&self.campaign, true)
     }
 
+    fn auto_tick(&self, _: Nothing) -> Result<TickReport, ApiError> {
+        crate::autopilot::run_tick(&self.campaign, false)
+    }
+
     fn auto_log(&self, q: AutoLogQuery) -> Result<LogPage, ApiError> {
         crate::autopilot::log_page(&self.campaign, q.offset.unwrap_or(0), q.limit.unwrap_or(100))
     }

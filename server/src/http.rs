@@ -166,7 +166,7 @@ async fn blocking<T: Send + 'static>(
 /// A REST route for every row of the operation table, each served by
 /// [`serve`] for its operation type.
 macro_rules! rest_routes {
-    ($( $(#[$doc:meta])* $name:ident $ep:literal : $method:ident $path:literal, $input:ty => $output:ty, $doing:literal $(, $opt:ident = $val:expr)* ; )*) => {
+    ($( $(#[$doc:meta])* $name:ident $ep:literal : $method:ident $path:literal, $input:ty => $output:ty, $doing:literal $(=> $group:ident $cli:tt)? $(, $opt:ident = $val:expr)* ; )*) => {
         fn operation_routes(router: Router<AppState>) -> Router<AppState> {
             router $( .route($path, rest_method!($method, serve::<op::$name>)) )*
         }

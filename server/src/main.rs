@@ -11,6 +11,14 @@ use server::simulate::{simulate_run, SimEnd, SimOptions};
 #[derive(Parser)]
 #[command(name = "runboard", version, about = "Run, watch and steer experiment campaigns.")]
 struct Cli {
+    /// The campaign root (default: the current folder; for `serve`, the
+    /// bundled demo; for `drive`, the nearest folder above SPEC with
+    /// campaign.toml).
+    #[arg(long, global = true, display_order = 900)]
+    root: Option<PathBuf>,
+    /// Print JSON (what the REST endpoint answers).
+    #[arg(long, global = true, display_order = 901)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -32,9 +40,6 @@ enum Command {
         /// Run despite the doctor's warnings (never despite a blocking finding).
         #[arg(long)]
         force: bool,
-        /// The campaign root (default: the nearest folder above SPEC with campaign.toml).
-        #[arg(long)]
-        root: Option<PathBuf>,
         /// Seconds a terminated process gets before SIGKILL (default: campaign.toml, else 35).
         #[arg(long)]
         grace: Option<f64>,
@@ -55,13 +60,8 @@ enum Command {
     /// Every finding in a campaign folder: campaign.toml, matrix.csv, the
     /// records, and the preflight of each spec under specs/ (exit 1 when one
     /// would stop a batch).
-    Check {
-        #[arg(long, default_value = ".")]
-        root: PathBuf,
-        /// Print JSON: [{severity, place, message}].
-        #[arg(long)]
-        json: bool,
-    },
+    /// With --json: [{severity, place, message}].
+    Check,
     /// (Internal) A batch's sentinel: ends what the batch started if `runboard drive` is killed.
     #[command(name = "__sentinel", hide = true)]
     Sentinel {
@@ -89,8 +89,6 @@ enum Command {
     /// again, counting in it, until the count reaches `until`.
     #[command(name = "__auto-save-loop", hide = true)]
     AutoSaveLoop {
-        #[arg(long)]
-        root: PathBuf,
         #[arg(long)]
         until: u64,
     },
@@ -152,6 +150,26 @@ enum Command {
     },
 }
 
+impl Command {
+    /// The command's name as typed.
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Serve(_) => "serve",
+            Self::Drive { .. } => "drive",
+            Self::Init { .. } => "init",
+            Self::Check => "check",
+            Self::Sentinel { .. } => "__sentinel",
+            Self::Unit { .. } => "__unit",
+            Self::AutoSaveLoop { .. } => "__auto-save-loop",
+            Self::ConsoleFixture { .. } => "__console-fixture",
+            Self::Console(_) => "(console)",
+            Self::Cell { .. } => "cell",
+            Self::Runs { .. } => "runs",
+            Self::SimulateRun { .. } => "simulate-run",
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum CellCommand {
     /// One Inspect AI eval as a cell: `inspect eval`, or `inspect eval-retry`
@@ -162,13 +180,8 @@ enum CellCommand {
 #[derive(Subcommand)]
 enum RunsCommand {
     /// List every run directory under the root, latest written first.
-    List {
-        #[arg(long, default_value = ".")]
-        root: PathBuf,
-        /// Print JSON (the same as GET /api/runs).
-        #[arg(long)]
-        json: bool,
-    },
+    /// With --json, the same as GET /api/runs.
+    List,
 }
 
 /// At most this many threads do blocking work (file reads) at once.
@@ -195,7 +208,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = rt.block_on(run(cli.command));
+    let at = Place { root: cli.root, json: cli.json };
+    let result = rt.block_on(run(cli.command, at));
     // Dropping a runtime waits for every blocking task without end; a read
     // stuck on a slow disk must not keep a stopped server alive.
     rt.shutdown_timeout(Duration::from_secs(2));
@@ -208,9 +222,41 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(command: Command) -> anyhow::Result<ExitCode> {
+/// The global `--root` and `--json` as given.
+struct Place {
+    root: Option<PathBuf>,
+    json: bool,
+}
+
+impl Place {
+    /// The root a campaign command acts on: `--root`, else the current folder.
+    fn campaign(&self) -> PathBuf {
+        self.root.clone().unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    /// Refuses `--root` or `--json` where `command` has no use for it.
+    fn refuse(&self, command: &str, root: bool, json: bool) -> anyhow::Result<()> {
+        anyhow::ensure!(!(root && self.root.is_some()), "runboard {command} takes no --root");
+        anyhow::ensure!(!(json && self.json), "runboard {command} prints no JSON (--json)");
+        Ok(())
+    }
+}
+
+async fn run(command: Command, at: Place) -> anyhow::Result<ExitCode> {
+    match &command {
+        Command::Serve(_) | Command::Drive { .. } => at.refuse(command.name(), false, true)?,
+        Command::Init { .. }
+        | Command::Sentinel { .. }
+        | Command::Unit { .. }
+        | Command::ConsoleFixture { .. }
+        | Command::Cell { .. }
+        | Command::SimulateRun { .. } => at.refuse(command.name(), true, true)?,
+        Command::AutoSaveLoop { .. } => at.refuse(command.name(), false, true)?,
+        Command::Check | Command::Runs { .. } | Command::Console(_) => {}
+    }
     match command {
-        Command::Serve(opts) => {
+        Command::Serve(mut opts) => {
+            opts.root = at.root;
             let opts = opts.with_env_token();
             let ended = serve(opts).await?;
             if ended == Ended::Idle {
@@ -218,7 +264,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Drive { spec, resume_into, interactive, force, root, grace, run_set } => {
+        Command::Drive { spec, resume_into, interactive, force, grace, run_set } => {
+            let root = at.root;
             let stop = tokio_util::sync::CancellationToken::new();
             {
                 let stop = stop.clone();
@@ -259,7 +306,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 tokio::task::spawn_blocking(move || server::drive::reaper::run_sentinel(&mark, grace, &runset)).await?;
             Ok(ExitCode::from(code))
         }
-        Command::AutoSaveLoop { root, until } => {
+        Command::AutoSaveLoop { until } => {
+            let root = at.root.ok_or_else(|| anyhow::anyhow!("--root is needed"))?;
             tokio::task::spawn_blocking(move || server::auto_state::save_loop(&root, until)).await??;
             Ok(ExitCode::SUCCESS)
         }
@@ -284,7 +332,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::from(2))
             }
         },
-        Command::Check { root, json } => {
+        Command::Check => {
+            let (root, json) = (at.campaign(), at.json);
             server::console::LocalConsole::require_campaign(&root)?;
             let findings = tokio::task::spawn_blocking(move || server::init::check(&root)).await?;
             let blocking = findings.iter().filter(|f| f.severity == server::init::Severity::Blocking).count();
@@ -304,13 +353,17 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(if blocking == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Cell { command: CellCommand::Inspect(opts) } => server::cell::run(opts).await,
-        Command::Console(cmd) => Ok(tokio::task::spawn_blocking(move || server::cli::run(cmd)).await?),
+        Command::Console(cmd) => {
+            let at = server::cli::Place { root: at.campaign(), json: at.json };
+            Ok(tokio::task::spawn_blocking(move || server::cli::run(cmd, &at)).await?)
+        }
         Command::Unit { record, log, grace, command } => {
             let grace = Duration::from_secs_f64(grace.clamp(0.0, 3600.0));
             let code = server::campaign::launcher::supervise(record, log, grace, command).await;
             Ok(ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1)))
         }
-        Command::Runs { command: RunsCommand::List { root, json } } => {
+        Command::Runs { command: RunsCommand::List } => {
+            let (root, json) = (at.campaign(), at.json);
             anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
             let list = tokio::task::spawn_blocking(move || server::runview::RunIndex::new(root).list()).await?;
             if json {

@@ -14,8 +14,8 @@ use crate::http::{app, AppState};
 /// `runboard serve`'s options: the command line's flags, parsed by clap.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeOptions {
-    /// The campaign folder to serve.
-    #[arg(long)]
+    /// The campaign folder to serve (the global `--root`; none: the demo).
+    #[arg(skip)]
     pub root: Option<PathBuf>,
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,

@@ -790,6 +790,7 @@ async fn every_operation_answers_alike_over_rest_and_server_functions() {
         ("auto", json!({}), 200, None),
         ("auto_version", json!({}), 200, None),
         ("auto_explain", json!({}), 200, None),
+        ("auto_tick", json!({}), 200, None),
         ("auto_log", json!({"limit": "5"}), 200, None),
         ("auto_settings", json!({"daily_cap": "many"}), 422, None),
         ("auto_mode", json!({"mode": "off"}), 200, None),

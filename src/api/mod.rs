@@ -14,6 +14,7 @@
 //! folder; the pages only see the types.
 
 pub mod operations;
+pub mod terminal;
 
 pub use operations::{Console, Method, Operation, OperationInfo, OPERATIONS};
 
@@ -174,6 +175,7 @@ pub fn parse_call_number(text: &str) -> Result<u32, ApiError> {
 
 /// No input: an operation that reads (or does) one fixed thing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct Nothing {}
 
 /// A changing token: a page re-reads when it changes (`stat` only, cheap).
@@ -215,10 +217,15 @@ pub struct RunTrials {
 
 /// `?rows=&cols=`: the two factors of the coverage grid.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct CoverageParams {
+    /// The grid's row factor (default: the matrix's first).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub rows: Option<String>,
+    /// The grid's column factor (default: the matrix's second).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub cols: Option<String>,
 }
 
@@ -243,11 +250,15 @@ pub struct SpecPath {
 
 /// `?offset=&limit=`: a page of the autopilot's event log, newest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct AutoLogQuery {
+    /// Events skipped, newest first (default 0).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub offset: Option<usize>,
-    /// 1–1,000 (default 100).
+    /// How many events: 1–1,000 (default 100).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub limit: Option<usize>,
 }
 
@@ -277,10 +288,15 @@ impl AutoModeRequest {
 /// `?by=&scope=`: the factor the evidence is grouped by (default
 /// `condition`) and the cells it counts (see `runboard::results::scope`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct EvidenceQuery {
+    /// The factor to group by (default: condition).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub by: Option<String>,
+    /// The cells counted, e.g. `task=t1,t2 tag=nightly from=2026-11-01`.
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub scope: Option<String>,
 }
 
@@ -319,18 +335,26 @@ pub struct Exported {
 /// `?scope=&run_set=`: the cells timed, and the run set the timeline shows
 /// (default: the newest in scope).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct TimingQuery {
+    /// The cells timed, e.g. `model=m1 from=2026-11-01`.
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub scope: Option<String>,
+    /// List this run set's cells with their phases.
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub run_set: Option<String>,
 }
 
 /// `?fresh=true`: probe the endpoints again now (else probes made in the
 /// last 30 s are shown).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct CatalogueQuery {
+    /// Probe the endpoints again now (else probes of the last 30 s are shown).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "true|false"))]
     pub fresh: Option<String>,
 }
 
@@ -365,21 +389,28 @@ pub struct ReportQuery {
 /// `GET /api/samples/{run_set}/{cell}?offset=&limit=&against=&flipped=`:
 /// the samples behind one cell, from its harness's log.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct SamplesQuery {
+    /// The cell's run set.
     pub run_set: String,
+    /// The cell's id.
     pub cell: String,
     /// The first sample listed (default 0).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub offset: Option<usize>,
     /// How many (default 100, at most 1,000).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub limit: Option<usize>,
     /// Another cell, `run_set/cell`, whose samples these are matched with by
     /// id and epoch (its twin at the baseline, say).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "RUN_SET/CELL"))]
     pub against: Option<String>,
     /// With `against`: only the samples whose verdicts differ (`1`/`true`).
     #[serde(default)]
+    #[cfg_attr(feature = "cli", arg(long, num_args = 0..=1, default_missing_value = "1", value_name = "true|false"))]
     pub flipped: Option<String>,
 }
 

@@ -3,8 +3,10 @@
 //! A row says, in order: the operation's one name (an identifier, then the
 //! same as a string — a Rust attribute needs the literal), its HTTP method and
 //! REST path, its input and output types, what the server is "doing" while it
-//! answers (the words of an internal error), and options (`status = 202`, or a
-//! `file = …` that turns an answer into a download).
+//! answers (the words of an internal error), the command it is on the
+//! command line when it is one by itself (`=> cli "status"`: `runboard
+//! status`; `=> auto "log"`: `runboard auto log`), and options (`status =
+//! 202`, or a `file = …` that turns an answer into a download).
 //!
 //! [`operations!`](crate::operations) hands the rows to a macro of the caller's,
 //! which makes its surface from them:
@@ -17,6 +19,7 @@
 //! | the server functions (`app::api`)          | `/sfn/{name}`, GET (URL) or POST (JSON), same input and output |
 //! | the REST routes (`server::http`)           | `{method} {path}`, one generic handler         |
 //! | the both-surfaces test (`server/tests/http.rs`) | every row asked on both surfaces          |
+//! | the commands (`server::cli`)               | `runboard <cli>`: arguments from the input (its `clap::Args`, feature `cli`), the answer in words ([`ForTerminal`](super::terminal::ForTerminal)) or `--json` |
 //!
 //! The input of a GET is its path's `{parameters}` and its query string; of a
 //! POST, its path's parameters and its JSON body (one object, unknown fields
@@ -53,6 +56,8 @@ pub struct OperationInfo {
     pub method: Method,
     pub path: &'static str,
     pub doing: &'static str,
+    /// The command that is this operation alone (`status`, `auto log`).
+    pub cli: Option<&'static str>,
 }
 
 /// A download instead of a JSON body (the evidence export as CSV).
@@ -157,11 +162,14 @@ macro_rules! operations {
             run_reports "run_reports": GET "/api/runs/{name}/reports", RunName => Vec<ReportEntry>, "reading acceptance reports";
 
             // ---- the console: live, coverage, drafting, launching, control ----
-            /// The live state of the batch, its counts, and a page of its cells.
-            live "live": GET "/api/live", LiveParams => LiveView, "reading the live state";
+            /// The live state of the batch — idle, starting, running, stopped
+            /// (resumable), aborted, launch failed and why — its counts and
+            /// spend, and a page of its cells.
+            live "live": GET "/api/live", LiveParams => LiveView, "reading the live state" => cli "status";
             /// Changes whenever the live view may have (`stat` only).
             live_version "live_version": GET "/api/live/version", Nothing => Version, "reading the live version";
-            coverage "coverage": GET "/api/coverage", CoverageParams => CoverageView, "reading coverage";
+            /// Which planned cells are covered, running, failed or gaps, per factor.
+            coverage "coverage": GET "/api/coverage", CoverageParams => CoverageView, "reading coverage" => cli "coverage";
             cells "cells": GET "/api/cells", CellParams => CellPage, "reading cells";
             run_sets "run_sets": GET "/api/runsets", Nothing => Vec<RunSetSummary>, "listing run sets";
             /// What the drafting form offers: factors and levels, tasks, models, endpoints.
@@ -170,13 +178,18 @@ macro_rules! operations {
             draft_save "draft_save": POST "/api/drafts", DraftRequest => SavedDraft, "saving a draft";
             /// The static preflight of a spec (every refusal, and the prediction).
             preflight "preflight": POST "/api/preflight", SpecPath => Preflight, "checking a spec";
-            /// The one launch path.
-            start "start": POST "/api/control/start", LaunchRequest => Launched, "launching";
-            pause "pause": POST "/api/control/pause", PauseRequest => StopReport, "pausing";
-            stop "stop": POST "/api/control/stop", StopRequest => StopReport, "stopping";
+            /// Launch a spec (a draft is committed under the next number)
+            /// through the one launch path: checked, preflighted, started by
+            /// the campaign's launcher.
+            start "start": POST "/api/control/start", LaunchRequest => Launched, "launching" => cli "launch";
+            /// Stop the batch and keep it resumable.
+            pause "pause": POST "/api/control/pause", PauseRequest => StopReport, "pausing" => cli "pause";
+            /// Stop the batch and abort it (and turn auto mode off): it will not be resumed.
+            stop "stop": POST "/api/control/stop", StopRequest => StopReport, "stopping" => cli "stop";
             /// Ends one running cell (SIGTERM to its processes); its batch goes on.
             stop_cell "stop_cell": POST "/api/control/stop-cell", StopCellRequest => StopCellReport, "ending a cell";
-            resume "resume": POST "/api/control/resume", ResumeRequest => Launched, "resuming";
+            /// Resume a stopped run set: its unfinished cells run again.
+            resume "resume": POST "/api/control/resume", ResumeRequest => Launched, "resuming" => cli "resume";
             /// A run set's logs: each process's (`logs/<name>.log`) and each
             /// driving unit's, with sizes.
             logs "logs": GET "/api/logs/{run_set}", LogsQuery => LogsView, "listing a run set's logs";
@@ -188,7 +201,7 @@ macro_rules! operations {
             /// The results by a factor: pass rates with 95 % intervals,
             /// differences to the baseline, per task and model, the cells that did
             /// not pass by factor and reason.
-            evidence "evidence": GET "/api/evidence", EvidenceQuery => Evidence, "reading the evidence";
+            evidence "evidence": GET "/api/evidence", EvidenceQuery => Evidence, "reading the evidence" => cli "evidence";
             /// Every counted cell with its provenance, as JSON or CSV.
             evidence_export "evidence_export": GET "/api/evidence/export", ExportQuery => Exported, "exporting the evidence",
                 file = $crate::results::export::as_file;
@@ -196,13 +209,13 @@ macro_rules! operations {
             /// resolve, each with its predicted cost and its draft request.
             propose "propose": GET "/api/propose", ProposeParams => Proposals, "ranking the next batches";
             /// Where the cells' time went and which timings count.
-            timing "timing": GET "/api/timing", TimingQuery => TimingView, "reading the timings";
+            timing "timing": GET "/api/timing", TimingQuery => TimingView, "reading the timings" => cli "timing";
             /// The provider catalogue: each model and endpoint, whether it can
             /// be used now and why not, and what it has been used for.
-            catalogue "catalogue": GET "/api/catalogue", CatalogueQuery => CatalogueView, "reading the catalogue";
+            catalogue "catalogue": GET "/api/catalogue", CatalogueQuery => CatalogueView, "reading the catalogue" => cli "catalogue";
             /// Each endpoint now: its calls of the last minute (rates, latency,
             /// in flight) and its engine's metrics (vLLM's `/metrics`), busy or not.
-            telemetry "telemetry": GET "/api/telemetry", Nothing => TelemetryView, "reading endpoint telemetry";
+            telemetry "telemetry": GET "/api/telemetry", Nothing => TelemetryView, "reading endpoint telemetry" => cli "telemetry";
             /// What the campaign left lying about (stale drafts, temporary files of
             /// killed writers, units and run sets whose process is gone, orphaned
             /// logs), each with its safe action, and the disk each run set uses.
@@ -232,9 +245,9 @@ macro_rules! operations {
             /// Starts a push (one at a time: 409 while one runs); 202, its end is in the status.
             publish_push "publish_push": POST "/api/publish", Nothing => Running, "starting a push", status = 202;
             /// Every run-set tag, with its note and run sets.
-            tags "tags": GET "/api/tags", Nothing => TagsView, "reading the tags";
+            tags "tags": GET "/api/tags", Nothing => TagsView, "reading the tags" => cli "tags";
             /// One tag's edit: run sets added or removed, its note, or the tag deleted.
-            tag_edit "tag_edit": POST "/api/tags", TagEdit => TagsView, "editing a tag";
+            tag_edit "tag_edit": POST "/api/tags", TagEdit => TagsView, "editing a tag" => cli "tag";
             /// The run sets with cells in scope, newest first.
             reports "reports": GET "/api/reports", ScopeQuery => Vec<RunSetSummary>, "listing the reports";
             /// One run set's report.
@@ -242,17 +255,20 @@ macro_rules! operations {
             /// The samples behind one cell, from its harness's log (Inspect
             /// AI's JSON or `.eval`), read without holding the log; matched
             /// with another cell's by id and epoch (`against`), the flips.
-            samples "samples": GET "/api/samples/{run_set}/{cell}", SamplesQuery => CellSamples, "reading a cell's samples";
+            samples "samples": GET "/api/samples/{run_set}/{cell}", SamplesQuery => CellSamples, "reading a cell's samples" => cli "samples";
 
             // ---- the autopilot ----
             /// The autopilot: its state, the dry run, lanes and caps.
-            auto "auto": GET "/api/auto", Nothing => AutoView, "reading the autopilot";
+            auto "auto": GET "/api/auto", Nothing => AutoView, "reading the autopilot" => auto "status";
             /// Changes whenever the Auto page may have (`stat` only).
             auto_version "auto_version": GET "/api/auto/version", Nothing => Version, "reading the autopilot's version";
             /// The dry run alone: every guard and the decision, nothing done.
-            auto_explain "auto_explain": GET "/api/auto/explain", Nothing => TickReport, "explaining the autopilot";
+            auto_explain "auto_explain": GET "/api/auto/explain", Nothing => TickReport, "explaining the autopilot" => auto "explain";
             /// The event log, newest first.
-            auto_log "auto_log": GET "/api/auto/log", AutoLogQuery => LogPage, "reading the autopilot's log";
+            auto_log "auto_log": GET "/api/auto/log", AutoLogQuery => LogPage, "reading the autopilot's log" => auto "log";
+            /// Runs one tick now, as the server's timer does (for a machine
+            /// that runs no server: from cron or a timer).
+            auto_tick "auto_tick": POST "/api/auto/tick", Nothing => TickReport, "running a tick" => auto "tick";
             /// Saves settings (422 with every reason).
             auto_settings "auto_settings": POST "/api/auto/settings", Settings => AutoView, "saving the autopilot's settings";
             /// `on`, `off` or `finishing`.
@@ -286,6 +302,18 @@ macro_rules! method {
     };
 }
 
+macro_rules! command {
+    () => {
+        None
+    };
+    (cli $name:tt) => {
+        Some($name)
+    };
+    (auto $name:tt) => {
+        Some(concat!("auto ", $name))
+    };
+}
+
 macro_rules! option {
     (status = $status:expr) => {
         const STATUS: u16 = $status;
@@ -298,7 +326,7 @@ macro_rules! option {
 }
 
 macro_rules! declare {
-    ($( $(#[$doc:meta])* $name:ident $ep:literal : $method:ident $path:literal, $input:ty => $output:ty, $doing:literal $(, $opt:ident = $val:expr)* ; )*) => {
+    ($( $(#[$doc:meta])* $name:ident $ep:literal : $method:ident $path:literal, $input:ty => $output:ty, $doing:literal $(=> $group:ident $cli:tt)? $(, $opt:ident = $val:expr)* ; )*) => {
         /// Every operation the console answers, typed. Implemented by the
         /// server over a campaign folder; methods may block (they read
         /// files), so call them off an async runtime.
@@ -334,7 +362,7 @@ macro_rules! declare {
 
         /// Every row of the table, in order.
         pub const OPERATIONS: &[OperationInfo] = &[
-            $( OperationInfo { name: $ep, method: method!($method), path: $path, doing: $doing }, )*
+            $( OperationInfo { name: $ep, method: method!($method), path: $path, doing: $doing, cli: command!($($group $cli)?) }, )*
         ];
     };
 }

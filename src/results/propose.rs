@@ -52,17 +52,25 @@ pub const POWER: f64 = 0.8;
 /// `GET /api/propose`'s query, as text (each field checked by [`Self::parse`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct ProposeParams {
-    /// The factor compared (default `condition`).
+    /// The factor compared within each task (default `condition`).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub by: Option<String>,
     /// Cells per proposed batch, 1–10,000 (default 20).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub max_cells: Option<String>,
     /// How many proposals, 1–50 (default 5).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub top: Option<String>,
     /// The route the drafts name (default: the newest batch's route).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub model: Option<String>,
+    /// The drafts' endpoint (default: the newest batch's).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub endpoint: Option<String>,
     /// The difference, in percentage points, the cells-needed figure is for (default 20).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub delta: Option<String>,
 }
 
