@@ -136,43 +136,31 @@ fn notify(root: &Path, cfg: &runboard::campaign::CampaignConfig, events: &[LogEv
 /// runtime); a tick that fails or panics is logged as `tick_exception` and
 /// the loop goes on. Ends when `stop` is set.
 pub fn spawn_loop(console: Arc<LocalConsole>, every: Duration, stop: Arc<std::sync::atomic::AtomicBool>) {
-    std::thread::Builder::new()
-        .name("runboard-autopilot".into())
-        .spawn(move || {
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                // Sleep in short steps so a stop is seen at once.
-                let until = std::time::Instant::now() + every;
-                while std::time::Instant::now() < until {
-                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(100).min(every));
-                }
-                let campaign = console.campaign();
-                let root = campaign.root().to_path_buf();
-                // Off: nothing to do, and the lock is not taken.
-                if auto_state::load(&root).state.mode == Mode::Off {
-                    continue;
-                }
-                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_tick(campaign, false)));
-                let failure = match outcome {
-                    Ok(Ok(_)) => None,
-                    Ok(Err(e)) => Some(e.to_string()),
-                    Err(panic) => Some(
-                        panic
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                            .unwrap_or_else(|| "a panic".into()),
-                    ),
-                };
-                if let Some(why) = failure {
-                    tracing::error!("autopilot tick: {why}");
-                    let _ = auto_state::log_now(&root, AutoEvent::TickException { error: why });
-                }
-            }
-        })
-        .expect("starting the autopilot thread");
+    let tick = move || {
+        let campaign = console.campaign();
+        let root = campaign.root().to_path_buf();
+        // Off: nothing to do, and the lock is not taken.
+        if auto_state::load(&root).state.mode == Mode::Off {
+            return;
+        }
+        let failure = match crate::periodic::guarded("an autopilot tick", || run_tick(campaign, false)) {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(panic) => Some(panic),
+        };
+        if let Some(why) = failure {
+            tracing::error!("autopilot tick: {why}");
+            let _ = auto_state::log_now(&root, AutoEvent::TickException { error: why });
+        }
+    };
+    crate::periodic::spawn(
+        "runboard-autopilot",
+        "the autopilot's loop",
+        stop,
+        crate::periodic::First::AfterOnePeriod,
+        move || every,
+        tick,
+    );
 }
 
 /// `POST /api/auto/on | off | finishing`.

@@ -5,49 +5,35 @@
 //! `[hooks] notify` and the webhook, as is every batch's launch, end and
 //! launch failure (`crate::notify`). It runs whether or not a page is open.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::console::LocalConsole;
+use crate::periodic::{guarded, First};
 
 /// Starts the guard on a thread of its own; it ends when `stop` is set.
 pub fn spawn(console: Arc<LocalConsole>, stop: Arc<AtomicBool>) {
-    std::thread::Builder::new()
-        .name("runboard-spend-guard".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                let campaign = console.campaign();
-                let every = campaign.config().map_or(runboard::campaign::DEFAULT_BUDGET_POLL_S, |c| c.budget.poll_s());
-                let until = Instant::now() + Duration::from_secs_f64(every);
-                let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| campaign.guard_spend()));
-                match pass {
-                    Ok(events) => {
-                        let cfg = campaign.config().ok();
-                        for e in events {
-                            tracing::warn!("{}", serde_json::to_string(&e).unwrap_or_default());
-                            if let Some(cfg) = cfg.as_ref().filter(|c| c.hooks.notifies()) {
-                                let mut body = serde_json::to_value(&e).unwrap_or_default();
-                                body["at"] = crate::clock::now().to_rfc3339().into();
-                                crate::notify::queue(campaign.root(), cfg, body);
-                            }
-                        }
-                    }
-                    Err(_) => tracing::error!("the spend guard's pass panicked; it goes on"),
-                }
-                // Every batch's launch, end and launch failure, said once.
-                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::notify::say_queued(campaign)))
-                    .is_err()
-                {
-                    tracing::error!("finding the batch events panicked; the guard goes on");
-                }
-                while Instant::now() < until {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
+    let reads = console.clone();
+    let period = move || {
+        let every = reads.campaign().config().map_or(runboard::campaign::DEFAULT_BUDGET_POLL_S, |c| c.budget.poll_s());
+        Duration::from_secs_f64(every)
+    };
+    crate::periodic::spawn("runboard-spend-guard", "the spend guard's pass", stop, First::Now, period, move || {
+        let campaign = console.campaign();
+        if let Ok(events) = guarded("the spend guard's reading", || campaign.guard_spend()) {
+            let cfg = campaign.config().ok();
+            for e in events {
+                tracing::warn!("{}", serde_json::to_string(&e).unwrap_or_default());
+                if let Some(cfg) = cfg.as_ref().filter(|c| c.hooks.notifies()) {
+                    let mut body = serde_json::to_value(&e).unwrap_or_default();
+                    body["at"] = crate::clock::now().to_rfc3339().into();
+                    crate::notify::queue(campaign.root(), cfg, body);
                 }
             }
-        })
-        .expect("starting the spend guard's thread");
+        }
+        // Every batch's launch, end and launch failure, said once — even
+        // after a reading that panicked.
+        let _ = guarded("finding the batch events", || crate::notify::say_queued(campaign));
+    });
 }

@@ -45,6 +45,7 @@ pub mod http;
 pub mod init;
 pub mod listen;
 pub mod notify;
+pub mod periodic;
 pub mod publish;
 pub mod runview;
 pub mod serve;

@@ -169,7 +169,10 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // checks it, and kept current from then on (`RunIndex::keep_current`).
     {
         let (c, stop) = (console.clone(), auto_stop.clone());
-        std::thread::spawn(move || c.runs().keep_current(&stop));
+        std::thread::Builder::new()
+            .name("runboard-run-list".into())
+            .spawn(move || c.runs().keep_current(&stop))
+            .map_err(|e| anyhow::anyhow!("starting the run list's thread: {e}"))?;
     }
     // The spend guard (caps and stalls), whether or not auto mode is on.
     crate::guard::spawn(console.clone(), auto_stop.clone());

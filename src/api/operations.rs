@@ -18,7 +18,7 @@
 //! | [`OPERATIONS`] (here)                      | name, method, path, doing, for docs and tests  |
 //! | the server functions (`app::api`)          | `/sfn/{name}`, GET (URL) or POST (JSON), same input and output |
 //! | the REST routes (`server::http`)           | `{method} {path}`, one generic handler         |
-//! | the both-surfaces test (`server/tests/http.rs`) | every row asked on both surfaces          |
+//! | the both-surfaces test (`server/tests/suite/http.rs`) | every row asked on both surfaces          |
 //! | the commands (`server::cli`)               | `runboard <cli>`: arguments from the input (its `clap::Args`, feature `cli`), the answer in words ([`ForTerminal`](super::terminal::ForTerminal)) or `--json` |
 //!
 //! The input of a GET is its path's `{parameters}` and its query string; of a

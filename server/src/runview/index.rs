@@ -506,15 +506,16 @@ impl RunIndex {
         walk();
         self.set_start(StartList::AsAlways);
         self.kept.store(true, Ordering::SeqCst);
-        while !stop.load(Ordering::SeqCst) {
+        let look = || {
             let walked = lock(&self.listing).rows_walked;
             let looked = *lock(&self.looked);
             // The safety net's walk, when someone has looked since the last.
             if walked.is_none_or(|w| w.elapsed() >= super::watch::RESCAN_EVERY && looked.is_some_and(|l| l > w)) {
                 walk();
             }
-            std::thread::sleep(Duration::from_millis(250));
-        }
+        };
+        let every = || Duration::from_millis(250);
+        crate::periodic::every(stop, "the run list's safety-net walk", crate::periodic::First::Now, every, look);
         self.kept.store(false, Ordering::SeqCst);
     }
 

@@ -5,7 +5,7 @@
 //! settings are refused with every reason; explain is a dry run; the CLI
 //! shows the same.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The `runboard` binary as a user runs it: real processes, real sockets (loopback).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

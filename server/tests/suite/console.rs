@@ -4,7 +4,7 @@
 //! live state through a batch, pause / resume / stop+abort, a unit that dies
 //! before its batch, and a batch that outlives its server being killed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

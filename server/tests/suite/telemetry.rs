@@ -5,7 +5,7 @@
 //! throughput, an endpoint made busy by its queue (the catalogue says so), and
 //! a metrics endpoint that never answers bounded to its timeout.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;

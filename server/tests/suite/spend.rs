@@ -5,7 +5,7 @@
 //! raised, the notification hook hears the pause, and a silent cell is
 //! named stalled and cleared when it writes again.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! The run list read from real folders: odd trees, the cache, read-only reading.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{symlink, MetadataExt};

@@ -5,7 +5,7 @@
 //! manual batches alike; a failing webhook is logged and shown and stops
 //! nothing; without a server, the CLI says what it launched.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;

@@ -5,7 +5,7 @@
 //! nothing lost and nothing twice; the unit's own log listed beside it; bad
 //! names, positions and run sets refused in words.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;

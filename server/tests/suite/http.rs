@@ -1,6 +1,6 @@
 //! Handler tests: the whole router, called in-process with `oneshot`.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};

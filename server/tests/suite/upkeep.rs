@@ -5,7 +5,7 @@
 //! set's logs are each listed with their safe action; each action is done
 //! only with the listed token, logged, and refused for a live batch.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};

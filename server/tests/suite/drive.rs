@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{wait_for, wait_until};
 
 const BIN: &str = env!("CARGO_BIN_EXE_runboard");
