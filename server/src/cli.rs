@@ -5,7 +5,7 @@
 //! (`clap::Args`, derived in the core under its `cli` feature), its answer is
 //! said by the output type's [`ForTerminal`] (or printed as JSON with
 //! `--json`, what the REST endpoint answers). The enums and their dispatch
-//! below are made from the rows ([`commands!`]); a new read needs no edit
+//! below are made from the rows (`commands!`); a new read needs no edit
 //! here.
 //!
 //! Written here by hand: the commands that are more than one operation —

@@ -1,4 +1,53 @@
-//! `list_runs`, `find_run` and `run_version` over a campaign root, with a cache.
+//! The run index: `list_runs`, `find_run`, `run_version` and each run's
+//! view over a campaign root — the most concurrent part of the server (every
+//! page's poll, every version stream, the run list's thread of `serve`).
+//!
+//! # Theory of operation
+//!
+//! **What it keeps.** Three caches, each valid only while the files it was
+//! made from are unchanged:
+//!
+//! - the *parse cache* (`cache`): what was parsed of each run's snapshot,
+//!   state and events tail, keyed by run directory, valid while the files'
+//!   stamps (size, modification time, device, inode) match; kept between
+//!   server starts in the *list cache file* (`list_cache`, written by one
+//!   background save at a time, `list_cache_saving`), so a restarted server
+//!   opens only the files that changed;
+//! - the *listing* (`listing`): the list's rows and each run's version as
+//!   last made, and the list itself (`made`) shared while nothing changed —
+//!   kept current by the file-system watch of the root (`watch`: the runs it
+//!   saw change are read again, anything else walks the root);
+//! - the *readers* (`readers`): each viewed run's reading state (where its
+//!   growing files were read up to, and its last view), at most
+//!   [`READERS_HELD`] runs, least recently used dropped; each run's state
+//!   under a lock of its own, so reading one run never waits for another.
+//!
+//! **Who walks.** A whole walk of the root (seconds at 100,000 runs) is made
+//! by one caller at a time, holding `walking`; a look that finds a walk
+//! under way answers what was made before it instead of waiting
+//! (`turn`, `walk_under_way`). While a server starts (`keep_current`, on the
+//! run list's thread) lists are answered from the list cache file
+//! (`start`: `ReadingCache` → `Answer`, waited on through `start_ready`)
+//! until the first walk has checked every run and the watch is set; from
+//! then on that thread makes the safety net's walk (every
+//! `watch::RESCAN_EVERY`, when someone looked since) ahead of the next look.
+//!
+//! **Locks, and their order.** A thread holding one of these takes only
+//! those after it, never one before:
+//!
+//! 1. `walking` — the turn to walk the root or update the listing;
+//! 2. `listing` — the rows, versions and the list as made;
+//! 3. `cache` — the parse cache (taken under `listing` when a watched change
+//!    is read again);
+//!
+//! and, apart from that chain, `readers` (released before the run's own
+//! `RunReader` lock is taken: `reader` hands out the run's `Arc`), and the
+//! leaves, under which nothing else is taken: `start` (with its condition
+//! variable), `looked`, `found`, `list_cache_saving`. The atomics are
+//! figures (`parses`, `walks`, `views_*`) or flags read without a lock
+//! (`walk_under_way`, `kept`, `list_cache_loaded`, `watch_tried`). A
+//! poisoned lock is taken as it is (`lock`), so one request that panicked
+//! does not stop every later one.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
