@@ -357,7 +357,7 @@ pub struct LiveCell {
     pub cell: String,
     pub factors: std::collections::BTreeMap<String, serde_json::Value>,
     /// `planned` (no record yet), or the record's status.
-    pub status: String,
+    pub status: CellState,
     pub attempts: u32,
     pub tokens: Option<u64>,
     pub cost: Option<f64>,
@@ -476,8 +476,64 @@ pub struct LiveParams {
     pub cells_limit: Option<String>,
 }
 
-/// The cell statuses a live view can be filtered by.
-pub const CELL_STATUSES: [&str; 6] = ["planned", "pending", "running", "done", "failed", "stopped"];
+/// Where one cell of the live batch is: `planned` until the driver writes
+/// its record, then the record's status (the same words on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CellState {
+    Planned,
+    Pending,
+    Running,
+    Done,
+    Failed,
+    Stopped,
+}
+
+impl CellState {
+    /// Every state, in the order a cell goes through them.
+    pub const ALL: [CellState; 6] =
+        [Self::Planned, Self::Pending, Self::Running, Self::Done, Self::Failed, Self::Stopped];
+
+    pub const fn word(self) -> &'static str {
+        match self {
+            Self::Planned => "planned",
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Done => "done",
+            Self::Failed => "failed",
+            Self::Stopped => "stopped",
+        }
+    }
+
+    pub fn from_word(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.word() == word)
+    }
+
+    /// Whether the cell has been started, so it may have written a log.
+    pub const fn started(self) -> bool {
+        !matches!(self, Self::Planned | Self::Pending)
+    }
+}
+
+impl From<Option<crate::drive::records::CellStatus>> for CellState {
+    fn from(status: Option<crate::drive::records::CellStatus>) -> Self {
+        use crate::drive::records::CellStatus;
+        match status {
+            None => Self::Planned,
+            Some(CellStatus::Pending) => Self::Pending,
+            Some(CellStatus::Running) => Self::Running,
+            Some(CellStatus::Done) => Self::Done,
+            Some(CellStatus::Failed) => Self::Failed,
+            Some(CellStatus::Stopped) => Self::Stopped,
+        }
+    }
+}
+
+impl std::fmt::Display for CellState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.word())
+    }
+}
 /// Cells a live view carries by default, and at most.
 pub const DEFAULT_LIVE_CELLS: usize = 200;
 pub const MAX_LIVE_CELLS: usize = 10_000;
@@ -485,7 +541,7 @@ pub const MAX_LIVE_CELLS: usize = 10_000;
 /// A parsed [`LiveParams`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveQuery {
-    pub status: Option<String>,
+    pub status: Option<CellState>,
     pub offset: usize,
     pub limit: usize,
 }
@@ -495,8 +551,13 @@ impl LiveParams {
         use crate::runview::trials::value::{bad, given, whole};
         let status = match given(&self.cells_status) {
             None => None,
-            Some(s) if CELL_STATUSES.contains(&s) => Some(s.to_owned()),
-            Some(s) => return Err(bad("cells_status", s, &format!("not one of {}", CELL_STATUSES.join(", ")))),
+            Some(s) => match CellState::from_word(s) {
+                Some(state) => Some(state),
+                None => {
+                    let words: Vec<&str> = CellState::ALL.iter().map(|s| s.word()).collect();
+                    return Err(bad("cells_status", s, &format!("not one of {}", words.join(", "))));
+                }
+            },
         };
         let limit = whole::<usize>("cells_limit", &self.cells_limit)?.unwrap_or(DEFAULT_LIVE_CELLS);
         if !(1..=MAX_LIVE_CELLS).contains(&limit) {
@@ -510,8 +571,7 @@ impl LiveView {
     /// The view with only the page of cells `q` asks for (the whole view is
     /// made once per change and shared; each poll copies a page).
     pub fn page(&self, q: &LiveQuery) -> LiveView {
-        let kept: Vec<&LiveCell> =
-            self.cells.iter().filter(|c| q.status.as_deref().is_none_or(|s| c.status == s)).collect();
+        let kept: Vec<&LiveCell> = self.cells.iter().filter(|c| q.status.is_none_or(|s| c.status == s)).collect();
         LiveView {
             cells_matching: kept.len(),
             cells_offset: q.offset,
@@ -595,12 +655,7 @@ pub fn cell_rows(
             LiveCell {
                 cell: c.id.clone(),
                 factors: c.factors.clone(),
-                status: match status {
-                    None => "planned".into(),
-                    Some(s) => {
-                        serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-                    }
-                },
+                status: status.into(),
                 attempts: rec.map_or(0, |r| r.attempts),
                 tokens,
                 cost: cost_of(tokens),
@@ -1124,7 +1179,7 @@ mod tests {
             Timestamp(130_000),
         );
         assert_eq!(rows[2].duration_s, Some(30.0), "a running cell's duration runs to now");
-        assert_eq!(rows[3].status, "planned");
+        assert_eq!(rows[3].status, CellState::Planned);
         assert_eq!(rows[0].cost, Some(2.0));
         assert_eq!((totals.done, totals.failed, totals.running, totals.pending), (1, 1, 1, 2));
         // Median of 60 s and 120 s (the upper one of two; history's 999 s no
@@ -1167,7 +1222,7 @@ mod tests {
         let cell = |id: &str, status: &str| LiveCell {
             cell: id.into(),
             factors: Default::default(),
-            status: status.into(),
+            status: CellState::from_word(status).expect("a state"),
             attempts: 0,
             tokens: None,
             cost: None,

@@ -8,7 +8,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
 use runboard::launch::{PauseRequest, ResumeRequest, StopCellRequest, StopReport, StopRequest};
-use runboard::live::{LiveCell, LiveParams, LiveState, LiveView, CELL_STATUSES, DEFAULT_LIVE_CELLS};
+use runboard::live::{CellState, LiveCell, LiveParams, LiveState, LiveView, DEFAULT_LIVE_CELLS};
 use runboard::timefmt::duration_words;
 
 use crate::api;
@@ -171,7 +171,7 @@ pub fn LivePage() -> impl IntoView {
                                                 set_cells_status.set(Some(v).filter(|s| !s.is_empty()));
                                             }>
                                             <option value="">"every cell"</option>
-                                            {CELL_STATUSES.map(|s| view! { <option value=s>{s}</option> })}
+                                            {CellState::ALL.map(|s| view! { <option value=s.word()>{s.word()}</option> })}
                                         </select>
                                         <span class="count">{if shown == 0 { format!("none of {matching}") } else { format!("cells {}–{} of {matching}", offset + 1, offset + shown) }}</span>
                                         {(page > 0).then(|| view! { <a href="" class="prev" on:click=move |ev| { ev.prevent_default(); set_cells_page.set(Some(page - 1)); }>"← earlier"</a> })}
@@ -656,14 +656,14 @@ fn cells_table(cells: Vec<LiveCell>, currency: String, open_log: RwSignal<Option
                         view! { <a href=crate::url::run_href(&r.path) title=r.status_text>{rounds}</a> }
                     });
                     let (id, id_attr, log_cell) = (c.cell.clone(), c.cell.clone(), c.cell.clone());
-                    // A cell that never started has no log yet.
-                    let has_log = c.status != "pending";
+                    // A cell that never started (planned, or pending) has no log yet.
+                    let has_log = c.status.started();
                     let stalled = c.stall.is_some();
                     let (status, status_attr, row_class, badge_class) = (
-                        if stalled { format!("{} (stalled)", c.status) } else { c.status.clone() },
-                        c.status.clone(),
+                        if stalled { format!("{} (stalled)", c.status) } else { c.status.word().to_owned() },
+                        c.status.word(),
                         format!("cell status-{}{}", c.status, if stalled { " stalled" } else { "" }),
-                        format!("badge {}", if stalled { "stalled" } else { c.status.as_str() }),
+                        format!("badge {}", if stalled { "stalled" } else { c.status.word() }),
                     );
                     let stall_title = c.stall.as_ref().map(|s| s.words.clone());
                     // Why a running cell is quiet, when its gateway knows.
