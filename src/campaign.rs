@@ -321,6 +321,8 @@ pub enum LauncherKind {
     Slurm,
 }
 
+crate::display_as_word!(LauncherKind);
+
 impl LauncherKind {
     /// `local`, `systemd` or `slurm`, as `campaign.toml` and the records say it.
     pub fn word(self) -> &'static str {

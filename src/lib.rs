@@ -52,6 +52,20 @@
 //!   orphaned logs, disk use) and the one safe action for each.
 //! - [`timefmt`] — timestamps as they appear in records and on pages.
 
+/// `Display` for closed enums that have a `word()`: formatted as that word
+/// (padded like a `str`, so `{:8}` lines columns up), the same word serde
+/// writes on the wire.
+macro_rules! display_as_word {
+    ($($t:ty),* $(,)?) => {
+        $(impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.word())
+            }
+        })*
+    };
+}
+pub(crate) use display_as_word;
+
 pub mod api;
 pub mod auto;
 pub mod campaign;

@@ -111,7 +111,7 @@ pub struct ActiveMarker {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnitSeen {
     pub unit: String,
-    pub backend: String,
+    pub backend: crate::campaign::LauncherKind,
     pub run_set: String,
     pub spec: String,
     pub started_at: Timestamp,
@@ -128,13 +128,35 @@ pub struct UnitSeen {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OtherBatch {
     pub unit: String,
-    pub backend: String,
+    pub backend: crate::campaign::LauncherKind,
     pub run_set: String,
     pub started_at: Timestamp,
-    /// `starting`, `running` or `unknown`.
-    pub state: String,
+    pub state: OtherState,
     pub words: String,
 }
+
+/// Where another batch in flight is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OtherState {
+    /// Queued, or its processes are starting.
+    Starting,
+    Running,
+    /// Its launcher could not be asked (it may well be running).
+    Unknown,
+}
+
+impl OtherState {
+    pub const fn word(self) -> &'static str {
+        match self {
+            Self::Starting => "starting",
+            Self::Running => "running",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+crate::display_as_word!(LiveCellStatus, OtherState);
 
 /// The units in flight other than the one of the run set the live state
 /// speaks for (`shown`), in launch order. A unit that has ended is no longer in flight; one whose
@@ -147,22 +169,22 @@ pub fn other_batches(units: &[UnitSeen], shown: Option<&str>) -> Vec<OtherBatch>
             let (state, words) = match &u.observation {
                 Observation::Finished { .. } => return None,
                 Observation::Pending { reason: Some(r) } => {
-                    ("starting", format!("{} ({}) is waiting to start: {r}.", u.run_set, u.unit))
+                    (OtherState::Starting, format!("{} ({}) is waiting to start: {r}.", u.run_set, u.unit))
                 }
                 Observation::Pending { reason: None } => {
-                    ("starting", format!("{} ({}) is waiting to start.", u.run_set, u.unit))
+                    (OtherState::Starting, format!("{} ({}) is waiting to start.", u.run_set, u.unit))
                 }
-                Observation::Active { .. } => ("running", format!("{} ({}) is running.", u.run_set, u.unit)),
+                Observation::Active { .. } => (OtherState::Running, format!("{} ({}) is running.", u.run_set, u.unit)),
                 Observation::Unknown { reason } => {
-                    ("unknown", format!("{} ({}) could not be observed: {reason}.", u.run_set, u.unit))
+                    (OtherState::Unknown, format!("{} ({}) could not be observed: {reason}.", u.run_set, u.unit))
                 }
             };
             Some(OtherBatch {
                 unit: u.unit.clone(),
-                backend: u.backend.clone(),
+                backend: u.backend,
                 run_set: u.run_set.clone(),
                 started_at: u.started_at,
-                state: state.into(),
+                state,
                 words,
             })
         })
@@ -357,7 +379,7 @@ pub struct LiveCell {
     pub cell: String,
     pub factors: std::collections::BTreeMap<String, serde_json::Value>,
     /// `planned` (no record yet), or the record's status.
-    pub status: CellState,
+    pub status: LiveCellStatus,
     pub attempts: u32,
     pub tokens: Option<u64>,
     pub cost: Option<f64>,
@@ -480,7 +502,7 @@ pub struct LiveParams {
 /// its record, then the record's status (the same words on the wire).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum CellState {
+pub enum LiveCellStatus {
     Planned,
     Pending,
     Running,
@@ -489,9 +511,9 @@ pub enum CellState {
     Stopped,
 }
 
-impl CellState {
+impl LiveCellStatus {
     /// Every state, in the order a cell goes through them.
-    pub const ALL: [CellState; 6] =
+    pub const ALL: [LiveCellStatus; 6] =
         [Self::Planned, Self::Pending, Self::Running, Self::Done, Self::Failed, Self::Stopped];
 
     pub const fn word(self) -> &'static str {
@@ -515,7 +537,7 @@ impl CellState {
     }
 }
 
-impl From<Option<crate::drive::records::CellStatus>> for CellState {
+impl From<Option<crate::drive::records::CellStatus>> for LiveCellStatus {
     fn from(status: Option<crate::drive::records::CellStatus>) -> Self {
         use crate::drive::records::CellStatus;
         match status {
@@ -529,11 +551,6 @@ impl From<Option<crate::drive::records::CellStatus>> for CellState {
     }
 }
 
-impl std::fmt::Display for CellState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.word())
-    }
-}
 /// Cells a live view carries by default, and at most.
 pub const DEFAULT_LIVE_CELLS: usize = 200;
 pub const MAX_LIVE_CELLS: usize = 10_000;
@@ -541,7 +558,7 @@ pub const MAX_LIVE_CELLS: usize = 10_000;
 /// A parsed [`LiveParams`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveQuery {
-    pub status: Option<CellState>,
+    pub status: Option<LiveCellStatus>,
     pub offset: usize,
     pub limit: usize,
 }
@@ -551,10 +568,10 @@ impl LiveParams {
         use crate::runview::trials::value::{bad, given, whole};
         let status = match given(&self.cells_status) {
             None => None,
-            Some(s) => match CellState::from_word(s) {
+            Some(s) => match LiveCellStatus::from_word(s) {
                 Some(state) => Some(state),
                 None => {
-                    let words: Vec<&str> = CellState::ALL.iter().map(|s| s.word()).collect();
+                    let words: Vec<&str> = LiveCellStatus::ALL.iter().map(|s| s.word()).collect();
                     return Err(bad("cells_status", s, &format!("not one of {}", words.join(", "))));
                 }
             },
@@ -732,7 +749,7 @@ pub fn attach_spend(
 ) {
     let CellWords { stalls, quiet, so_far } = said;
     for ((c, s), w) in cells.iter_mut().zip(spent).zip(last_writes) {
-        if s.source != "none" {
+        if s.source != crate::spend::SpendSource::None {
             c.tokens = Some(s.tokens.total());
             c.cost = s.cost.or(c.cost);
             c.spend = Some(s);
@@ -899,7 +916,7 @@ mod tests {
     fn unit(obs: Observation, outcome: Option<BatchStatus>) -> UnitSeen {
         UnitSeen {
             unit: "u1".into(),
-            backend: "local".into(),
+            backend: crate::campaign::LauncherKind::Local,
             run_set: "b-1".into(),
             spec: "specs/committed/0001-b.json".into(),
             started_at: Timestamp(0),
@@ -1001,7 +1018,7 @@ mod tests {
         ];
         let others = other_batches(&units, Some("b-1"));
         let got: Vec<(&str, &str, &str)> =
-            others.iter().map(|o| (o.unit.as_str(), o.state.as_str(), o.words.as_str())).collect();
+            others.iter().map(|o| (o.unit.as_str(), o.state.word(), o.words.as_str())).collect();
         assert_eq!(
             got,
             [
@@ -1179,7 +1196,7 @@ mod tests {
             Timestamp(130_000),
         );
         assert_eq!(rows[2].duration_s, Some(30.0), "a running cell's duration runs to now");
-        assert_eq!(rows[3].status, CellState::Planned);
+        assert_eq!(rows[3].status, LiveCellStatus::Planned);
         assert_eq!(rows[0].cost, Some(2.0));
         assert_eq!((totals.done, totals.failed, totals.running, totals.pending), (1, 1, 1, 2));
         // Median of 60 s and 120 s (the upper one of two; history's 999 s no
@@ -1222,7 +1239,7 @@ mod tests {
         let cell = |id: &str, status: &str| LiveCell {
             cell: id.into(),
             factors: Default::default(),
-            status: CellState::from_word(status).expect("a state"),
+            status: LiveCellStatus::from_word(status).expect("a state"),
             attempts: 0,
             tokens: None,
             cost: None,

@@ -232,13 +232,34 @@ pub struct LogsView {
     pub logs: Vec<LogEntry>,
 }
 
+/// Whose log it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogKind {
+    /// A cell's or a cluster process's (`logs/<name>.log` in the run set).
+    #[default]
+    Process,
+    /// The driving unit's own (its log file, or systemd's journal).
+    Unit,
+}
+
+impl LogKind {
+    pub const fn word(self) -> &'static str {
+        match self {
+            Self::Process => "process",
+            Self::Unit => "unit",
+        }
+    }
+}
+
+crate::display_as_word!(LogKind);
+
 /// One log a run set has.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LogEntry {
     /// What to ask for (`cell-c-…`, `manager`, `unit:<unit>`).
     pub name: String,
-    /// `process` (a cell's or a cluster process's) or `unit` (the driver's own).
-    pub kind: String,
+    pub kind: LogKind,
     /// Where it is: `logs/<name>.log` in the run set, `.runboard/units/<unit>.log`,
     /// or `journal` (a systemd unit's).
     pub source: String,

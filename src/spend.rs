@@ -267,6 +267,43 @@ impl CellTally {
 }
 
 /// What one cell has spent, by the rules of the module doc.
+/// Where a cell's spend was read from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpendSource {
+    /// Its `result.json`, once it ended and reported tokens.
+    Report,
+    /// Counted from its `{out}/progress.jsonl`…
+    Progress,
+    /// …or from the call files of the run directory it owns.
+    Calls,
+    /// Nothing to read yet.
+    #[default]
+    None,
+}
+
+impl SpendSource {
+    pub const fn word(self) -> &'static str {
+        match self {
+            Self::Report => "report",
+            Self::Progress => "progress",
+            Self::Calls => "calls",
+            Self::None => "none",
+        }
+    }
+}
+
+impl From<crate::drive::records::CountSource> for SpendSource {
+    fn from(counted: crate::drive::records::CountSource) -> Self {
+        match counted {
+            crate::drive::records::CountSource::Progress => Self::Progress,
+            crate::drive::records::CountSource::Calls => Self::Calls,
+        }
+    }
+}
+
+crate::display_as_word!(SpendSource);
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellSpend {
     pub tokens: Tokens,
@@ -278,8 +315,7 @@ pub struct CellSpend {
     /// Calls counted from its files (its driver's count when its report is the
     /// source; 0 when none was counted).
     pub calls: u64,
-    /// `report` (its `result.json`), `progress`/`calls` (counted), `none`.
-    pub source: String,
+    pub source: SpendSource,
     /// Of the calls counted, those whose answer reported no usage: their
     /// tokens are in none of these figures (0 when its report is the source).
     #[serde(default)]
@@ -291,7 +327,7 @@ pub struct CellSpend {
 /// `prices` of its model; `today` as [`day_key`](crate::auto::tick::day_key).
 pub fn cell_spend(
     record: Option<&crate::drive::records::CellRecord>,
-    tally: Option<(&CellTally, &str)>,
+    tally: Option<(&CellTally, crate::drive::records::CountSource)>,
     prices: Option<Prices>,
     today: &str,
 ) -> CellSpend {
@@ -314,12 +350,12 @@ pub fn cell_spend(
                 cost,
                 // Its calls, as its driver counted them (0: none counted).
                 calls: r.counted.as_ref().map_or(0, |c| c.calls),
-                source: "report".into(),
+                source: SpendSource::Report,
                 unmetered_calls: 0,
             }
         }
         (None, Some(c)) => c,
-        (None, None) => CellSpend { source: "none".into(), ..Default::default() },
+        (None, None) => CellSpend { source: SpendSource::None, ..Default::default() },
     }
 }
 
@@ -327,7 +363,7 @@ pub fn cell_spend(
 /// driver's count in the record of `ended` (the cell, once it ended).
 fn counted_spend(
     ended: Option<&crate::drive::records::CellRecord>,
-    tally: Option<(&CellTally, &str)>,
+    tally: Option<(&CellTally, crate::drive::records::CountSource)>,
     prices: Option<Prices>,
     today: &str,
 ) -> Option<CellSpend> {
@@ -341,7 +377,7 @@ fn counted_spend(
             today_tokens: today_t.total(),
             today_cost: prices.map(|p| p.cost(&today_t)),
             calls: t.calls,
-            source: source.to_owned(),
+            source: source.into(),
             unmetered_calls: t.unmetered,
         });
     }
@@ -358,7 +394,7 @@ fn counted_spend(
         tokens,
         cost,
         calls: c.calls,
-        source: c.source.word().into(),
+        source: c.source.into(),
         unmetered_calls: c.unmetered_calls,
     })
 }
@@ -688,7 +724,7 @@ mod tests {
         tally.feed(&missing, ts("2026-12-04T10:00:00Z"));
         tally.feed(&metered, ts("2026-12-04T10:00:01Z"));
         assert_eq!((tally.calls, tally.unmetered, tally.tokens().total()), (2, 1, 47));
-        let cell = cell_spend(None, Some((&tally, "progress")), None, "2026-12-04");
+        let cell = cell_spend(None, Some((&tally, crate::drive::records::CountSource::Progress)), None, "2026-12-04");
         assert_eq!((cell.calls, cell.unmetered_calls, cell.tokens.total()), (2, 1, 47));
         let batch = batch_spend(&[cell.clone(), cell], None, true, None, ts("2026-12-04T10:00:02Z"));
         assert_eq!(batch.unmetered_calls, 2);
@@ -776,9 +812,9 @@ mod tests {
         tally.feed(&call("2026-12-04T00:01:00Z", 1000, 500), Timestamp(0));
         assert_eq!(tally.gaps_s, vec![120.0]);
         let running = CellRecord { status: CellStatus::Running, ..Default::default() };
-        let s = cell_spend(Some(&running), Some((&tally, "calls")), p, "2026-12-04");
+        let s = cell_spend(Some(&running), Some((&tally, crate::drive::records::CountSource::Calls)), p, "2026-12-04");
         assert_eq!((s.tokens.total(), s.cost, s.today_tokens, s.today_cost), (2500, Some(3.0), 1500, Some(2.0)));
-        assert_eq!(s.source, "calls");
+        assert_eq!(s.source, SpendSource::Calls);
         // Ended with a report: the report is the last word.
         let done = CellRecord {
             status: CellStatus::Done,
@@ -788,20 +824,25 @@ mod tests {
             ended_at: Some("2026-12-04T00:05:00Z".into()),
             ..Default::default()
         };
-        let s = cell_spend(Some(&done), Some((&tally, "calls")), p, "2026-12-04");
+        let s = cell_spend(Some(&done), Some((&tally, crate::drive::records::CountSource::Calls)), p, "2026-12-04");
         // 2,000 × 1 + 600 × 2 + 400 unsplit × 2 (dearest) = 4.0 per 1k.
-        assert_eq!((s.tokens.unsplit, s.cost, s.today_tokens, s.source.as_str()), (400, Some(4.0), 3000, "report"));
+        assert_eq!((s.tokens.unsplit, s.cost, s.today_tokens, s.source), (400, Some(4.0), 3000, SpendSource::Report));
         // A report short of what was counted (a stopped eval does not
         // report the call its stop cut short): what was counted stands.
         let short = CellRecord { tokens: Some(2000), input_tokens: None, output_tokens: None, ..done.clone() };
-        let s = cell_spend(Some(&short), Some((&tally, "progress")), p, "2026-12-04");
-        assert_eq!((s.tokens.total(), s.source.as_str()), (2500, "progress"));
+        let s = cell_spend(Some(&short), Some((&tally, crate::drive::records::CountSource::Progress)), p, "2026-12-04");
+        assert_eq!((s.tokens.total(), s.source), (2500, SpendSource::Progress));
         let count = crate::drive::records::Counted { calls: 2, input_tokens: 2500, ..Default::default() };
         assert_eq!(CellRecord { counted: Some(count), ..short }.tokens_total(), Some(2500));
         // Ended without a report: what was counted stands.
         let failed = CellRecord { status: CellStatus::Failed, ..Default::default() };
-        assert_eq!(cell_spend(Some(&failed), Some((&tally, "calls")), p, "2026-12-04").tokens.total(), 2500);
-        assert_eq!(cell_spend(None, None, p, "2026-12-04").source, "none");
+        assert_eq!(
+            cell_spend(Some(&failed), Some((&tally, crate::drive::records::CountSource::Calls)), p, "2026-12-04")
+                .tokens
+                .total(),
+            2500
+        );
+        assert_eq!(cell_spend(None, None, p, "2026-12-04").source, SpendSource::None);
         // Ended without a report, read by no one here (a console started
         // after it ended): its driver's count is the record.
         let counted = CellRecord {
@@ -818,7 +859,7 @@ mod tests {
         };
         let s = cell_spend(Some(&counted), None, p, "2026-12-04");
         assert_eq!(
-            (s.tokens.total(), s.cost, s.today_cost, s.calls, s.source.as_str()),
+            (s.tokens.total(), s.cost, s.today_cost, s.calls, s.source.word()),
             (2500, Some(3.0), Some(3.0), 2, "progress")
         );
         assert_eq!(counted.tokens_total(), Some(2500));

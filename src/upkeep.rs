@@ -62,6 +62,8 @@ impl FindingKind {
     }
 }
 
+crate::display_as_word!(Action);
+
 /// The safe action of each kind of finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -132,7 +134,7 @@ pub struct FileFact {
 pub struct UnitFact {
     pub unit: String,
     pub run_set: String,
-    pub backend: String,
+    pub backend: crate::campaign::LauncherKind,
     /// Its launcher says it finished (how, in words); none: still in flight or unknown.
     pub finished: Option<String>,
 }
@@ -265,15 +267,18 @@ pub struct UpkeepView {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpkeepRequest {
+    /// One of the actions' words, as text: an unknown one is refused by
+    /// [`check`] naming them all, in the same words on every surface (a
+    /// body that fails to decode is worded by each surface's own decoder).
     pub action: String,
     pub target: String,
     pub token: String,
 }
 
 /// What an action did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UpkeepDone {
-    pub action: String,
+    pub action: Action,
     pub target: String,
     pub words: String,
     /// Bytes freed (deleted, or saved by compressing).
@@ -486,10 +491,15 @@ mod tests {
                 UnitFact {
                     unit: "rb-1".into(),
                     run_set: "r1".into(),
-                    backend: "local".into(),
+                    backend: crate::campaign::LauncherKind::Local,
                     finished: Some("exit 1".into()),
                 },
-                UnitFact { unit: "rb-2".into(), run_set: "r2".into(), backend: "slurm".into(), finished: None },
+                UnitFact {
+                    unit: "rb-2".into(),
+                    run_set: "r2".into(),
+                    backend: crate::campaign::LauncherKind::Slurm,
+                    finished: None,
+                },
             ],
             run_sets: vec![
                 RunSetFact {

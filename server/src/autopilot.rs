@@ -99,7 +99,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
         events.extend(record_launch(&mut next, planned, &result, crate::clock::now()));
     }
     // A hold that has lasted longer than the settings say is announced once.
-    let notify_after = next.settings.get("hold_notify_minutes").and_then(Value::as_f64).unwrap_or(30.0);
+    let notify_after = next.settings_read().hold_notify_minutes;
     if let Some(h) = next.hold.as_ref() {
         let long = (now.0 - h.since.0) as f64 >= notify_after * 60_000.0;
         let told =

@@ -419,9 +419,9 @@ pub struct SamplesQuery {
 pub struct CellSamples {
     pub run_set: String,
     pub cell: String,
-    /// The log read, from the campaign root, and its format (`json`, `eval`).
+    /// The log read, from the campaign root, and its format.
     pub log: String,
-    pub format: String,
+    pub format: crate::harness::samples::LogFormat,
     /// Samples in the log (after the `flipped` filter), those scored, those passed.
     pub total: usize,
     pub scored: usize,

@@ -477,7 +477,7 @@ impl ForTerminal for crate::live::LiveView {
             if let Some(s) = &v.spend {
                 out += &spend_text(s, &v.currency);
             }
-            for c in v.cells.iter().filter(|c| c.status != crate::live::CellState::Done) {
+            for c in v.cells.iter().filter(|c| c.status != crate::live::LiveCellStatus::Done) {
                 let stalled = if c.stall.is_some() { " (stalled)" } else { "" };
                 let quiet = c
                     .so_far

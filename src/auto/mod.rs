@@ -192,7 +192,10 @@ pub struct AutoState {
     pub schema_version: u32,
     #[serde(default)]
     pub mode: Mode,
-    /// The operator's settings, as saved (validated when used).
+    /// The operator's settings as saved — kept as written, so the Auto page
+    /// shows (and `settings::validate` names) whatever they hold, a key the
+    /// catalogue no longer knows included. Read them with
+    /// [`AutoState::settings_read`].
     #[serde(default = "empty_object")]
     pub settings: Value,
     #[serde(default)]
@@ -392,6 +395,13 @@ pub enum Lane<'a> {
 }
 
 impl AutoState {
+    /// The saved settings as [`settings::Settings`]: each key that is
+    /// missing, unknown or of the wrong shape takes the default `Settings`
+    /// owns (the checks, with every reason, are [`settings::validate`]).
+    pub fn settings_read(&self) -> settings::Settings {
+        crate::json::object_lenient::<settings::Settings>(&self.settings, "settings").0.unwrap_or_default()
+    }
+
     /// Where the lane `lane` (served by `endpoint`, if local) stands at `now`.
     /// A serial batch occupies the lane of its route.
     pub fn lane(&self, lane: &str, endpoint: Option<&str>, now: Timestamp) -> Lane<'_> {
@@ -430,6 +440,19 @@ impl AutoState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn saved_settings_are_read_with_the_defaults_settings_owns() {
+        let mut st: AutoState = serde_json::from_value(serde_json::json!({"schema_version": 1})).unwrap();
+        let fresh = st.settings_read();
+        assert_eq!(fresh, settings::Settings::default());
+        // A wrong shape and an unknown key fall back; the rest is read.
+        st.settings = serde_json::json!({"parallel_lanes": true, "wait_minutes": "soon", "colour": 1});
+        let read = st.settings_read();
+        assert!(read.parallel_lanes);
+        assert_eq!(read.wait_minutes, settings::Settings::default().wait_minutes);
+        assert_eq!(read.hold_notify_minutes, 30.0);
+    }
 
     #[test]
     fn whatever_the_file_holds_a_state_loads() {

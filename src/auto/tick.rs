@@ -511,7 +511,7 @@ fn said(launches: &[Planned]) -> Vec<String> {
 
 impl AutoState {
     fn settings_parallel(&self) -> bool {
-        self.settings.get("parallel_lanes").and_then(Value::as_bool).unwrap_or(false)
+        self.settings_read().parallel_lanes
     }
 }
 
@@ -590,8 +590,7 @@ fn close_lane(run: &mut Run, lane: &str, cur: &Current) {
 /// The scheduling model's workers, from the state: each endpoint's failures
 /// in a row, cooldown and circuit.
 pub fn scheduler_of(state: &AutoState, lanes: &[(String, Vec<String>)], now: Timestamp) -> Scheduler {
-    let minutes =
-        state.settings.get("endpoint_retry_minutes").and_then(Value::as_f64).unwrap_or(30.0).clamp(1.0, 1440.0);
+    let minutes = state.settings_read().endpoint_retry_minutes.clamp(1.0, 1440.0);
     let cooldown_ms = (minutes * 60_000.0) as i64;
     let policy = Policy { cooldown_ms, breaker_after: 3, open_ms: cooldown_ms * 8 };
     let workers = lanes

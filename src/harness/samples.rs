@@ -27,6 +27,39 @@ use serde_json::Value;
 
 use super::inspect::{score_value, EvalResults};
 
+/// The format of an Inspect AI log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// One JSON document (`*.json`), read as a stream.
+    #[default]
+    Json,
+    /// A zip archive of JSON files (`*.eval`), one sample file at a time.
+    Eval,
+}
+
+impl LogFormat {
+    pub const fn word(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Eval => "eval",
+        }
+    }
+
+    /// The format a log's file name says (none: not an Inspect log).
+    pub fn of_file(name: &str) -> Option<Self> {
+        if name.ends_with(".json") {
+            Some(Self::Json)
+        } else if name.ends_with(".eval") {
+            Some(Self::Eval)
+        } else {
+            None
+        }
+    }
+}
+
+crate::display_as_word!(LogFormat);
+
 /// How many characters of each text a row keeps.
 pub const EXCERPT_CHARS: usize = 300;
 

@@ -19,12 +19,67 @@ pub const LATEST: usize = 8;
 /// How many moments the progress chart samples.
 pub const SAMPLES: usize = 48;
 
+/// What an attention item is about (its word on the wire, and the page's
+/// class for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttentionKind {
+    /// The live batch: its launch failed, its state is unknown, it stopped
+    /// and can be resumed, it was interrupted or aborted.
+    LaunchFailed,
+    Unknown,
+    StoppedResumable,
+    Interrupted,
+    Aborted,
+    /// The autopilot holds (while it is on).
+    AutoHold,
+    /// A closeout stage failed and waits to be backfilled.
+    CloseoutBackfill,
+    /// A run set's records cannot be read.
+    Unreadable,
+    /// A running cell's calls wait for a rate limit, or one call is in flight too long.
+    Waiting,
+    CallLong,
+    /// A running cell stopped writing.
+    Stalled,
+    /// A budget cap was reached.
+    Budget,
+    /// A notification could not be delivered.
+    NotifyFailed,
+    /// The autopilot's state file was repaired.
+    AutoRepaired,
+    /// What to do next, when nothing else needs a look.
+    NextStep,
+}
+
+impl AttentionKind {
+    pub const fn word(self) -> &'static str {
+        match self {
+            Self::LaunchFailed => "launch_failed",
+            Self::Unknown => "unknown",
+            Self::StoppedResumable => "stopped_resumable",
+            Self::Interrupted => "interrupted",
+            Self::Aborted => "aborted",
+            Self::AutoHold => "auto_hold",
+            Self::CloseoutBackfill => "closeout_backfill",
+            Self::Unreadable => "unreadable",
+            Self::Waiting => "waiting",
+            Self::CallLong => "call_long",
+            Self::Stalled => "stalled",
+            Self::Budget => "budget",
+            Self::NotifyFailed => "notify_failed",
+            Self::AutoRepaired => "auto_repaired",
+            Self::NextStep => "next_step",
+        }
+    }
+}
+
+crate::display_as_word!(AttentionKind);
+
 /// One thing to look at, with where to look.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attention {
-    /// `launch_failed`, `unknown`, `stopped_resumable`, `auto_hold`,
-    /// `closeout_backfill`, `unreadable`, `auto_repaired`, `stalled`, `budget`.
-    pub kind: String,
+    pub kind: AttentionKind,
     pub words: String,
     pub href: String,
 }
@@ -146,13 +201,14 @@ pub fn attention(
     run_sets: &[RunSetSummary],
 ) -> Vec<Attention> {
     let mut out = Vec::new();
-    let item = |kind: &str, words: String, href: &str| Attention { kind: kind.into(), words, href: href.into() };
+    use AttentionKind as K;
+    let item = |kind: K, words: String, href: &str| Attention { kind, words, href: href.into() };
     let shown = match live {
-        LiveState::LaunchFailed { .. } => Some(("launch_failed", None)),
-        LiveState::Unknown { .. } => Some(("unknown", None)),
-        LiveState::StoppedResumable { run_set, .. } => Some(("stopped_resumable", Some(run_set))),
-        LiveState::Interrupted { run_set, .. } => Some(("interrupted", Some(run_set))),
-        LiveState::Aborted { run_set, .. } => Some(("aborted", Some(run_set))),
+        LiveState::LaunchFailed { .. } => Some((K::LaunchFailed, None)),
+        LiveState::Unknown { .. } => Some((K::Unknown, None)),
+        LiveState::StoppedResumable { run_set, .. } => Some((K::StoppedResumable, Some(run_set))),
+        LiveState::Interrupted { run_set, .. } => Some((K::Interrupted, Some(run_set))),
+        LiveState::Aborted { run_set, .. } => Some((K::Aborted, Some(run_set))),
         _ => None,
     };
     if let Some((kind, _)) = shown {
@@ -161,7 +217,7 @@ pub fn attention(
     let shown_rs = shown.and_then(|(_, rs)| rs);
     for rs in resumable.iter().filter(|rs| Some(*rs) != shown_rs) {
         out.push(item(
-            "stopped_resumable",
+            K::StoppedResumable,
             format!("Run set {rs} stopped before completion and can be resumed (Resume on the Live page)."),
             "/live",
         ));
@@ -170,12 +226,12 @@ pub fn attention(
         if a.mode != crate::auto::Mode::Off {
             if let Some(h) = &a.hold {
                 let words = if h.words.is_empty() { h.reason.word().to_owned() } else { h.words.clone() };
-                out.push(item("auto_hold", format!("The autopilot holds: {words}"), "/auto"));
+                out.push(item(K::AutoHold, format!("The autopilot holds: {words}"), "/auto"));
             }
         }
         for b in &a.closeout_backfill {
             out.push(item(
-                "closeout_backfill",
+                K::CloseoutBackfill,
                 format!("Run set {}: its closeout stage {} failed{}", b.run_set, b.stage, colon(&b.message)),
                 &format!("/reports/{}", crate::results::url_segment(&b.run_set)),
             ));
@@ -185,7 +241,7 @@ pub fn attention(
         let shown: Vec<&str> = rs.problems.iter().take(3).map(String::as_str).collect();
         let more = if rs.problems.len() > 3 { format!(" (and {} more)", rs.problems.len() - 3) } else { String::new() };
         out.push(item(
-            "unreadable",
+            K::Unreadable,
             format!("Run set {}: {} record(s) cannot be read: {}{more}", rs.name, rs.problems.len(), shown.join("; ")),
             &format!("/reports/{}", crate::results::url_segment(&rs.name)),
         ));
@@ -263,14 +319,14 @@ mod tests {
             ..Default::default()
         };
         let a = attention(&live, "Unknown: bus", &[], Some(&auto), &[rs]);
-        let kinds: Vec<&str> = a.iter().map(|x| x.kind.as_str()).collect();
+        let kinds: Vec<&str> = a.iter().map(|x| x.kind.word()).collect();
         assert_eq!(kinds, ["unknown", "auto_hold", "closeout_backfill", "unreadable"]);
         assert_eq!(a[1].words, "The autopilot holds: every model reached its daily cap");
         assert_eq!(a[3].href, "/reports/b%202");
         // An aborted batch and another resumable run set are named too.
         let aborted = LiveState::Aborted { run_set: "b-3".into(), at: Timestamp::from_millis(0) };
         let a = attention(&aborted, "Aborted by the operator: b-3.", &["b-1".into()], None, &[]);
-        let kinds: Vec<&str> = a.iter().map(|x| x.kind.as_str()).collect();
+        let kinds: Vec<&str> = a.iter().map(|x| x.kind.word()).collect();
         assert_eq!(kinds, ["aborted", "stopped_resumable"]);
         assert!(a[1].words.contains("b-1 stopped before completion and can be resumed"), "{a:?}");
         let paused = LiveState::StoppedResumable { run_set: "b-1".into(), spec: String::new(), reason: None };
@@ -278,6 +334,6 @@ mod tests {
         auto.mode = crate::auto::Mode::Off;
         assert!(!attention(&LiveState::Idle { last_run_set: None, last_outcome: None }, "", &[], Some(&auto), &[])
             .iter()
-            .any(|x| x.kind == "auto_hold"));
+            .any(|x| x.kind == AttentionKind::AutoHold));
     }
 }

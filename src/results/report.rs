@@ -157,7 +157,7 @@ pub fn report(i: ReportInputs) -> Report {
                 ended_at: c.ended_at.clone(),
                 duration_s: start.zip(end).map(|(a, b)| (b - a).max(0.0)),
                 tokens: c.tokens_total(),
-                cost: spent.cost.filter(|_| spent.source != "none"),
+                cost: spent.cost.filter(|_| spent.source != crate::spend::SpendSource::None),
                 score: c.score,
                 passed: ran.then_some(passed),
                 exit_code: c.exit_code,

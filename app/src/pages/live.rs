@@ -8,7 +8,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
 use runboard::launch::{PauseRequest, ResumeRequest, StopCellRequest, StopReport, StopRequest};
-use runboard::live::{CellState, LiveCell, LiveParams, LiveState, LiveView, DEFAULT_LIVE_CELLS};
+use runboard::live::{LiveCell, LiveCellStatus, LiveParams, LiveState, LiveView, DEFAULT_LIVE_CELLS};
 use runboard::timefmt::duration_words;
 
 use crate::api;
@@ -121,7 +121,7 @@ pub fn LivePage() -> impl IntoView {
                                     <strong>"Also in flight"</strong>
                                     <ul>{v.others.iter().map(|o| view! {
                                         <li class=format!("other {}", o.state) data-unit=o.unit.clone()>
-                                            <span class=format!("badge {}", o.state)>{o.state.clone()}</span>
+                                            <span class=format!("badge {}", o.state)>{o.state.word()}</span>
                                             " "{o.words.clone()}" "
                                             <a href=format!("/reports/{}", runboard::results::url_segment(&o.run_set))>"report"</a>
                                         </li>
@@ -171,7 +171,7 @@ pub fn LivePage() -> impl IntoView {
                                                 set_cells_status.set(Some(v).filter(|s| !s.is_empty()));
                                             }>
                                             <option value="">"every cell"</option>
-                                            {CellState::ALL.map(|s| view! { <option value=s.word()>{s.word()}</option> })}
+                                            {LiveCellStatus::ALL.map(|s| view! { <option value=s.word()>{s.word()}</option> })}
                                         </select>
                                         <span class="count">{if shown == 0 { format!("none of {matching}") } else { format!("cells {}–{} of {matching}", offset + 1, offset + shown) }}</span>
                                         {(page > 0).then(|| view! { <a href="" class="prev" on:click=move |ev| { ev.prevent_default(); set_cells_page.set(Some(page - 1)); }>"← earlier"</a> })}

@@ -56,7 +56,7 @@ fn body(o: &OverviewView) -> impl IntoView {
             view! {
                 <ul class="attention">
                     {o.attention.iter().map(|a| view! {
-                        <li class=format!("attention-item {}", a.kind) data-kind=a.kind.clone()>
+                        <li class=format!("attention-item {}", a.kind.word()) data-kind=a.kind.word()>
                             <a href=a.href.clone()>{a.words.clone()}</a>
                         </li>
                     }).collect_view()}

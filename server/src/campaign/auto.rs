@@ -54,7 +54,7 @@ impl Campaign {
                 runboard::live::Observation::Finished { .. } if !observation.succeeded() && outcome.is_none() => {
                     let seen = runboard::live::UnitSeen {
                         unit: rec.unit.clone(),
-                        backend: rec.backend().word().to_owned(),
+                        backend: rec.backend(),
                         run_set: rec.run_set.clone(),
                         spec: rec.spec.clone(),
                         started_at: rec.started_at,

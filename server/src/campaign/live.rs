@@ -298,7 +298,7 @@ pub(super) fn unit_seen(
 ) -> UnitSeen {
     UnitSeen {
         unit: rec.unit.clone(),
-        backend: rec.backend().word().to_owned(),
+        backend: rec.backend(),
         run_set: rec.run_set.clone(),
         spec: rec.spec.clone(),
         started_at: rec.started_at,

@@ -42,7 +42,7 @@ impl Campaign {
             logs.push(LogEntry {
                 source: format!("{RUNSETS_DIR}/{run_set}/logs/{name}.log"),
                 name,
-                kind: "process".into(),
+                kind: runboard::logs::LogKind::Process,
                 bytes: Some(bytes),
                 rotated_bytes: rotated,
                 modified: modified(&file),
@@ -58,7 +58,7 @@ impl Campaign {
             };
             logs.push(LogEntry {
                 name: format!("unit:{}", unit.unit),
-                kind: "unit".into(),
+                kind: runboard::logs::LogKind::Unit,
                 source,
                 bytes,
                 rotated_bytes: None,

@@ -306,7 +306,7 @@ impl Campaign {
     /// `GET /api/overview`: the campaign's progress over time, the latest
     /// batches and what needs attention.
     pub fn overview(&self) -> Result<runboard::results::overview::OverviewView, ApiError> {
-        use runboard::results::overview::{self as ov, Attention, OverviewView, Totals};
+        use runboard::results::overview::{self as ov, Attention, AttentionKind, OverviewView, Totals};
         let live = self.live_shared();
         let sets = self.records.run_sets();
         let mut run_sets = self.summaries(&sets);
@@ -328,7 +328,11 @@ impl Campaign {
             use runboard::gateway::calls::Quiet;
             if let Some(q @ (Quiet::Waiting { .. } | Quiet::InFlight { long: true, .. })) = &c.quiet {
                 attention.push(Attention {
-                    kind: if matches!(q, Quiet::Waiting { .. }) { "waiting" } else { "call_long" }.into(),
+                    kind: if matches!(q, Quiet::Waiting { .. }) {
+                        AttentionKind::Waiting
+                    } else {
+                        AttentionKind::CallLong
+                    },
                     words: format!("{}: {}", c.cell, q.words()),
                     href: "/live".into(),
                 });
@@ -336,28 +340,28 @@ impl Campaign {
         }
         for st in &live.stalls {
             attention.push(Attention {
-                kind: "stalled".into(),
+                kind: AttentionKind::Stalled,
                 words: format!("Stalled: {}", st.words),
                 href: "/live".into(),
             });
         }
         for c in live.spend.iter().flat_map(|s| &s.caps).filter(|c| c.reached) {
             attention.push(Attention {
-                kind: "budget".into(),
+                kind: AttentionKind::Budget,
                 words: format!("Budget: {} — reached", c.words),
                 href: "/live".into(),
             });
         }
         if let Some(l) = crate::notify::last_failure(self.records.root()) {
             attention.push(Attention {
-                kind: "notify_failed".into(),
+                kind: AttentionKind::NotifyFailed,
                 words: format!("Notifying {} failed at {}: {}", l.event, l.at.to_display(), l.failed.join("; ")),
                 href: "/auto".into(),
             });
         }
         if let Some(l) = auto.as_ref().filter(|l| !l.repaired.is_empty()) {
             attention.push(Attention {
-                kind: "auto_repaired".into(),
+                kind: AttentionKind::AutoRepaired,
                 words: format!("The autopilot's state file was repaired: {}", l.repaired.join("; ")),
                 href: "/auto".into(),
             });
@@ -365,7 +369,7 @@ impl Campaign {
         let matrix = self.records.matrix();
         if !matrix.problems.is_empty() {
             attention.push(Attention {
-                kind: "unreadable".into(),
+                kind: AttentionKind::Unreadable,
                 words: format!("matrix.csv: {} row(s) not taken: {}", matrix.problems.len(), matrix.problems[0]),
                 href: "/coverage".into(),
             });
@@ -375,7 +379,7 @@ impl Campaign {
         let idle = matches!(live.state, runboard::live::LiveState::Idle { .. });
         if gaps > 0 && idle {
             attention.push(Attention {
-                kind: "next_step".into(),
+                kind: AttentionKind::NextStep,
                 words: format!(
                     "{} planned cell{} {} gaps: see what the next cells would resolve, and draft the next batch, on the proposal guide (Next).",
                     runboard::numfmt::thousands(gaps as u64),

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use runboard::api::{ApiError, CellSamples, SamplesQuery};
-use runboard::harness::samples::{self, SampleRow};
+use runboard::harness::samples::{self, LogFormat, SampleRow};
 use runboard::results::paired::{CellVerdicts, SampleVerdicts};
 use runboard::runsets::RUNSETS_DIR;
 
@@ -21,7 +21,7 @@ const MAX_LIMIT: usize = 1_000;
 /// A cell's newest log: where it is, its format, every row, what could not be read.
 struct Read {
     log: String,
-    format: &'static str,
+    format: LogFormat,
     rows: Vec<SampleRow>,
     problems: Vec<String>,
 }
@@ -55,7 +55,7 @@ impl Campaign {
             run_set: q.run_set.clone(),
             cell: q.cell.clone(),
             log: mine.log,
-            format: mine.format.into(),
+            format: mine.format,
             offset: q.offset.unwrap_or(0),
             problems: mine.problems,
             ..Default::default()
@@ -108,17 +108,19 @@ impl Campaign {
     }
 
     /// Every row of one log inside the root, and what could not be read.
-    fn read_rows(&self, path: &Path, format: &str, log: &str) -> Result<(Vec<SampleRow>, Vec<String>), ApiError> {
+    fn read_rows(&self, path: &Path, format: LogFormat, log: &str) -> Result<(Vec<SampleRow>, Vec<String>), ApiError> {
         let (file, _) = self.records.within().open(path).map_err(|e| ApiError::unreadable(format!("{log}: {e}")))?;
         let mut rows = Vec::new();
         let mut problems = Vec::new();
         match format {
-            "json" => {
+            LogFormat::Json => {
                 if let Err(e) = samples::read_json_log(file, &mut |r| rows.push(r)) {
                     problems.push(format!("{log}: {e} (the samples before it are listed)"));
                 }
             }
-            _ => read_eval(file, &mut rows, &mut problems).map_err(|e| ApiError::unreadable(format!("{log}: {e}")))?,
+            LogFormat::Eval => {
+                read_eval(file, &mut rows, &mut problems).map_err(|e| ApiError::unreadable(format!("{log}: {e}")))?
+            }
         }
         Ok((rows, problems))
     }
@@ -171,23 +173,17 @@ pub(super) type SampleLogs =
 
 /// The newest log in `dir` by name (Inspect's names begin with the time):
 /// its path and format.
-fn newest_log(dir: &Path) -> Option<(PathBuf, &'static str)> {
-    let mut logs: Vec<(String, &'static str)> = std::fs::read_dir(dir)
+fn newest_log(dir: &Path) -> Option<(PathBuf, LogFormat)> {
+    let mut logs: Vec<(String, LogFormat)> = std::fs::read_dir(dir)
         .ok()?
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_str()?.to_owned();
-            let format = if name.ends_with(".json") {
-                "json"
-            } else if name.ends_with(".eval") {
-                "eval"
-            } else {
-                return None;
-            };
+            let format = LogFormat::of_file(&name)?;
             (!name.starts_with('.')).then_some((name, format))
         })
         .collect();
-    logs.sort();
+    logs.sort_by(|a, b| a.0.cmp(&b.0));
     logs.pop().map(|(name, format)| (dir.join(name), format))
 }
 

@@ -183,7 +183,7 @@ impl Campaign {
                 first_call = Some(first_call.map_or(f, |x| x.min(f)));
             }
             let prices = spend::prices_of(cfg, model_of(spec, *rec).as_deref());
-            cells.push(spend::cell_spend(*rec, reader.map(|r| (&r.tally, r.source.word())), prices, &today));
+            cells.push(spend::cell_spend(*rec, reader.map(|r| (&r.tally, r.source)), prices, &today));
             let last = reader.and_then(|r| r.last_write).into_iter().chain(answered).max_by_key(|(t, _)| *t);
             last_writes.push(last);
             if let Some(r) = reader {
@@ -273,7 +273,7 @@ impl Campaign {
         for rec in &rs.cells {
             let reader = readers.get(&(rs.name.clone(), rec.cell.clone()));
             let prices = spend::prices_of(cfg, model_of(spec, Some(rec)).as_deref());
-            let c = spend::cell_spend(Some(rec), reader.map(|r| (&r.tally, r.source.word())), prices, today);
+            let c = spend::cell_spend(Some(rec), reader.map(|r| (&r.tally, r.source)), prices, today);
             s.tokens += c.tokens.total();
             s.day_tokens += c.today_tokens;
             if let Some(x) = c.cost {

@@ -121,7 +121,7 @@ impl Campaign {
             f.units.push(UnitFact {
                 unit: rec.unit.clone(),
                 run_set: rec.run_set.clone(),
-                backend: rec.backend().word().to_owned(),
+                backend: rec.backend(),
                 finished,
             });
         }
@@ -272,7 +272,7 @@ impl Campaign {
                 (format!("compressed {} log(s) of run set {} to .gz", logs.len(), f.target), saved)
             }
         };
-        Ok(UpkeepDone { action: f.action.word().to_owned(), target: f.target.clone(), words, freed_bytes: freed })
+        Ok(UpkeepDone { action: f.action, target: f.target.clone(), words, freed_bytes: freed })
     }
 
     fn log_upkeep(&self, done: &UpkeepDone) {

@@ -190,7 +190,7 @@ fn gateway_setup(
         // again by now; its earlier calls were spent all the same).
         let rec = records.get(&cell.id);
         let reader = crate::tally::read_cell(&runset.out_dir().join(&cell.id), now);
-        let s = runboard::spend::cell_spend(rec, Some((&reader.tally, reader.source.word())), priced, &today);
+        let s = runboard::spend::cell_spend(rec, Some((&reader.tally, reader.source)), priced, &today);
         before.add(Spent { cost: s.cost, tokens: s.tokens.total() });
         before_today.add(Spent { cost: s.today_cost, tokens: s.today_tokens });
     }
