@@ -16,6 +16,8 @@ trap 'rm -rf "$RUNBOARD_DATA_DIR"' EXIT
 
 step "format"
 cargo fmt --all --check
+step "no import cycles between files (core, server, app)"
+for crate_src in src server/src app/src; do python3 scripts/import-cycles.py "$crate_src"; done
 step "lints (native crates; app with ssr)"
 cargo clippy -p runboard -p server --all-targets --features server/daemon-tests,server/harness-tests -- -D warnings
 step "the core and the front end build for wasm32"

@@ -639,9 +639,7 @@ impl CampaignConfig {
         if self.hooks.notify.as_ref().is_some_and(Vec::is_empty) {
             out.push("hooks.notify must name a program".into());
         }
-        if let Some(why) =
-            self.hooks.webhook.as_deref().and_then(|u| crate::notice::webhook_refusal(u, &self.hooks.webhook_hosts))
-        {
+        if let Some(why) = self.hooks.webhook.as_deref().and_then(|u| webhook_refusal(u, &self.hooks.webhook_hosts)) {
             out.push(format!("hooks.webhook {why}"));
         }
         if self.publish.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
@@ -711,9 +709,50 @@ impl CampaignConfig {
     }
 }
 
+/// Why a webhook URL may not be used, if it may not: `http://` only (the
+/// body goes out unencrypted, so only to loopback or a host the campaign
+/// names in `[hooks] webhook_hosts`), a host, no credentials in the URL.
+pub fn webhook_refusal(url: &str, allowed_hosts: &[String]) -> Option<String> {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Some(format!("{url:?}: must start with http:// (https is not supported; use a relay on loopback)"));
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return Some(format!("{url:?}: credentials in the URL are not allowed"));
+    }
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    if host.is_empty() {
+        return Some(format!("{url:?}: names no host"));
+    }
+    let loopback =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if loopback || allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+        None
+    } else {
+        Some(format!("{url:?}: host {host} is neither loopback nor listed in [hooks] webhook_hosts"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_webhook_goes_to_loopback_or_a_named_host_over_http() {
+        let named = vec!["hooks.lab".to_owned()];
+        assert_eq!(webhook_refusal("http://127.0.0.1:9000/hook", &[]), None);
+        assert_eq!(webhook_refusal("http://[::1]:9000/", &[]), None);
+        assert_eq!(webhook_refusal("http://localhost/x", &[]), None);
+        assert_eq!(webhook_refusal("http://hooks.lab:80/x", &named), None);
+        assert!(webhook_refusal("http://example.org/x", &named).unwrap().contains("neither loopback"));
+        assert!(webhook_refusal("https://127.0.0.1/x", &[]).unwrap().contains("http://"));
+        assert!(webhook_refusal("http://u:p@127.0.0.1/x", &[]).unwrap().contains("credentials"));
+        assert!(webhook_refusal("http:///x", &[]).unwrap().contains("no host"));
+    }
 
     #[test]
     fn parses_a_minimal_config_and_ignores_unknown_keys() {

@@ -679,7 +679,7 @@ pub fn cell_rows(
                 duration_s,
                 score: rec.and_then(|r| r.score),
                 samples: rec.and_then(|r| r.samples),
-                failure: rec.and_then(|r| crate::results::report::failure_words(r)),
+                failure: rec.and_then(|r| r.failure_words()),
                 run: None,
                 spend: None,
                 last_write: None,

@@ -344,7 +344,7 @@ pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Pre
         for (sum, at) in sums.iter_mut().zip([None, Some(0.1), Some(0.9)]) {
             let pick = |xs: &[f64]| match at {
                 None => central(xs),
-                Some(q) => quantile(xs, q),
+                Some(q) => crate::results::stats::quantile(xs, q),
             };
             sum.0 += pick(&tokens).map_or(0.0, f64::round);
             sum.1 += pick(&secs).unwrap_or(0.0);
@@ -380,20 +380,7 @@ fn mean(xs: &[f64]) -> Option<f64> {
 }
 
 fn median(xs: &[f64]) -> Option<f64> {
-    quantile(xs, 0.5)
-}
-
-/// The `q` quantile of `xs` (linear between the two nearest ranks, as
-/// numpy's default), ignoring values that are not finite.
-pub fn quantile(xs: &[f64], q: f64) -> Option<f64> {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let at = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
-    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
-    Some(v[lo] + (v[hi] - v[lo]) * (at - lo as f64))
+    crate::results::stats::quantile(xs, 0.5)
 }
 
 #[cfg(test)]
@@ -509,8 +496,6 @@ mod tests {
         assert_eq!((p.from_any_history, p.timed, p.tokened), (1, 1, 0));
         assert!(p.words().starts_with("tokens not known"), "{}", p.words());
         assert!(p.words().contains("30 s (1 of 1 cells from history)"), "{}", p.words());
-        assert_eq!(quantile(&[3.0, 1.0, 2.0, f64::NAN], 0.5), Some(2.0));
-        assert_eq!(quantile(&[], 0.5), None);
     }
 
     #[test]

@@ -229,7 +229,7 @@ impl CellTally {
         let at = call.at.unwrap_or(read_at);
         self.calls += 1;
         self.unmetered += u64::from(call.unmetered);
-        let day = crate::auto::tick::day_key(at);
+        let day = at.day_key();
         self.by_day.entry((day, call.model.clone().unwrap_or_default())).or_default().add(&call.tokens);
         let gap = self.last_at.map(|last| (at.0 - last.0).max(0) as f64 / 1000.0);
         if let Some(g) = gap {
@@ -324,7 +324,7 @@ pub struct CellSpend {
 
 /// The spend of one cell: its report once it ended and reported tokens, else
 /// what was counted — or what was counted, when it is more (the module doc).
-/// `prices` of its model; `today` as [`day_key`](crate::auto::tick::day_key).
+/// `prices` of its model; `today` as [`day_key`](crate::Timestamp::day_key).
 pub fn cell_spend(
     record: Option<&crate::drive::records::CellRecord>,
     tally: Option<(&CellTally, crate::drive::records::CountSource)>,
@@ -646,7 +646,7 @@ pub fn stall_after(cfg: &StallConfig, task: Option<&str>, gaps_s: &[f64]) -> (f6
     }
     let floor = cfg.floor_s.unwrap_or(crate::campaign::DEFAULT_STALL_FLOOR_S);
     if gaps_s.len() >= MIN_GAPS {
-        let p95 = crate::preflight::quantile(gaps_s, 0.95).unwrap_or(0.0);
+        let p95 = crate::results::stats::quantile(gaps_s, 0.95).unwrap_or(0.0);
         let s = (3.0 * p95).max(floor);
         return (
             s,

@@ -81,8 +81,8 @@ pub fn call_rates<'a>(calls: impl IntoIterator<Item = &'a CallTime>, now: Timest
     }
     out.tokens_per_s = tokens as f64 / window_s;
     out.output_tokens_per_s = output as f64 / window_s;
-    out.latency_p50_s = crate::preflight::quantile(&latencies, 0.5);
-    out.latency_p95_s = crate::preflight::quantile(&latencies, 0.95);
+    out.latency_p50_s = crate::results::stats::quantile(&latencies, 0.5);
+    out.latency_p95_s = crate::results::stats::quantile(&latencies, 0.95);
     out.in_flight = (!latencies.is_empty()).then(|| busy_s / window_s);
     out
 }

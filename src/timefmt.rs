@@ -28,6 +28,12 @@ impl Timestamp {
         Some(Self((dt.unix_timestamp_nanos() / 1_000_000) as i64))
     }
 
+    /// The UTC day (`2026-12-01`): the key of every per-day count (the
+    /// autopilot's launches, the day's spend).
+    pub fn day_key(self) -> String {
+        self.to_rfc3339().chars().take(10).collect()
+    }
+
     /// RFC 3339 in UTC with millisecond precision, as records are written.
     pub fn to_rfc3339(self) -> String {
         match OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1_000_000) {

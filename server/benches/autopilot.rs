@@ -75,13 +75,13 @@ fn main() {
         state.session.started_at = Some(runboard::Timestamp(0));
         server::auto_state::save(root, &state).unwrap();
         let t = Instant::now();
-        let cold = server::autopilot::run_tick(&campaign, true).unwrap();
+        let cold = server::autopilot::explain(&campaign).unwrap();
         let cold_s = t.elapsed().as_secs_f64();
         assert_eq!(cold.launches.len(), 1, "{}", cold.verdict);
         let mut warm = Vec::new();
         for _ in 0..5 {
             let t = Instant::now();
-            let r = server::autopilot::run_tick(&campaign, true).unwrap();
+            let r = server::autopilot::explain(&campaign).unwrap();
             warm.push(t.elapsed().as_secs_f64());
             assert_eq!(r.launches.len(), 1);
         }

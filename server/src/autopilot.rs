@@ -8,7 +8,6 @@
 //! the history copy; the state is replaced atomically, whole).
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use runboard::api::ApiError;
@@ -20,7 +19,6 @@ use serde_json::Value;
 
 use crate::auto_state;
 use crate::campaign::Campaign;
-use crate::console::LocalConsole;
 
 /// The default tick interval.
 pub const TICK: Duration = Duration::from_secs(30);
@@ -42,14 +40,33 @@ fn remember(root: &Path, state: &mut AutoState, event: LogEvent) {
     state.remember(event);
 }
 
-/// One tick: under the campaign lock; the launches it decides made through
-/// the Launch button's path. `dry`: evaluate only (nothing launched, saved
-/// or logged).
-pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> {
-    let root = campaign.root().to_path_buf();
-    // The dry run reads only: no lock, so a page never waits on a tick.
-    let lock = if dry { None } else { Some(campaign.lock()?) };
-    let state = auto_state::load(&root).state;
+/// What a tick decides now, read only: the state it started from, what it
+/// saw, and the tick's decision (nothing launched, saved or logged).
+struct Plan {
+    state: AutoState,
+    cfg: runboard::campaign::CampaignConfig,
+    now: runboard::Timestamp,
+    out: runboard::auto::tick::TickOut,
+}
+
+impl Plan {
+    fn report(&self) -> TickReport {
+        TickReport {
+            mode: self.out.state.mode,
+            verdict: self.out.verdict.clone(),
+            guards: self.out.guards.clone(),
+            launches: self.out.launches.iter().map(PlannedView::from).collect(),
+            events: Vec::new(),
+            hold: self.out.state.hold.clone(),
+        }
+    }
+}
+
+/// Reads what the tick needs and decides (`runboard::auto::tick::tick`).
+/// Takes no lock: a dry run never waits on a tick, and a tick plans under
+/// the lock it already holds.
+fn plan(campaign: &Campaign) -> Result<Plan, ApiError> {
+    let state = auto_state::load(campaign.root()).state;
     let cfg = campaign.config()?;
     let made = campaign.coverage();
     let (matrix, coverage, _) = &*made;
@@ -69,15 +86,29 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
         outcomes: &outcomes,
     };
     let out = tick(&state, &observed);
-    let mut report = TickReport {
-        mode: out.state.mode,
-        verdict: out.verdict.clone(),
-        guards: out.guards.clone(),
-        launches: out.launches.iter().map(PlannedView::from).collect(),
-        events: Vec::new(),
-        hold: out.state.hold.clone(),
-    };
-    let Some(lock) = lock else { return Ok(report) };
+    Ok(Plan { state, cfg, now, out })
+}
+
+/// The dry run: every guard and what a tick now would do; nothing done.
+pub fn explain(campaign: &Campaign) -> Result<TickReport, ApiError> {
+    plan(campaign).map(|p| p.report())
+}
+
+/// One tick: planned and applied under the campaign lock — the launches it
+/// decides made through the Launch button's path, the state saved, the
+/// events logged and said.
+pub fn run_tick(campaign: &Campaign) -> Result<TickReport, ApiError> {
+    let lock = campaign.lock()?;
+    let planned = plan(campaign)?;
+    apply(campaign, planned, lock)
+}
+
+/// Does what a plan decided, holding `lock` (released before the events
+/// are said: a slow hook never holds the campaign).
+fn apply(campaign: &Campaign, plan: Plan, lock: crate::campaign::CampaignLock) -> Result<TickReport, ApiError> {
+    let root = campaign.root().to_path_buf();
+    let mut report = plan.report();
+    let Plan { state, cfg, now, out } = plan;
     let mut next = out.state;
     let mut events = out.events;
     for planned in &out.launches {
@@ -113,7 +144,7 @@ pub fn run_tick(campaign: &Campaign, dry: bool) -> Result<TickReport, ApiError> 
         remember(&root, &mut next, e.clone());
     }
     if next != state {
-        auto_state::save(&root, &next).map_err(|e| app::api::ssr::internal("saving auto/state.json", e))?;
+        auto_state::save(&root, &next).map_err(|e| crate::error::internal("saving auto/state.json", e))?;
     }
     drop(lock);
     notify(&root, &cfg, &events);
@@ -132,35 +163,24 @@ fn notify(root: &Path, cfg: &runboard::campaign::CampaignConfig, events: &[LogEv
     }
 }
 
-/// The loop: a tick every `every`, on a thread of its own (off the async
-/// runtime); a tick that fails or panics is logged as `tick_exception` and
-/// the loop goes on. Ends when `stop` is set.
-pub fn spawn_loop(console: Arc<LocalConsole>, every: Duration, stop: Arc<std::sync::atomic::AtomicBool>) {
-    let tick = move || {
-        let campaign = console.campaign();
-        let root = campaign.root().to_path_buf();
-        // Off: nothing to do, and the lock is not taken.
-        if auto_state::load(&root).state.mode == Mode::Off {
-            return;
-        }
-        let failure = match crate::periodic::guarded("an autopilot tick", || run_tick(campaign, false)) {
-            Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(panic) => Some(panic),
-        };
-        if let Some(why) = failure {
-            tracing::error!("autopilot tick: {why}");
-            let _ = auto_state::log_now(&root, AutoEvent::TickException { error: why });
-        }
+/// The loop's one pass (its thread is `serve`'s, through `periodic`): while
+/// the mode is not `off`, one tick; a tick that fails or panics is logged as
+/// `tick_exception`, and the loop goes on.
+pub fn loop_pass(campaign: &Campaign) {
+    let root = campaign.root().to_path_buf();
+    // Off: nothing to do, and the lock is not taken.
+    if auto_state::load(&root).state.mode == Mode::Off {
+        return;
+    }
+    let failure = match crate::periodic::guarded("an autopilot tick", || run_tick(campaign)) {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(panic) => Some(panic),
     };
-    crate::periodic::spawn(
-        "runboard-autopilot",
-        "the autopilot's loop",
-        stop,
-        crate::periodic::First::AfterOnePeriod,
-        move || every,
-        tick,
-    );
+    if let Some(why) = failure {
+        tracing::error!("autopilot tick: {why}");
+        let _ = auto_state::log_now(&root, AutoEvent::TickException { error: why });
+    }
 }
 
 /// `POST /api/auto/on | off | finishing`.
@@ -188,7 +208,7 @@ pub fn set_mode(campaign: &Campaign, mode: Mode) -> Result<AutoState, ApiError> 
             remember(root, &mut state, event);
         }
     }
-    auto_state::save(root, &state).map_err(|e| app::api::ssr::internal("saving auto/state.json", e))?;
+    auto_state::save(root, &state).map_err(|e| crate::error::internal("saving auto/state.json", e))?;
     Ok(state)
 }
 
@@ -204,14 +224,14 @@ pub fn save_settings(campaign: &Campaign, settings: Value) -> Result<AutoState, 
     state.settings = settings;
     let event = LogEvent { at: crate::clock::now(), event: AutoEvent::SettingsSaved(state.settings.clone()) };
     remember(root, &mut state, event);
-    auto_state::save(root, &state).map_err(|e| app::api::ssr::internal("saving auto/state.json", e))?;
+    auto_state::save(root, &state).map_err(|e| crate::error::internal("saving auto/state.json", e))?;
     Ok(state)
 }
 
 /// `GET /api/auto`: the state, the settings' problems, the dry run, lanes
 /// and caps. `tick_s`: the interval of this server's loop, if it runs one.
 pub fn view(campaign: &Campaign, tick_s: Option<f64>) -> Result<AutoView, ApiError> {
-    let explain = run_tick(campaign, true)?;
+    let explain = explain(campaign)?;
     let state = auto_state::load(campaign.root()).state;
     let cfg = campaign.config()?;
     let made = campaign.coverage();

@@ -412,11 +412,11 @@ impl Console for LocalConsole {
     }
 
     fn auto_explain(&self, _: Nothing) -> Result<TickReport, ApiError> {
-        crate::autopilot::run_tick(&self.campaign, true)
+        crate::autopilot::explain(&self.campaign)
     }
 
     fn auto_tick(&self, _: Nothing) -> Result<TickReport, ApiError> {
-        crate::autopilot::run_tick(&self.campaign, false)
+        crate::autopilot::run_tick(&self.campaign)
     }
 
     fn auto_log(&self, q: AutoLogQuery) -> Result<LogPage, ApiError> {

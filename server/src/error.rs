@@ -7,6 +7,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use runboard::api::ApiError;
 
+/// An internal failure of the server's own (a write, a lock): logged here in
+/// full, answered without its detail (`internal error while {doing}`). The
+/// one such helper of the adapters; REST handlers wrap it in [`AppError`].
+pub fn internal(doing: &str, detail: impl std::fmt::Display) -> ApiError {
+    tracing::error!("{doing}: {detail}");
+    ApiError::internal(doing)
+}
+
 /// A refusal or failure of a REST handler.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -19,8 +27,7 @@ impl AppError {
 
     /// An internal failure: logged in full, answered without its detail.
     pub fn internal(doing: &str, detail: impl std::fmt::Display) -> Self {
-        tracing::error!("{doing}: {detail}");
-        Self(ApiError::internal(doing))
+        Self(internal(doing, detail))
     }
 }
 

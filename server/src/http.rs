@@ -256,7 +256,7 @@ fn input_of<O: Operation>(
 ) -> Result<O::Input, ApiError> {
     match O::METHOD {
         Method::Get => {
-            let path = serde_urlencoded::to_string(&params).map_err(|e| app::api::ssr::internal(O::DOING, e))?;
+            let path = serde_urlencoded::to_string(&params).map_err(|e| crate::error::internal(O::DOING, e))?;
             let form = [path.as_str(), query].iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join("&");
             serde_urlencoded::from_str(&form).map_err(|e| {
                 ApiError::with_reasons(ErrorKind::BadQuery, vec![format!("the query string does not parse: {e}")])

@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use runboard::auto::AutoEvent;
 use runboard::campaign::CampaignConfig;
-use runboard::notice;
 use serde_json::Value;
 
 use crate::auto_state;
@@ -106,7 +105,7 @@ pub fn queue(root: &Path, cfg: &CampaignConfig, body: Value) {
 /// a named host), over a plain socket, within `WEBHOOK_TIMEOUT`; any 2xx
 /// answer is success.
 fn post(url: &str, hosts: &[String], body: &[u8]) -> Result<(), String> {
-    if let Some(why) = notice::webhook_refusal(url, hosts) {
+    if let Some(why) = runboard::campaign::webhook_refusal(url, hosts) {
         return Err(why);
     }
     let rest = url.trim_start_matches("http://");

@@ -64,13 +64,13 @@ pub fn push(campaign: &Campaign) -> Result<Started, ApiError> {
     };
     let root = campaign.root().to_path_buf();
     let dir = root.join(PUBLISH_DIR);
-    fs::create_dir_all(&dir).map_err(|e| app::api::ssr::internal("making the publish folder", e))?;
+    fs::create_dir_all(&dir).map_err(|e| crate::error::internal("making the publish folder", e))?;
     let lock = fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(root.join(LOCK_FILE))
-        .map_err(|e| app::api::ssr::internal("opening the publish lock", e))?;
+        .map_err(|e| crate::error::internal("opening the publish lock", e))?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
@@ -79,17 +79,17 @@ pub fn push(campaign: &Campaign) -> Result<Started, ApiError> {
                 .unwrap_or_default();
             return Err(ApiError::busy(format!("a push is running{since}; one at a time")));
         }
-        Err(fs::TryLockError::Error(e)) => return Err(app::api::ssr::internal("taking the publish lock", e)),
+        Err(fs::TryLockError::Error(e)) => return Err(crate::error::internal("taking the publish lock", e)),
     }
     let export = campaign.evidence_export(None)?;
     let json_path = dir.join("evidence.json");
     let csv_path = dir.join("evidence.csv");
-    crate::atomic::write_json(&json_path, &export).map_err(|e| app::api::ssr::internal("writing the export", e))?;
+    crate::atomic::write_json(&json_path, &export).map_err(|e| crate::error::internal("writing the export", e))?;
     crate::atomic::write_atomic(&csv_path, runboard::results::export::to_csv(&export).as_bytes())
-        .map_err(|e| app::api::ssr::internal("writing the export", e))?;
+        .map_err(|e| crate::error::internal("writing the export", e))?;
     let started = Running { started_at: crate::clock::now() };
     crate::atomic::write_json(&root.join(RUNNING_FILE), &started)
-        .map_err(|e| app::api::ssr::internal("recording the push", e))?;
+        .map_err(|e| crate::error::internal("recording the push", e))?;
     let env: Vec<(String, String)> = vec![
         ("RUNBOARD_ROOT".into(), root.display().to_string()),
         ("RUNBOARD_EXPORT_JSON".into(), json_path.display().to_string()),

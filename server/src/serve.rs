@@ -163,7 +163,17 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // The autopilot's loop, off the async runtime; it ends with the server.
     let auto_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Some(every) = auto_tick {
-        crate::autopilot::spawn_loop(console.clone(), every, auto_stop.clone());
+        let c = console.clone();
+        let pass = move || crate::autopilot::loop_pass(c.campaign());
+        let first = crate::periodic::First::AfterOnePeriod;
+        crate::periodic::spawn(
+            "runboard-autopilot",
+            "the autopilot's loop",
+            auto_stop.clone(),
+            first,
+            move || every,
+            pass,
+        );
     }
     // The run list: answered from the list cache at once while one walk
     // checks it, and kept current from then on (`RunIndex::keep_current`).

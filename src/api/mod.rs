@@ -332,6 +332,18 @@ pub struct Exported {
     pub export: crate::results::export::Export,
 }
 
+impl Exported {
+    /// The export as a CSV download when CSV was asked for (see
+    /// [`ExportQuery`]); else the JSON answer stands.
+    pub fn as_file(&self) -> Option<operations::FileAnswer> {
+        self.csv.then(|| operations::FileAnswer {
+            content_type: "text/csv; charset=utf-8",
+            file_name: "evidence.csv",
+            body: crate::results::export::to_csv(&self.export),
+        })
+    }
+}
+
 /// `?scope=&run_set=`: the cells timed, and the run set the timeline shows
 /// (default: the newest in scope).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

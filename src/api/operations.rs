@@ -204,7 +204,7 @@ macro_rules! operations {
             evidence "evidence": GET "/api/evidence", EvidenceQuery => Evidence, "reading the evidence" => cli "evidence";
             /// Every counted cell with its provenance, as JSON or CSV.
             evidence_export "evidence_export": GET "/api/evidence/export", ExportQuery => Exported, "exporting the evidence",
-                file = $crate::results::export::as_file;
+                file = $crate::api::Exported::as_file;
             /// The proposal guide: the next batches ranked by what they would
             /// resolve, each with its predicted cost and its draft request.
             propose "propose": GET "/api/propose", ProposeParams => Proposals, "ranking the next batches";

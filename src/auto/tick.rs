@@ -166,11 +166,6 @@ impl Run<'_> {
     }
 }
 
-/// The UTC day of `now` (`2026-12-01`): the key of `daily_launches`.
-pub fn day_key(now: Timestamp) -> String {
-    now.to_rfc3339().chars().take(10).collect()
-}
-
 /// Words that say a paid route could not spend credit.
 fn credit_like(text: &str) -> bool {
     let t = text.to_lowercase();
@@ -432,7 +427,7 @@ fn wait_between_batches(run: &mut Run, settings: &Settings) -> Step {
 /// against the caps, credit flags, quarantined endpoints.
 fn show_slot_guards(run: &mut Run, settings: &Settings) {
     let now = run.obs.now;
-    let today = day_key(now);
+    let today = now.day_key();
     let caps: Vec<String> = settings
         .models
         .iter()
@@ -791,7 +786,7 @@ fn held_back(state: &AutoState, obs: &Observed, settings: &Settings, slot: &Slot
     if let Some(f) = state.credit_flags.get(&slot.model) {
         return Some(format!("model {} is credit-flagged until {}", slot.model, f.until.to_display()));
     }
-    let auto_today = state.daily_launches.get(&day_key(now)).and_then(|d| d.get(&slot.model)).copied().unwrap_or(0);
+    let auto_today = state.daily_launches.get(&now.day_key()).and_then(|d| d.get(&slot.model)).copied().unwrap_or(0);
     if let Some(cap) = settings.daily_caps.get(&slot.model).filter(|c| auto_today >= **c) {
         return Some(format!("model {}: the autopilot's daily cap of {cap} is reached", slot.model));
     }
@@ -1018,9 +1013,9 @@ pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchRe
             } else {
                 state.currents.insert(planned.lane.clone(), current);
             }
-            *state.daily_launches.entry(day_key(now)).or_default().entry(planned.model.clone()).or_insert(0) += 1;
+            *state.daily_launches.entry(now.day_key()).or_default().entry(planned.model.clone()).or_insert(0) += 1;
             // Only the last week of daily counts is kept.
-            let keep_from = day_key(Timestamp(now.0 - 7 * 86_400_000));
+            let keep_from = Timestamp(now.0 - 7 * 86_400_000).day_key();
             state.daily_launches.retain(|d, _| *d >= keep_from);
             if state.session.started_at.is_none() {
                 state.session.started_at = Some(now);

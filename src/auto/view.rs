@@ -185,7 +185,7 @@ pub fn lanes(state: &AutoState, settings: Option<&Settings>, cfg: &CampaignConfi
             }
         }
     }
-    let day = super::tick::day_key(now);
+    let day = now.day_key();
     for l in &mut out {
         match state.lane(&l.lane, l.endpoint.as_deref(), now) {
             Lane::Running(c) => {
@@ -240,7 +240,7 @@ pub fn caps(
     now: Timestamp,
 ) -> Vec<CapView> {
     let Some(settings) = settings else { return Vec::new() };
-    let day = super::tick::day_key(now);
+    let day = now.day_key();
     settings
         .models
         .iter()

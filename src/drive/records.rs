@@ -143,6 +143,22 @@ impl CountSource {
 }
 
 impl CellRecord {
+    /// Why a cell failed, in words — the reason it reported, else how it
+    /// exited; none when it did not fail.
+    pub fn failure_words(&self) -> Option<String> {
+        if self.status != CellStatus::Failed {
+            return None;
+        }
+        if let Some(r) = &self.reason {
+            return Some(r.clone());
+        }
+        Some(match self.exit_code {
+            Some(code) if code > 128 && code < 160 => format!("killed by signal {} (exit {code})", code - 128),
+            Some(code) => format!("exit {code}"),
+            None => "ended without an exit status".into(),
+        })
+    }
+
     pub fn new(cell: &Cell, status: CellStatus) -> Self {
         Self { schema_version: 1, cell: cell.id.clone(), factors: cell.factors.clone(), status, ..Self::default() }
     }

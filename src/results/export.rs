@@ -134,16 +134,6 @@ pub fn export(
 
 /// The export as CSV: the provenance as leading `# key: value` lines (read
 /// with `comment='#'`), then a header and one line per row.
-/// The export as a CSV download when CSV was asked for (see
-/// [`crate::api::ExportQuery`]); else the JSON answer stands.
-pub fn as_file(e: &crate::api::Exported) -> Option<crate::api::operations::FileAnswer> {
-    e.csv.then(|| crate::api::operations::FileAnswer {
-        content_type: "text/csv; charset=utf-8",
-        file_name: "evidence.csv",
-        body: to_csv(&e.export),
-    })
-}
-
 pub fn to_csv(e: &Export) -> String {
     let p = &e.provenance;
     let mut out = format!(

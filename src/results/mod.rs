@@ -132,7 +132,7 @@ pub fn verdict(c: &CellRecord, pass_score: Option<f64>) -> (bool, Option<String>
         (CellStatus::Done, None, Some(min), Some(s)) if s >= min => (true, None),
         (CellStatus::Done, None, Some(min), Some(s)) => (false, Some(format!("score {s:.2} below {min:.2}"))),
         (CellStatus::Done, None, Some(_), None) => (false, Some("no score reported".into())),
-        _ => (false, report::failure_words(c)),
+        _ => (false, c.failure_words()),
     }
 }
 

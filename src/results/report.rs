@@ -91,22 +91,6 @@ pub struct Report {
     pub problems: Vec<String>,
 }
 
-/// Why a cell failed, in words — the reason it reported, else how it
-/// exited; none when it did not fail.
-pub fn failure_words(c: &CellRecord) -> Option<String> {
-    if c.status != CellStatus::Failed {
-        return None;
-    }
-    if let Some(r) = &c.reason {
-        return Some(r.clone());
-    }
-    Some(match c.exit_code {
-        Some(code) if code > 128 && code < 160 => format!("killed by signal {} (exit {code})", code - 128),
-        Some(code) => format!("exit {code}"),
-        None => "ended without an exit status".into(),
-    })
-}
-
 /// Reasons and how many cells gave each, most first.
 fn by_reason(reasons: impl Iterator<Item = String>) -> Vec<(String, u64)> {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
@@ -161,7 +145,7 @@ pub fn report(i: ReportInputs) -> Report {
                 score: c.score,
                 passed: ran.then_some(passed),
                 exit_code: c.exit_code,
-                failure: failure_words(c),
+                failure: c.failure_words(),
                 not_passed: why_not.filter(|_| c.status == CellStatus::Done),
                 log: c.log.as_ref().map(|l| format!("runsets/{}/{l}", i.summary.name)),
             }

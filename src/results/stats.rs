@@ -120,9 +120,29 @@ pub fn paired_difference(t: PairTable, z: f64) -> Option<(f64, Interval)> {
     Some((d, Interval { lo: lo.max(-1.0), hi: hi.min(1.0) }))
 }
 
+/// The `q` quantile of `xs` (linear between the two nearest ranks, as
+/// numpy's default), ignoring values that are not finite.
+pub fn quantile(xs: &[f64], q: f64) -> Option<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let at = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+    Some(v[lo] + (v[hi] - v[lo]) * (at - lo as f64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantiles_are_linear_between_ranks_and_skip_what_is_not_finite() {
+        assert_eq!(quantile(&[3.0, 1.0, 2.0, f64::NAN], 0.5), Some(2.0));
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.25), Some(1.75), "numpy: np.quantile([1,2,3,4], .25)");
+        assert_eq!(quantile(&[], 0.5), None);
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 0.00005 + 1e-12

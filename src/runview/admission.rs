@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use super::view::{RoundView, TrialView};
+use super::rows::{RoundView, TrialView};
 
 /// The least coverage and decile monotonicity admission required, as the run's
 /// last open recorded them .
@@ -81,14 +81,6 @@ pub struct RoundThreshold {
     pub round: u32,
     pub t: Option<f64>,
     pub source: Option<ThresholdSource>,
-}
-
-/// The number after `word` in `text` (`"below threshold 2.50"` → 2.5).
-pub fn number_after(text: &str, word: &str) -> Option<f64> {
-    let at = text.find(word)? + word.len();
-    let rest = text[at..].trim_start();
-    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-')).unwrap_or(rest.len());
-    rest[..end].trim_end_matches('.').parse().ok().filter(|f: &f64| f.is_finite())
 }
 
 /// Each written round's t threshold: the one its admission events give; without

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::view::TrialView;
+use super::rows::TrialView;
 
 /// The class whose operators aggregate within a trading session.
 pub const SESSION_AGGREGATION: &str = "SessionAggregation";

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::events::{EventsDigest, RunEvent};
-use super::view::{RoundView, TrialView};
+use super::rows::{RoundView, TrialView};
 use crate::json::{describe_error, from_slice_lenient};
 
 /// The operators the gate's graph for a trial uses: every `"op"` string in it,

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::diff::diff_lines;
-use super::view::MemoryVersion;
+use super::rows::MemoryVersion;
 
 /// What the reader knows of the memory folder: each file by round, with a token
 /// that changes when the file does (the adapter's `stat`), and what was read.

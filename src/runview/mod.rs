@@ -41,6 +41,7 @@ pub mod memory;
 pub mod plans;
 pub mod records;
 pub mod refusal;
+pub mod rows;
 pub mod summary;
 pub mod trialgraph;
 pub mod trials;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::view::RoundView;
+use super::rows::RoundView;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanSlot {

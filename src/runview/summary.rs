@@ -7,9 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::events::{EventKind, RunEvent};
+// The events file's digest lives with the events; named here too, where the
+// list's users find it.
+pub use super::events::{EventsTail, Opened};
 use super::records::{Snapshot, StateFile};
-use crate::json::from_slice_lenient;
 use crate::Timestamp;
 
 /// Where a run stands, as the list shows it. Each variant carries its evidence.
@@ -75,65 +76,6 @@ pub enum ProcessCheck {
     Gone { host: String, pid: u32 },
     /// On another host: unknown, never "gone".
     OtherHost { host: String, pid: u32 },
-}
-
-/// What the events file says, read from its end back to the latest open.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EventsTail {
-    /// The latest `open` or `resume`: who opened the run, where.
-    pub last_open: Option<Opened>,
-    /// The reason of a `stop` after the latest open, if one came (`Some(None)`:
-    /// a stop without a reason).
-    pub stop_after_open: Option<Option<String>>,
-    /// The latest phase entered (after the latest open).
-    pub last_phase: Option<String>,
-    /// Lines that could not be parsed (a broken line degrades nothing else).
-    pub bad_lines: usize,
-}
-
-/// The process that opened the run, as its `open`/`resume` event says.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Opened {
-    pub host: Option<String>,
-    pub pid: Option<u32>,
-}
-
-impl EventsTail {
-    /// Digests complete lines given in file order. With a partial tail (lines
-    /// before the latest open were not read) the result is the same as for the
-    /// whole file, as long as the tail contains the latest open.
-    pub fn from_lines<'a>(lines: impl IntoIterator<Item = &'a [u8]>) -> Self {
-        let mut bad_lines = 0;
-        let events: Vec<RunEvent> = lines
-            .into_iter()
-            .filter_map(|line| {
-                let parsed = from_slice_lenient::<serde_json::Value>(line).ok().filter(|v| v.is_object());
-                bad_lines += usize::from(parsed.is_none());
-                parsed.map(|v| RunEvent::from_value(&v))
-            })
-            .collect();
-        let mut tail = Self::from_events(&events);
-        tail.bad_lines = bad_lines;
-        tail
-    }
-
-    /// The same, from events already parsed.
-    pub fn from_events(events: &[RunEvent]) -> Self {
-        let mut tail = Self::default();
-        for ev in events {
-            match &ev.kind {
-                EventKind::Open { host, pid, .. } => {
-                    tail.stop_after_open = None;
-                    tail.last_phase = None;
-                    tail.last_open = Some(Opened { host: host.clone(), pid: *pid });
-                }
-                EventKind::Stop { reason } => tail.stop_after_open = Some(reason.clone()),
-                EventKind::Phase { phase: Some(phase), .. } => tail.last_phase = Some(phase.clone()),
-                _ => {}
-            }
-        }
-        tail
-    }
 }
 
 /// Everything [`summarise`] needs, gathered by the adapter.

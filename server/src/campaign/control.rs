@@ -170,7 +170,7 @@ impl Campaign {
             updated_at: crate::clock::now(),
             reason: Some(reason.to_owned()),
         };
-        self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
+        self.records.write_marker(&m).map_err(|e| crate::error::internal("writing the active-batch marker", e))?;
         let mut report = StopReport::default();
         match self.end_units(&cfg, std::slice::from_ref(&target), &mut report) {
             Some(rec) => {
@@ -183,7 +183,7 @@ impl Campaign {
                     Some(b) => self.records.write_marker(&b),
                     None => std::fs::remove_file(self.root.join(runboard::runsets::ACTIVE_MARKER_FILE)),
                 };
-                restored.map_err(|e| app::api::ssr::internal("restoring the active-batch marker", e))?;
+                restored.map_err(|e| crate::error::internal("restoring the active-batch marker", e))?;
             }
         }
         Ok(report)
@@ -244,7 +244,7 @@ impl Campaign {
             updated_at: now,
             reason: Some("stopped and aborted by the operator".into()),
         };
-        self.records.write_marker(&m).map_err(|e| app::api::ssr::internal("writing the active-batch marker", e))?;
+        self.records.write_marker(&m).map_err(|e| crate::error::internal("writing the active-batch marker", e))?;
         report.marker = Some(m.status);
         self.end_units(&cfg, &found, &mut report);
         for t in &found {
@@ -269,7 +269,7 @@ impl Campaign {
         report.run_sets.clone_from(&found);
         // Whatever it was, auto mode is off now: nothing relaunches the batch.
         crate::auto_state::turn_off(&self.root, "stop and abort by the operator")
-            .map_err(|e| app::api::ssr::internal("turning auto mode off", e))?;
+            .map_err(|e| crate::error::internal("turning auto mode off", e))?;
         report.auto_off = true;
         Ok(report)
     }

@@ -284,7 +284,7 @@ impl Campaign {
             return Ok(rel.to_owned());
         }
         let dir = self.root.join(COMMITTED_DIR);
-        fs::create_dir_all(&dir).map_err(|e| app::api::ssr::internal("making specs/committed", e))?;
+        fs::create_dir_all(&dir).map_err(|e| crate::error::internal("making specs/committed", e))?;
         let existing: Vec<String> = fs::read_dir(&dir)
             .map(|r| r.flatten().filter_map(|e| e.file_name().into_string().ok()).collect())
             .unwrap_or_default();
@@ -294,8 +294,8 @@ impl Campaign {
             .write(true)
             .create_new(true)
             .open(dir.join(&name))
-            .map_err(|e| app::api::ssr::internal("committing a spec", e))?;
-        f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| app::api::ssr::internal("committing a spec", e))?;
+            .map_err(|e| crate::error::internal("committing a spec", e))?;
+        f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| crate::error::internal("committing a spec", e))?;
         Ok(format!("{COMMITTED_DIR}/{name}"))
     }
 

@@ -498,7 +498,7 @@ impl Campaign {
             EditError::NoSuchPreset(n) => ApiError::not_found(format!("no cohort preset named {n:?}")),
         })?;
         crate::atomic::write_json(&self.records.root().join(runboard::results::cohorts::PRESETS_FILE), &presets)
-            .map_err(|e| app::api::ssr::internal("writing the presets", e))?;
+            .map_err(|e| crate::error::internal("writing the presets", e))?;
         Ok(runboard::results::cohorts::CohortsView { presets: presets.presets, problem: None })
     }
 
@@ -602,7 +602,7 @@ impl Campaign {
         }
         state.updated_at = Some(crate::clock::now());
         crate::atomic::write_json(&self.records.root().join(runboard::results::research::RESEARCH_FILE), &state)
-            .map_err(|e| app::api::ssr::internal("writing the research state", e))?;
+            .map_err(|e| crate::error::internal("writing the research state", e))?;
         Ok(self.research_view(runboard::results::research::Loaded { state, repaired: Vec::new() }))
     }
 

@@ -97,7 +97,7 @@ impl Campaign {
         eta_s: Option<f64>,
         now: Timestamp,
     ) -> LiveSpend {
-        let today = runboard::auto::tick::day_key(now);
+        let today = now.day_key();
         let by_id: HashMap<&str, &CellRecord> = rs.cells.iter().map(|r| (r.cell.as_str(), r)).collect();
         let planned: Vec<(String, Option<&CellRecord>, Option<String>)> = match spec {
             Some(s) => s
@@ -237,7 +237,7 @@ impl Campaign {
         if !cfg.budget.caps_spend() {
             return Vec::new();
         }
-        let today = runboard::auto::tick::day_key(now);
+        let today = now.day_key();
         let mut spent = SpendNow { batch_tokens: batch.total_tokens, batch_cost: batch.cost, ..Default::default() };
         let add = |x: Option<f64>, y: Option<f64>| match (x, y) {
             (None, None) => None,
@@ -298,7 +298,7 @@ impl Campaign {
         if !cfg.budget.caps_other_run_sets() {
             return;
         }
-        let today = runboard::auto::tick::day_key(now);
+        let today = now.day_key();
         let mut o = Others { day: today.clone(), ..Default::default() };
         for other in self.records.run_sets().into_iter().filter(|x| x.name != rs.name) {
             let s = self.summed(cfg, &other, &today);

@@ -342,7 +342,7 @@ impl Shared {
 
     /// The cap reached now, if any; the first time, the batch's stop is asked for.
     fn cap_reached(&self) -> Option<runboard::spend::CapUse> {
-        let today = runboard::auto::tick::day_key(crate::clock::now());
+        let today = crate::clock::now().day_key();
         let cap = self.purse.lock().unwrap_or_else(|p| p.into_inner()).reached(&today)?;
         let mut capped = self.capped.lock().unwrap_or_else(|p| p.into_inner());
         if capped.is_none() {
@@ -771,7 +771,7 @@ impl Record {
             let tokens = Tokens { input: u.input, output: u.output, cached: u.cached, unsplit: 0 };
             let spent =
                 Spent { cost: self.shared.prices.get(&self.cell).map(|p| p.cost(&tokens)), tokens: tokens.total() };
-            let day = runboard::auto::tick::day_key(now);
+            let day = now.day_key();
             self.shared.purse.lock().unwrap_or_else(|p| p.into_inner()).add(spent, &day);
         }
         // At most FILES_OPEN held open (a descriptor each): past it, all are let go.

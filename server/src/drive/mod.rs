@@ -176,7 +176,7 @@ fn gateway_setup(
 ) -> gateway::Setup {
     use runboard::gateway::purse::{Purse, Spent};
     let now = crate::clock::now();
-    let today = runboard::auto::tick::day_key(now);
+    let today = now.day_key();
     let records = runset.read_cells();
     let mut prices = BTreeMap::new();
     let (mut before, mut before_today) = (Spent::default(), Spent::default());
