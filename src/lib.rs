@@ -67,6 +67,7 @@ macro_rules! display_as_word {
 pub(crate) use display_as_word;
 
 pub mod api;
+pub mod audit;
 pub mod auto;
 pub mod campaign;
 pub mod catalogue;

@@ -68,6 +68,15 @@ test('auto page: a refused setting in words, explain, on launches and holds, off
 
   await page.click('button.auto-off');
   await page.waitForSelector('.auto-mode[data-mode="off"]', { timeout: 10_000 });
+  // Every control this page made is a line of the audit log, the refused
+  // save too, newest first: off, on, the saved settings, the refused one.
+  await page.waitForFunction(() => document.querySelector('table.audit tbody tr')?.dataset.op === 'auto_mode'
+    && /"mode":"off"/.test(document.querySelector('table.audit tbody tr')?.textContent ?? ''), null, { timeout: 10_000 });
+  const controls = await page.$$eval('table.audit tbody tr', rows => rows.map(r => [r.dataset.op, r.className, r.querySelector('.from').textContent]));
+  assert.deepEqual(controls.slice(0, 2).map(c => c[0]), ['auto_mode', 'auto_mode']);
+  assert.ok(controls.some(c => c[0] === 'auto_settings' && c[1] === 'refused'), `the refused save is recorded: ${JSON.stringify(controls)}`);
+  assert.ok(controls.some(c => c[0] === 'auto_settings' && c[1] === 'ok'), JSON.stringify(controls));
+  assert.ok(controls.every(c => /\(page\)$/.test(c[2])), `each from a page: ${JSON.stringify(controls)}`);
   // The one refused save answered 422, which the browser logs; nothing else.
   assert.deepEqual(errors, ['Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)'], 'no other console errors');
   await page.close();

@@ -127,7 +127,7 @@ pub async fn guard(State(access): State<Access>, req: Request, next: Next) -> Re
     let Some(token) = access.token.as_deref() else {
         return next.run(req).await;
     };
-    if bearer(&req).is_some_and(|t| same(t, token)) || cookie(&req).is_some_and(|t| same(t, token)) {
+    if carries(&req, token) {
         return next.run(req).await;
     }
     if let Some(given) = query_token(req.uri()) {
@@ -171,6 +171,11 @@ fn foreign_origin(req: &Request) -> Option<String> {
         return Some(format!("refused: Origin {origin} is not this server (http://{host})"));
     }
     None
+}
+
+/// Whether `req` carries `token` (its header or its cookie).
+pub(crate) fn carries(req: &Request, token: &str) -> bool {
+    bearer(req).is_some_and(|t| same(t, token)) || cookie(req).is_some_and(|t| same(t, token))
 }
 
 fn bearer(req: &Request) -> Option<&str> {

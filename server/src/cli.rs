@@ -343,7 +343,7 @@ fn propose(console: &LocalConsole, params: ProposeParams, save: Option<usize>, j
 /// its end in the status: how it ended in words (or JSON), and whether it
 /// succeeded.
 fn publish(console: &LocalConsole, json: bool) -> Result<(String, bool), ApiError> {
-    let started = op::publish_push::call(console, Nothing {})?.started_at;
+    let started = call::<op::publish_push>(console, Nothing {})?.started_at;
     let asked = std::time::Instant::now();
     loop {
         let status = op::publish_status::call(console, Nothing {})?;
@@ -416,7 +416,20 @@ fn ask<O: Operation>(console: &LocalConsole, input: O::Input, json: bool) -> Res
 where
     O::Output: ForTerminal,
 {
-    O::call(console, input).map(|out| if json { pretty(&out) } else { out.for_terminal() })
+    call::<O>(console, input).map(|out| if json { pretty(&out) } else { out.for_terminal() })
+}
+
+/// Asks operation `O`; a state-changing one (a POST) is a line of the audit
+/// log, by this user, answered or refused — as the HTTP layer records a
+/// page's and a REST client's.
+fn call<O: Operation>(console: &LocalConsole, input: O::Input) -> Result<O::Output, ApiError> {
+    if O::METHOD != Method::Post {
+        return O::call(console, input);
+    }
+    let args = serde_json::to_value(&input).unwrap_or_default();
+    let answered = O::call(console, input);
+    crate::audit::cli_line(&console.root(), O::NAME, &args, answered.as_ref().map(|_| O::STATUS));
+    answered
 }
 
 /// Asks `question` on the terminal; false when stdin is not one.

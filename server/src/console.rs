@@ -297,6 +297,10 @@ impl Console for LocalConsole {
         self.campaign.samples(&q)
     }
 
+    fn audit(&self, q: AuditQuery) -> Result<AuditPage, ApiError> {
+        crate::audit::page(self.campaign.root(), &q)
+    }
+
     fn report(&self, q: ReportQuery) -> Result<Report, ApiError> {
         self.campaign.report(&q.run_set, q.scope.as_deref(), &self.runs.list_shared().runs)
     }

@@ -106,13 +106,26 @@ pub fn app(state: AppState) -> Router {
         // default for ~25 % more bytes, and it is done on the serving threads.
         .layer(tower_http::compression::CompressionLayer::new().quality(tower_http::CompressionLevel::Fastest))
         .layer(middleware::from_fn_with_state(state.access.clone(), auth::guard))
+        // Outside the guard: a control it refuses is recorded too.
+        .layer(middleware::from_fn_with_state(
+            crate::audit::Recorder { root: state.console.root().to_path_buf(), access: state.access.clone() },
+            crate::audit::record,
+        ))
         .layer(middleware::from_fn_with_state(state.last_request.clone(), note_request))
         .with_state(state)
 }
 
 /// The most a request body may hold (axum's default limit, said here so
 /// the refusal names it): 2 MiB.
-const MAX_BODY: usize = 2 << 20;
+pub(crate) const MAX_BODY: usize = 2 << 20;
+
+/// The refusal of a body past [`MAX_BODY`] (413).
+pub(crate) fn too_large() -> ApiError {
+    ApiError::new(
+        ErrorKind::TooLarge,
+        format!("the request body is larger than {} MiB, the most the console reads", MAX_BODY >> 20),
+    )
+}
 
 /// The pages' server functions (`/sfn/*`) answer with the status their
 /// refusal's kind says. Errors the server-fn layer makes itself before the
@@ -214,10 +227,7 @@ async fn serve<O: Operation>(
     // A body past the limit (or one that cannot be read) is refused in the
     // documented shape, like every other refusal.
     let bytes = bytes.map_err(|e| match e.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-            ErrorKind::TooLarge,
-            format!("the request body is larger than {} MiB, the most the console reads", MAX_BODY >> 20),
-        ),
+        StatusCode::PAYLOAD_TOO_LARGE => too_large(),
         _ => ApiError::with_reasons(ErrorKind::BadQuery, vec![format!("the request body could not be read: {e}")]),
     })?;
     let input = input_of::<O>(params, query.as_deref().unwrap_or(""), &headers, &bytes)?;

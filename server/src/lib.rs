@@ -25,6 +25,7 @@
 
 pub mod assets;
 pub mod atomic;
+pub mod audit;
 pub mod auth;
 pub mod auto_state;
 pub mod autopilot;

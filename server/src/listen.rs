@@ -71,7 +71,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, shutdo
         };
         let stream = tokio::select! {
             r = listener.accept() => match r {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of descriptors (EMFILE) and the like: wait for some to free up.
                     tracing::warn!("accepting a connection: {e}");
@@ -81,8 +81,16 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, shutdo
             },
             _ = shutdown.cancelled() => break,
         };
+        let (stream, peer) = stream;
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        // Each request knows who sent it (the audit log's `from`).
+        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+            router.clone(),
+            move |mut req: hyper::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                req
+            },
+        ));
         let closing = closing.clone();
         conns.spawn(async move {
             let _permit = permit;

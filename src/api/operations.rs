@@ -92,6 +92,7 @@ pub mod types {
         DraftForm, EvidenceQuery, ExportQuery, Exported, Nothing, ReportQuery, RunCall, RunName, RunTrial, RunTrials,
         SamplesQuery, ScopeQuery, SpecPath, TimingQuery, Version,
     };
+    pub use crate::audit::{AuditPage, AuditQuery};
     pub use crate::auto::view::{AutoView, LogPage, TickReport};
     pub use crate::catalogue::CatalogueView;
     pub use crate::coverage::{CellPage, CellParams, CoverageView};
@@ -256,6 +257,10 @@ macro_rules! operations {
             /// AI's JSON or `.eval`), read without holding the log; matched
             /// with another cell's by id and epoch (`against`), the flips.
             samples "samples": GET "/api/samples/{run_set}/{cell}", SamplesQuery => CellSamples, "reading a cell's samples" => cli "samples";
+
+            /// The record of every control (each state-changing request, from a
+            /// page, the command line or REST, refused ones too), newest first.
+            audit "audit": GET "/api/audit", AuditQuery => AuditPage, "reading the audit log" => cli "audit";
 
             // ---- the autopilot ----
             /// The autopilot: its state, the dry run, lanes and caps.

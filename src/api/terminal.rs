@@ -595,3 +595,20 @@ impl ForTerminal for crate::results::publish::PublishStatus {
         format!("{}\n", self.words)
     }
 }
+
+impl ForTerminal for crate::audit::AuditPage {
+    fn for_terminal(&self) -> String {
+        let mut out: String = self.entries.iter().map(|e| format!("{}\n", e.words())).collect();
+        if self.entries.is_empty() {
+            out += "no control recorded (yet)\n";
+        }
+        let shown_to = self.offset + self.entries.len();
+        if shown_to < self.total {
+            out += &format!("… {} more (--offset {shown_to})\n", self.total - shown_to);
+        }
+        if self.unreadable > 0 {
+            out += &format!("{} line(s) of the audit log could not be read\n", self.unreadable);
+        }
+        out
+    }
+}

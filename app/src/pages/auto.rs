@@ -20,6 +20,10 @@ pub fn AutoPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
     let auto = crate::codec::resource(move || refresh.get(), |_| api::auto(api::Nothing {}));
     let form_data = crate::codec::resource(|| (), |_| api::draft_form(api::Nothing {}));
+    let controls = crate::codec::resource(
+        move || refresh.get(),
+        |_| api::audit(runboard::audit::AuditQuery { limit: Some(CONTROLS_SHOWN), ..Default::default() }),
+    );
 
     #[cfg(feature = "hydrate")]
     crate::live::follow(
@@ -98,6 +102,12 @@ pub fn AutoPage() -> impl IntoView {
                     (Some(saved), Some(Ok(f))) => settings_form(saved, f, refresh, outcome).into_any(),
                     _ => ().into_any(),
                 }}
+            </Transition>
+            <Transition fallback=|| ()>
+                {move || controls.get().map(|res| match res {
+                    Err(e) => view! { <p class="error">"Could not read the audit log: " {e.to_string()}</p> }.into_any(),
+                    Ok(p) => controls_table(&p).into_any(),
+                })}
             </Transition>
         </section>
     }
@@ -213,6 +223,48 @@ fn restrictions(v: &AutoView) -> impl IntoView {
             </div>
         }
     })
+}
+
+/// The newest controls the Auto page lists.
+const CONTROLS_SHOWN: usize = 20;
+
+/// The audit log's newest lines: every control, from any page, the command
+/// line or REST, refused ones too.
+fn controls_table(p: &runboard::audit::AuditPage) -> impl IntoView {
+    view! {
+        <h2>"Controls"</h2>
+        <p class="hint">{format!(
+            "Every state-changing request — from a page, the command line or REST, refused ones too — newest first ({} recorded; all of them: runboard audit).",
+            runboard::numfmt::thousands(p.total as u64)
+        )}</p>
+        {if p.entries.is_empty() {
+            view! { <p class="empty">"No control recorded yet."</p> }.into_any()
+        } else {
+            view! {
+                <table class="audit">
+                    <thead><tr><th>"When"</th><th>"What"</th><th>"By"</th><th>"From"</th><th>"Answer"</th></tr></thead>
+                    <tbody>
+                        {p.entries.iter().map(|e| {
+                            let args = match &e.args {
+                                Value::Object(m) if m.is_empty() => String::new(),
+                                v => v.to_string(),
+                            };
+                            let ok = (200..300).contains(&e.status);
+                            view! {
+                                <tr data-op=e.op.clone() class=if ok { "ok" } else { "refused" }>
+                                    <td class="at">{e.at.to_display()}</td>
+                                    <td class="op"><code>{e.op.clone()}</code>" "<span class="args">{args}</span></td>
+                                    <td class="by">{e.by.clone()}</td>
+                                    <td class="from">{format!("{} ({})", e.from, e.surface)}</td>
+                                    <td class="answer">{format!("{} {}", e.status, e.answer)}</td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            }.into_any()
+        }}
+    }
 }
 
 fn history(v: &AutoView) -> impl IntoView {

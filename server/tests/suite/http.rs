@@ -787,6 +787,8 @@ async fn every_operation_answers_alike_over_rest_and_server_functions() {
         ("report", json!({"run_set": "nope"}), 404, None),
         ("samples", json!({"run_set": "nope", "cell": "c-1"}), 404, None),
         ("samples", json!({"run_set": "nope", "cell": "c-1", "limit": "0"}), 422, None),
+        ("audit", json!({}), 200, None),
+        ("audit", json!({"since": "yesterday"}), 422, None),
         ("auto", json!({}), 200, None),
         ("auto_version", json!({}), 200, None),
         ("auto_explain", json!({}), 200, None),
@@ -944,4 +946,81 @@ async fn the_run_list_is_filtered_sorted_and_paged_on_the_server() {
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(json(body)["error"], why);
     }
+}
+
+/// Every control is a line of the audit log — from a page, a REST client and
+/// the command line; answered, refused by the operation, refused by the
+/// guard — with who, from where and the answer; the file is its user's alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_control_is_a_line_of_the_audit_log_refused_ones_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let (tmp, root) = common::campaign().await;
+    let st = state(&root, &common::site(tmp.path()), None);
+    assert_eq!(send(&st, post_json("/api/control/pause", r#"{"run_set": "nope"}"#)).await.0, StatusCode::CONFLICT);
+    assert_eq!(send(&st, post_json("/sfn/tag_edit", r#"{"input": {"tag": "bad name"}}"#)).await.0.as_u16(), 422);
+    assert_eq!(send(&st, post_json("/api/auto/off", "")).await.0, StatusCode::OK);
+    let mut foreign = post_json("/api/control/stop", "{}");
+    foreign.headers_mut().insert(header::ORIGIN, header::HeaderValue::from_static("http://evil.example"));
+    assert_eq!(send(&st, foreign).await.0, StatusCode::FORBIDDEN);
+    // Reads are not controls.
+    assert_eq!(send(&st, get("/api/tags")).await.0, StatusCode::OK);
+    // The command line's control, by its user.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runboard"))
+        .args(["tag", "paper", "--note", "for the paper", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let (status, _, body) = send(&st, get("/api/audit")).await;
+    assert_eq!(status, StatusCode::OK);
+    let page = body_json(body);
+    let lines: Vec<(&str, &str, &str, u64)> = page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["op"].as_str().unwrap(),
+                e["surface"].as_str().unwrap(),
+                e["by"].as_str().unwrap(),
+                e["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let user = server::audit::cli_user();
+    assert_eq!(
+        lines,
+        vec![
+            ("tag_edit", "cli", user.as_str(), 200),
+            ("stop", "rest", "loopback", 403),
+            ("auto_mode", "rest", "loopback", 200),
+            ("tag_edit", "page", "loopback", 422),
+            ("pause", "rest", "loopback", 409),
+        ],
+        "newest first"
+    );
+    let e = &page["entries"];
+    assert_eq!(
+        e[0]["args"],
+        serde_json::json!({"tag": "paper", "add": [], "remove": [], "note": "for the paper", "delete": false})
+    );
+    assert_eq!(e[0]["from"], "cli");
+    assert!(e[1]["answer"].as_str().unwrap().contains("Origin http://evil.example is not this server"), "{}", e[1]);
+    assert_eq!(e[2]["args"], serde_json::json!({"mode": "off"}), "the path's parameter");
+    assert_eq!(e[3]["args"], serde_json::json!({"tag": "bad name"}), "a page's input");
+    assert!(e[3]["answer"].as_str().unwrap().contains("bad name"), "{}", e[3]);
+    assert_eq!(e[4]["args"], serde_json::json!({"run_set": "nope"}));
+    let mode = std::fs::metadata(root.join(".runboard/audit.jsonl")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "readable by its user alone");
+    // The same page from the command line, and `since` read.
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_runboard"))
+        .args(["audit", "--since", "2000-01-01", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&cli.stdout);
+    assert!(text.lines().count() == 5 && text.contains("auto_mode {\"mode\":\"off\"} by loopback"), "{text}");
+    let (status, _, body) = send(&st, get("/api/audit?since=tomorrow")).await;
+    assert_eq!((status.as_u16(), body_json(body)["kind"].clone()), (422, serde_json::json!("bad_query")));
 }
