@@ -709,16 +709,34 @@ impl CampaignConfig {
     }
 }
 
+/// A webhook URL as runboard says it in a log, a record or a page: its
+/// scheme, host and port, the rest elided (`http://hooks.lab:8080/…`) — a
+/// webhook's path often is its secret (a chat's incoming-hook token).
+pub fn webhook_shown(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let cut = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..cut];
+    // Credentials are refused, but never said either.
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let elided = if cut < rest.len() && &rest[cut..] != "/" { "/…" } else { "" };
+    if scheme.is_empty() {
+        format!("{authority}{elided}")
+    } else {
+        format!("{scheme}://{authority}{elided}")
+    }
+}
+
 /// Why a webhook URL may not be used, if it may not: `http://` only (the
 /// body goes out unencrypted, so only to loopback or a host the campaign
 /// names in `[hooks] webhook_hosts`), a host, no credentials in the URL.
 pub fn webhook_refusal(url: &str, allowed_hosts: &[String]) -> Option<String> {
+    let shown = webhook_shown(url);
     let Some(rest) = url.strip_prefix("http://") else {
-        return Some(format!("{url:?}: must start with http:// (https is not supported; use a relay on loopback)"));
+        return Some(format!("{shown:?}: must start with http:// (https is not supported; use a relay on loopback)"));
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     if authority.contains('@') {
-        return Some(format!("{url:?}: credentials in the URL are not allowed"));
+        return Some(format!("{shown:?}: credentials in the URL are not allowed"));
     }
     let host = if let Some(v6) = authority.strip_prefix('[') {
         v6.split(']').next().unwrap_or("")
@@ -726,20 +744,29 @@ pub fn webhook_refusal(url: &str, allowed_hosts: &[String]) -> Option<String> {
         authority.rsplit_once(':').map_or(authority, |(h, _)| h)
     };
     if host.is_empty() {
-        return Some(format!("{url:?}: names no host"));
+        return Some(format!("{shown:?}: names no host"));
     }
     let loopback =
         host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     if loopback || allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
         None
     } else {
-        Some(format!("{url:?}: host {host} is neither loopback nor listed in [hooks] webhook_hosts"))
+        Some(format!("{shown:?}: host {host} is neither loopback nor listed in [hooks] webhook_hosts"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_webhook_is_shown_without_its_path_or_credentials() {
+        assert_eq!(webhook_shown("http://hooks.lab:8080/services/T0/B1/s3cret"), "http://hooks.lab:8080/…");
+        assert_eq!(webhook_shown("http://127.0.0.1:9000/"), "http://127.0.0.1:9000");
+        assert_eq!(webhook_shown("http://127.0.0.1:9000?key=s3cret"), "http://127.0.0.1:9000/…");
+        assert_eq!(webhook_shown("http://u:p@127.0.0.1/x"), "http://127.0.0.1/…");
+        assert!(!webhook_refusal("https://hooks.lab/s3cret", &[]).unwrap().contains("s3cret"));
+    }
 
     #[test]
     fn a_webhook_goes_to_loopback_or_a_named_host_over_http() {

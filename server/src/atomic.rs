@@ -50,6 +50,13 @@ fn write_atomic_mode(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result
     result
 }
 
+/// Makes the folder `path` (and those above it that are missing) readable,
+/// writable and searchable by its user alone (0700, whatever the umask) —
+/// runboard's data folder. A folder that is already there keeps its mode.
+pub fn create_private_dir(path: &Path) -> io::Result<()> {
+    std::os::unix::fs::DirBuilderExt::mode(fs::DirBuilder::new().recursive(true), 0o700).create(path)
+}
+
 /// Writes `value` as pretty JSON to `path` with [`write_atomic`], making
 /// its folder first.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> io::Result<()> {
@@ -108,6 +115,18 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"{\"secret\": 1}");
         assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn a_private_folder_and_those_made_above_it_are_its_users_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("share/runboard");
+        create_private_dir(&data.join("list-cache")).unwrap();
+        for d in [dir.path().join("share"), data.clone(), data.join("list-cache")] {
+            assert_eq!(fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o700, "{}", d.display());
+        }
+        create_private_dir(&data).unwrap();
     }
 
     #[test]

@@ -100,7 +100,7 @@ impl DemoLease {
     /// but the lock file (and the data folder, when it is new).
     pub fn claim(data_dir: &Path) -> anyhow::Result<Self> {
         use std::io::{Read, Seek, Write};
-        std::fs::create_dir_all(data_dir)
+        crate::atomic::create_private_dir(data_dir)
             .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
         let path = data_dir.join(LEASE);
         let mut file = std::fs::OpenOptions::new()

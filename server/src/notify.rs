@@ -43,7 +43,7 @@ pub fn deliver(root: &Path, cfg: &CampaignConfig, body: &Value) -> Vec<String> {
     }
     if let Some(url) = &cfg.hooks.webhook {
         if let Err(why) = post(url, &cfg.hooks.webhook_hosts, &bytes) {
-            failed.push(format!("the webhook {url}: {why}"));
+            failed.push(format!("the webhook {}: {why}", runboard::campaign::webhook_shown(url)));
         }
     }
     for why in &failed {

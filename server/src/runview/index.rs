@@ -313,8 +313,10 @@ impl RunIndex {
                 runs,
             };
             let written = serde_json::to_vec(&doc).map_err(std::io::Error::other).and_then(|bytes| {
+                // The data folder is its user's alone: the cache lists every
+                // run's path and what its snapshot says.
                 if let Some(dir) = file.parent() {
-                    std::fs::create_dir_all(dir)?;
+                    crate::atomic::create_private_dir(dir)?;
                 }
                 crate::atomic::write_atomic(&file, &bytes)
             });
