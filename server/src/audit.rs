@@ -106,8 +106,8 @@ pub async fn record(State(recorder): State<Recorder>, req: Request, next: Next) 
     let path = req.uri().path().to_owned();
     let (op, surface, params) = operation_of(&path);
     let (parts, body) = req.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, crate::http::MAX_BODY).await else {
-        let refused = crate::http::too_large();
+    let Ok(bytes) = axum::body::to_bytes(body, crate::error::MAX_BODY).await else {
+        let refused = crate::error::too_large();
         let entry = entry(op, serde_json::json!({}), by, from, surface, refused.status(), refused.error.clone());
         append(&recorder.root, &entry);
         return axum::response::IntoResponse::into_response(crate::error::AppError(refused));

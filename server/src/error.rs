@@ -7,6 +7,18 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use runboard::api::ApiError;
 
+/// The most a request body may hold (axum's default limit, said here so
+/// the refusal names it): 2 MiB.
+pub const MAX_BODY: usize = 2 << 20;
+
+/// The refusal of a body past [`MAX_BODY`] (413).
+pub fn too_large() -> ApiError {
+    ApiError::new(
+        runboard::api::ErrorKind::TooLarge,
+        format!("the request body is larger than {} MiB, the most the console reads", MAX_BODY >> 20),
+    )
+}
+
 /// An internal failure of the server's own (a write, a lock): logged here in
 /// full, answered without its detail (`internal error while {doing}`). The
 /// one such helper of the adapters; REST handlers wrap it in [`AppError`].

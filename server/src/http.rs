@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::assets::StaticFiles;
 use crate::auth::{self, Access};
 use crate::console::LocalConsole;
-use crate::error::AppError;
+use crate::error::{too_large, AppError, MAX_BODY};
 
 /// Everything a request handler may need.
 #[derive(Clone)]
@@ -113,18 +113,6 @@ pub fn app(state: AppState) -> Router {
         ))
         .layer(middleware::from_fn_with_state(state.last_request.clone(), note_request))
         .with_state(state)
-}
-
-/// The most a request body may hold (axum's default limit, said here so
-/// the refusal names it): 2 MiB.
-pub(crate) const MAX_BODY: usize = 2 << 20;
-
-/// The refusal of a body past [`MAX_BODY`] (413).
-pub(crate) fn too_large() -> ApiError {
-    ApiError::new(
-        ErrorKind::TooLarge,
-        format!("the request body is larger than {} MiB, the most the console reads", MAX_BODY >> 20),
-    )
 }
 
 /// The pages' server functions (`/sfn/*`) answer with the status their
