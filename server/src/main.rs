@@ -266,39 +266,16 @@ async fn run(command: Command, at: Place) -> anyhow::Result<ExitCode> {
         }
         Command::Drive { spec, resume_into, interactive, force, grace, run_set } => {
             let root = at.root;
-            let stop = tokio_util::sync::CancellationToken::new();
-            {
-                let stop = stop.clone();
-                let signals = server::signals::Terminated::register();
-                tokio::spawn(async move {
-                    signals.wait().await;
-                    eprintln!("runboard drive: stopping (signal); tearing the processes down");
-                    stop.cancel();
-                });
-            }
-            let opts =
-                server::drive::DriveOptions { spec, resume_into, interactive, force, root, grace_s: grace, run_set };
-            match server::drive::drive(opts, stop).await? {
-                Err(refusal) => {
-                    eprintln!("runboard drive: {refusal}");
-                    Ok(ExitCode::from(2))
-                }
-                Ok(end) => {
-                    let o = &end.outcome;
-                    println!(
-                        "runboard drive: {} {:?}: {} ({} planned, {} attempted, {} completed, {} failed) — run set {}",
-                        o.label,
-                        o.status,
-                        o.reason,
-                        o.planned,
-                        o.attempted,
-                        o.completed,
-                        o.failed,
-                        end.runset.display()
-                    );
-                    Ok(ExitCode::from(o.status.exit_code()))
-                }
-            }
+            drive_batch(server::drive::DriveOptions {
+                spec,
+                resume_into,
+                interactive,
+                force,
+                root,
+                grace_s: grace,
+                run_set,
+            })
+            .await
         }
         Command::Sentinel { mark, grace, runset } => {
             let grace = Duration::from_secs_f64(grace.clamp(0.0, 3600.0));
@@ -332,26 +309,7 @@ async fn run(command: Command, at: Place) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::from(2))
             }
         },
-        Command::Check => {
-            let (root, json) = (at.campaign(), at.json);
-            server::console::LocalConsole::require_campaign(&root)?;
-            let findings = tokio::task::spawn_blocking(move || server::init::check(&root)).await?;
-            let blocking = findings.iter().filter(|f| f.severity == server::init::Severity::Blocking).count();
-            if json {
-                println!("{}", serde_json::to_string_pretty(&findings)?);
-            } else {
-                for f in &findings {
-                    let word = if f.severity == server::init::Severity::Blocking { "blocking" } else { "warning " };
-                    println!("{word}  {}: {}", f.place, f.message);
-                }
-                println!(
-                    "runboard check: {blocking} blocking, {} warning(s){}",
-                    findings.len() - blocking,
-                    if blocking == 0 { "; a batch can start" } else { "" }
-                );
-            }
-            Ok(if blocking == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-        }
+        Command::Check => check(at.campaign(), at.json).await,
         Command::Cell { command: CellCommand::Inspect(opts) } => server::cell::run(opts).await,
         Command::Console(cmd) => {
             let at = server::cli::Place { root: at.campaign(), json: at.json };
@@ -362,23 +320,7 @@ async fn run(command: Command, at: Place) -> anyhow::Result<ExitCode> {
             let code = server::campaign::launcher::supervise(record, log, grace, command).await;
             Ok(ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1)))
         }
-        Command::Runs { command: RunsCommand::List } => {
-            let (root, json) = (at.campaign(), at.json);
-            anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
-            let list = tokio::task::spawn_blocking(move || server::runview::RunIndex::new(root).list()).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&list)?);
-            } else {
-                for r in &list.runs {
-                    let when = r.last_written.map(|t| t.to_display()).unwrap_or_else(|| "never".into());
-                    println!("{when}  {:<12} {}  {}", r.status.label(), r.path, r.status_text);
-                }
-                for s in &list.skipped {
-                    println!("skipped {}: {}", s.path, s.reason);
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Runs { command: RunsCommand::List } => runs_list(at.campaign(), at.json).await,
         Command::SimulateRun { dir, rounds, slots, step_ms, seed, model, resume, crash_after, exit_with_parent } => {
             let opts =
                 SimOptions { rounds, slots, step: Duration::from_millis(step_ms), seed, model, resume, crash_after };
@@ -407,4 +349,79 @@ async fn run(command: Command, at: Place) -> anyhow::Result<ExitCode> {
             }
         }
     }
+}
+
+/// `runboard drive`: one batch, ended on SIGINT/SIGTERM (its processes torn
+/// down); the exit code says how the batch ended.
+async fn drive_batch(opts: server::drive::DriveOptions) -> anyhow::Result<ExitCode> {
+    let stop = tokio_util::sync::CancellationToken::new();
+    {
+        let stop = stop.clone();
+        let signals = server::signals::Terminated::register();
+        tokio::spawn(async move {
+            signals.wait().await;
+            eprintln!("runboard drive: stopping (signal); tearing the processes down");
+            stop.cancel();
+        });
+    }
+    match server::drive::drive(opts, stop).await? {
+        Err(refusal) => {
+            eprintln!("runboard drive: {refusal}");
+            Ok(ExitCode::from(2))
+        }
+        Ok(end) => {
+            let o = &end.outcome;
+            println!(
+                "runboard drive: {} {:?}: {} ({} planned, {} attempted, {} completed, {} failed) — run set {}",
+                o.label,
+                o.status,
+                o.reason,
+                o.planned,
+                o.attempted,
+                o.completed,
+                o.failed,
+                end.runset.display()
+            );
+            Ok(ExitCode::from(o.status.exit_code()))
+        }
+    }
+}
+
+/// `runboard check`: every finding; exit 1 when one would stop a batch.
+async fn check(root: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
+    server::console::LocalConsole::require_campaign(&root)?;
+    let findings = tokio::task::spawn_blocking(move || server::init::check(&root)).await?;
+    let blocking = findings.iter().filter(|f| f.severity == server::init::Severity::Blocking).count();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&findings)?);
+    } else {
+        for f in &findings {
+            let word = if f.severity == server::init::Severity::Blocking { "blocking" } else { "warning " };
+            println!("{word}  {}: {}", f.place, f.message);
+        }
+        println!(
+            "runboard check: {blocking} blocking, {} warning(s){}",
+            findings.len() - blocking,
+            if blocking == 0 { "; a batch can start" } else { "" }
+        );
+    }
+    Ok(if blocking == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `runboard runs list`: every run directory under the root, latest first.
+async fn runs_list(root: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
+    let list = tokio::task::spawn_blocking(move || server::runview::RunIndex::new(root).list()).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&list)?);
+    } else {
+        for r in &list.runs {
+            let when = r.last_written.map(|t| t.to_display()).unwrap_or_else(|| "never".into());
+            println!("{when}  {:<12} {}  {}", r.status.label(), r.path, r.status_text);
+        }
+        for s in &list.skipped {
+            println!("skipped {}: {}", s.path, s.reason);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -79,38 +79,8 @@ pub fn parse_host(host: &str) -> anyhow::Result<IpAddr> {
 
 pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // Every option is checked before anything is opened, prepared or said.
-    let ip = parse_host(&opts.host)?;
-    let mut limits = crate::listen::Limits::standard();
-    if let Some(s) = opts.header_timeout_s {
-        anyhow::ensure!(s > 0.0 && s <= 3600.0, "--header-timeout {s} must be more than 0 and at most 3600 seconds");
-        limits.header_read = Duration::from_secs_f64(s);
-    }
-    if let Some(n) = opts.max_connections {
-        anyhow::ensure!(n >= 1, "--max-connections must be at least 1");
-        limits.max_connections = n;
-    }
-    anyhow::ensure!(
-        opts.auto_tick_s == 0.0 || (0.2..=3600.0).contains(&opts.auto_tick_s),
-        "--auto-tick {} must be 0 (no autopilot loop) or between 0.2 and 3600 seconds",
-        opts.auto_tick_s
-    );
-    if let Some(t) = &opts.token {
-        if let Some(problem) = crate::auth::token_problem(t) {
-            anyhow::bail!("--token / RUNBOARD_TOKEN cannot be used: {problem}; give a non-empty token without surrounding whitespace");
-        }
-    }
-    for name in &opts.allow_hosts {
-        anyhow::ensure!(
-            !name.trim().is_empty() && !name.contains(['/', ' ', '@']),
-            "--allow-host {name:?} is not a host name"
-        );
-    }
+    let (ip, limits) = checked(&opts)?;
     let token = opts.token.clone();
-    if !ip.is_loopback() && token.is_none() {
-        anyhow::bail!(
-            "binding {ip} makes the console reachable from other machines; give it a token with --token or RUNBOARD_TOKEN"
-        );
-    }
     let leptos = crate::site::options(opts.site_root.as_deref())?;
     if let Some(root) = &opts.root {
         anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
@@ -127,7 +97,6 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         ),
         Err(e) => return Err(e).with_context(|| format!("binding {addr}")),
     };
-
     let serving = match &opts.root {
         Some(root) => Serving::Campaign(root.clone()),
         None => {
@@ -157,35 +126,13 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         console = console.with_auto_tick(every);
     }
 
+    let console = std::sync::Arc::new(console);
+    // The threads of `serve` (ARCHITECTURE.md): off the async runtime, each
+    // ending with the server.
+    let auto_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    start_threads(&console, auto_tick, &auto_stop)?;
     // The demo launches its next batch through the one launch path, so the
     // Live view has something to show at once.
-    let console = std::sync::Arc::new(console);
-    // The autopilot's loop, off the async runtime; it ends with the server.
-    let auto_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    if let Some(every) = auto_tick {
-        let c = console.clone();
-        let pass = move || crate::autopilot::loop_pass(c.campaign());
-        let first = crate::periodic::First::AfterOnePeriod;
-        crate::periodic::spawn(
-            "runboard-autopilot",
-            "the autopilot's loop",
-            auto_stop.clone(),
-            first,
-            move || every,
-            pass,
-        );
-    }
-    // The run list: answered from the list cache at once while one walk
-    // checks it, and kept current from then on (`RunIndex::keep_current`).
-    {
-        let (c, stop) = (console.clone(), auto_stop.clone());
-        std::thread::Builder::new()
-            .name("runboard-run-list".into())
-            .spawn(move || c.runs().keep_current(&stop))
-            .map_err(|e| anyhow::anyhow!("starting the run list's thread: {e}"))?;
-    }
-    // The spend guard (caps and stalls), whether or not auto mode is on.
-    crate::guard::spawn(console.clone(), auto_stop.clone());
     if demo {
         let c = console.clone();
         match tokio::task::spawn_blocking(move || crate::demo::launch_batch(&c)).await {
@@ -198,8 +145,6 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     let local = listener.local_addr()?;
     let hosts = crate::auth::AllowedHosts::new(ip, &opts.allow_hosts);
     let state = AppState::new(leptos, console.clone(), Access { token: token.clone(), hosts });
-    let last_request = state.last_request.clone();
-    let open_streams = state.open_streams.clone();
     let shutdown = state.shutdown.clone();
     let ended = std::sync::Arc::new(std::sync::Mutex::new(Ended::Signal));
 
@@ -213,33 +158,8 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
             shutdown.cancel();
         });
     }
-    // The idle watchdog.
     if opts.idle_minutes > 0.0 {
-        let idle_ms = (opts.idle_minutes * 60_000.0) as i64;
-        let shutdown = shutdown.clone();
-        let ended = ended.clone();
-        // Check four times per timeout, at most once a minute.
-        let every = Duration::from_millis((idle_ms / 4).clamp(200, 60_000) as u64);
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(every) => {}
-                    _ = shutdown.cancelled() => return,
-                }
-                // An open stream (a page following a run, the list or the
-                // live state) is a reader: the server stays.
-                if open_streams.load(Ordering::Relaxed) > 0 {
-                    last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
-                }
-                let quiet = crate::clock::now().millis() - last_request.load(Ordering::Relaxed);
-                if quiet >= idle_ms {
-                    eprintln!("runboard: no request for {} min; exiting (--idle-minutes)", opts.idle_minutes);
-                    *ended.lock().unwrap_or_else(|p| p.into_inner()) = Ended::Idle;
-                    shutdown.cancel();
-                    return;
-                }
-            }
-        });
+        watch_idle(opts.idle_minutes, &state, ended.clone());
     }
 
     let url = format!("http://{local}/");
@@ -261,4 +181,98 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // The demo's folder is free for the next server only now.
     drop(serving);
     Ok(why)
+}
+
+/// The options, each checked, before anything is opened: the address to
+/// bind and the connection limits.
+fn checked(opts: &ServeOptions) -> anyhow::Result<(std::net::IpAddr, crate::listen::Limits)> {
+    let ip = parse_host(&opts.host)?;
+    let mut limits = crate::listen::Limits::standard();
+    if let Some(s) = opts.header_timeout_s {
+        anyhow::ensure!(s > 0.0 && s <= 3600.0, "--header-timeout {s} must be more than 0 and at most 3600 seconds");
+        limits.header_read = Duration::from_secs_f64(s);
+    }
+    if let Some(n) = opts.max_connections {
+        anyhow::ensure!(n >= 1, "--max-connections must be at least 1");
+        limits.max_connections = n;
+    }
+    anyhow::ensure!(
+        opts.auto_tick_s == 0.0 || (0.2..=3600.0).contains(&opts.auto_tick_s),
+        "--auto-tick {} must be 0 (no autopilot loop) or between 0.2 and 3600 seconds",
+        opts.auto_tick_s
+    );
+    if let Some(t) = &opts.token {
+        if let Some(problem) = crate::auth::token_problem(t) {
+            anyhow::bail!("--token / RUNBOARD_TOKEN cannot be used: {problem}; give a non-empty token without surrounding whitespace");
+        }
+    }
+    for name in &opts.allow_hosts {
+        anyhow::ensure!(
+            !name.trim().is_empty() && !name.contains(['/', ' ', '@']),
+            "--allow-host {name:?} is not a host name"
+        );
+    }
+    if !ip.is_loopback() && opts.token.is_none() {
+        anyhow::bail!(
+            "binding {ip} makes the console reachable from other machines; give it a token with --token or RUNBOARD_TOKEN"
+        );
+    }
+    Ok((ip, limits))
+}
+
+/// The background threads of a server (ARCHITECTURE.md, "The threads of
+/// `serve`"), each ending when `stop` is set: the autopilot's loop (when it
+/// ticks), the run list kept current, the spend guard.
+fn start_threads(
+    console: &std::sync::Arc<LocalConsole>,
+    auto_tick: Option<Duration>,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<()> {
+    if let Some(every) = auto_tick {
+        let c = console.clone();
+        let pass = move || crate::autopilot::loop_pass(c.campaign());
+        let first = crate::periodic::First::AfterOnePeriod;
+        crate::periodic::spawn("runboard-autopilot", "the autopilot's loop", stop.clone(), first, move || every, pass);
+    }
+    // The run list: answered from the list cache at once while one walk
+    // checks it, and kept current from then on (`RunIndex::keep_current`).
+    let (c, list_stop) = (console.clone(), stop.clone());
+    std::thread::Builder::new()
+        .name("runboard-run-list".into())
+        .spawn(move || c.runs().keep_current(&list_stop))
+        .map_err(|e| anyhow::anyhow!("starting the run list's thread: {e}"))?;
+    // The spend guard (caps and stalls), whether or not auto mode is on.
+    crate::guard::spawn(console.clone(), stop.clone());
+    Ok(())
+}
+
+/// The idle watchdog (`--idle-minutes`): shuts the server down once no
+/// request came for `minutes` — an open version stream counts as a reader —
+/// and says why it ended.
+fn watch_idle(minutes: f64, state: &AppState, ended: std::sync::Arc<std::sync::Mutex<Ended>>) {
+    let idle_ms = (minutes * 60_000.0) as i64;
+    let (last_request, open_streams) = (state.last_request.clone(), state.open_streams.clone());
+    let shutdown = state.shutdown.clone();
+    // Check four times per timeout, at most once a minute.
+    let every = Duration::from_millis((idle_ms / 4).clamp(200, 60_000) as u64);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = shutdown.cancelled() => return,
+            }
+            // An open stream (a page following a run, the list or the
+            // live state) is a reader: the server stays.
+            if open_streams.load(Ordering::Relaxed) > 0 {
+                last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
+            }
+            let quiet = crate::clock::now().millis() - last_request.load(Ordering::Relaxed);
+            if quiet >= idle_ms {
+                eprintln!("runboard: no request for {minutes} min; exiting (--idle-minutes)");
+                *ended.lock().unwrap_or_else(|p| p.into_inner()) = Ended::Idle;
+                shutdown.cancel();
+                return;
+            }
+        }
+    });
 }
