@@ -67,13 +67,19 @@ pub struct AuditEntry {
 }
 
 impl AuditEntry {
-    /// The line in words, for a terminal and the Auto page.
-    pub fn words(&self) -> String {
-        let args = match &self.args {
+    /// The arguments as one line of JSON; empty when there are none.
+    pub fn args_words(&self) -> String {
+        match &self.args {
             serde_json::Value::Object(m) if m.is_empty() => String::new(),
             serde_json::Value::Null => String::new(),
-            v => format!(" {v}"),
-        };
+            v => v.to_string(),
+        }
+    }
+
+    /// The line in words, for a terminal.
+    pub fn words(&self) -> String {
+        let args = self.args_words();
+        let args = if args.is_empty() { args } else { format!(" {args}") };
         format!(
             "{} {}{args} by {} from {} ({}): {} {}",
             self.at.to_display(),
@@ -116,12 +122,8 @@ pub struct AuditAsk {
 
 impl AuditQuery {
     pub fn parse(&self) -> Result<AuditAsk, BadQuery> {
-        let bad = |field: &str, value: &str, problem: &str| BadQuery {
-            field: field.into(),
-            value: value.into(),
-            problem: problem.into(),
-        };
-        let since = match self.since.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        use crate::runview::trials::value::{bad, given};
+        let since = match given(&self.since).map(str::trim).filter(|s| !s.is_empty()) {
             None => None,
             Some(s) => {
                 let day = (s.len() == 10).then(|| Timestamp::parse_rfc3339(&format!("{s}T00:00:00Z"))).flatten();

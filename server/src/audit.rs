@@ -19,6 +19,8 @@ use axum::response::Response;
 use runboard::api::{ApiError, Method as OpMethod, OPERATIONS};
 use runboard::audit::{self, AuditEntry, AuditPage, AuditQuery, Surface};
 
+use crate::fsread::Within;
+
 /// The most of an audit log read for a page: its newest 64 MiB (some
 /// 200,000 lines; the first line of the part read may be cut, and is then
 /// counted unreadable).
@@ -33,7 +35,14 @@ pub fn append(root: &Path, entry: &AuditEntry) {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&path)?;
+        // Never through a link: a link planted in its place is refused, not
+        // appended to.
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(&path)?;
         f.write_all(&line)
     });
     if let Err(e) = written {
@@ -41,19 +50,17 @@ pub fn append(root: &Path, entry: &AuditEntry) {
     }
 }
 
-/// A page of the audit log under `root`.
-pub fn page(root: &Path, q: &AuditQuery) -> Result<AuditPage, ApiError> {
+/// A page of the audit log under the campaign root `within` guards: read
+/// through it, so a log replaced by a link out of the root is refused.
+pub fn page(within: &Within, q: &AuditQuery) -> Result<AuditPage, ApiError> {
     let ask = q.parse()?;
-    let path = root.join(audit::AUDIT_FILE);
-    let read = std::fs::File::open(&path).and_then(|mut f| {
-        let end = f.metadata()?.len();
-        crate::fsread::read_tail(&mut f, end, READ_MOST)
-    });
-    let bytes = match read {
-        Ok((b, _)) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(ApiError::unreadable(format!("{}: {e}", audit::AUDIT_FILE))),
-    };
+    let path = within.root().join(audit::AUDIT_FILE);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(audit::page(&[], &ask));
+    }
+    let unreadable = |e: String| ApiError::unreadable(format!("{}: {e}", audit::AUDIT_FILE));
+    let (mut f, end) = within.open(&path).map_err(unreadable)?;
+    let (bytes, _) = crate::fsread::read_tail(&mut f, end, READ_MOST).map_err(|e| unreadable(e.to_string()))?;
     let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     Ok(audit::page(&lines, &ask))
 }
@@ -125,7 +132,7 @@ pub async fn record(State(recorder): State<Recorder>, req: Request, next: Next) 
         let (parts, body) = res.into_parts();
         let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
         let words = serde_json::from_slice::<ApiError>(&bytes)
-            .map(|e| if e.reasons.len() > 1 { e.reasons.join("; ") } else { e.error })
+            .map(|e| e.words())
             .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).chars().take(300).collect());
         (Response::from_parts(parts, axum::body::Body::from(bytes)), words)
     };
@@ -156,13 +163,12 @@ pub struct Recorder {
     pub access: crate::auth::Access,
 }
 
-/// The command line's record of one operation it asked: `input` as sent,
-/// the answer as REST would give it.
-pub fn cli_line<T: serde::Serialize>(root: &Path, op: &str, input: &T, answered: Result<u16, &ApiError>) {
+/// The command line's record of one operation it asked: its input as sent
+/// (`args`), the answer as REST would give it.
+pub fn cli_line(root: &Path, op: &str, args: serde_json::Value, answered: Result<u16, &ApiError>) {
     let (status, answer) = match answered {
         Ok(status) => (status, "ok".to_owned()),
-        Err(e) => (e.status(), if e.reasons.len() > 1 { e.reasons.join("; ") } else { e.error.clone() }),
+        Err(e) => (e.status(), e.words()),
     };
-    let args = serde_json::to_value(input).unwrap_or_default();
     append(root, &entry(op.to_owned(), args, cli_user(), "cli".into(), Surface::Cli, status, answer));
 }

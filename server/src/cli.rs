@@ -428,7 +428,7 @@ fn call<O: Operation>(console: &LocalConsole, input: O::Input) -> Result<O::Outp
     }
     let args = serde_json::to_value(&input).unwrap_or_default();
     let answered = O::call(console, input);
-    crate::audit::cli_line(&console.root(), O::NAME, &args, answered.as_ref().map(|_| O::STATUS));
+    crate::audit::cli_line(&console.root(), O::NAME, args, answered.as_ref().map(|_| O::STATUS));
     answered
 }
 

@@ -298,7 +298,7 @@ impl Console for LocalConsole {
     }
 
     fn audit(&self, q: AuditQuery) -> Result<AuditPage, ApiError> {
-        crate::audit::page(self.campaign.root(), &q)
+        crate::audit::page(self.campaign.records().within(), &q)
     }
 
     fn report(&self, q: ReportQuery) -> Result<Report, ApiError> {

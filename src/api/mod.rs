@@ -92,6 +92,16 @@ impl ApiError {
         self.kind.status()
     }
 
+    /// The refusal in one line: its reasons joined when it has several, else
+    /// its error (the audit log's `answer`).
+    pub fn words(&self) -> String {
+        if self.reasons.len() > 1 {
+            self.reasons.join("; ")
+        } else {
+            self.error.clone()
+        }
+    }
+
     pub fn new(kind: ErrorKind, error: impl Into<String>) -> Self {
         let error = error.into();
         Self { kind, reasons: vec![error.clone()], error }

@@ -245,10 +245,7 @@ fn controls_table(p: &runboard::audit::AuditPage) -> impl IntoView {
                     <thead><tr><th>"When"</th><th>"What"</th><th>"By"</th><th>"From"</th><th>"Answer"</th></tr></thead>
                     <tbody>
                         {p.entries.iter().map(|e| {
-                            let args = match &e.args {
-                                Value::Object(m) if m.is_empty() => String::new(),
-                                v => v.to_string(),
-                            };
+                            let args = e.args_words();
                             let ok = (200..300).contains(&e.status);
                             view! {
                                 <tr data-op=e.op.clone() class=if ok { "ok" } else { "refused" }>

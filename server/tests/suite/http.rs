@@ -1023,4 +1023,16 @@ async fn every_control_is_a_line_of_the_audit_log_refused_ones_too() {
     assert!(text.lines().count() == 5 && text.contains("auto_mode {\"mode\":\"off\"} by loopback"), "{text}");
     let (status, _, body) = send(&st, get("/api/audit?since=tomorrow")).await;
     assert_eq!((status.as_u16(), body_json(body)["kind"].clone()), (422, serde_json::json!("bad_query")));
+    // A link planted in the log's place, out of the root: never appended to,
+    // never read through.
+    let outside = tmp.path().join("outside.txt");
+    std::fs::write(&outside, "not the campaign's\n").unwrap();
+    let log = root.join(".runboard/audit.jsonl");
+    std::fs::remove_file(&log).unwrap();
+    std::os::unix::fs::symlink(&outside, &log).unwrap();
+    assert_eq!(send(&st, post_json("/api/auto/off", "")).await.0, StatusCode::OK, "the control itself is done");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "not the campaign's\n");
+    let (status, _, body) = send(&st, get("/api/audit")).await;
+    let v = body_json(body);
+    assert_eq!((status.as_u16(), v["kind"].as_str()), (422, Some("unreadable")), "{v}");
 }
