@@ -154,9 +154,12 @@ with tempfile.TemporaryDirectory() as tmp:
                            stdout=subprocess.PIPE, text=True, env={**os.environ, "RUNBOARD_TOKEN": ""})
     try:
         base = re.search(r"at (http://127\.0\.0\.1:\d+)/", srv.stdout.readline()).group(1)
+        # The next line: the address with the console token it made.
+        token = re.search(r"\?token=([0-9a-f]+)", srv.stdout.readline()).group(1)
         def post(path, body):
             req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
-                                         headers={"content-type": "application/json"})
+                                         headers={"content-type": "application/json",
+                                                  "authorization": f"Bearer {token}"})
             with urllib.request.urlopen(req, timeout=30) as r:
                 return json.load(r)
         post("/api/cohorts", {"name": "seed one", "scope": "seed=1", "note": "the first seed"})

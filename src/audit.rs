@@ -54,8 +54,9 @@ pub struct AuditEntry {
     /// Its input: the body as sent (cut past [`ARGS_KEPT`] bytes) with the
     /// path's parameters (`{"mode": "on"}` for `POST /api/auto/on`).
     pub args: serde_json::Value,
-    /// Who: a token's name, `cli:<user>`, or `loopback` when the server asks
-    /// no token.
+    /// Who: a token's name (`console` for the console token), `cli:<user>`,
+    /// `anyone (no token asked)` for a server started with `--no-token`, or
+    /// `no valid token` for a request refused for want of one.
     pub by: String,
     /// From: the client's address, or `cli`.
     pub from: String,
@@ -216,7 +217,7 @@ mod tests {
             at: Timestamp(at),
             op: op.into(),
             args: serde_json::json!({}),
-            by: "loopback".into(),
+            by: "console".into(),
             from: "127.0.0.1:5000".into(),
             surface: Surface::Rest,
             status: 200,

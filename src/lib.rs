@@ -7,6 +7,8 @@
 //!
 //! Modules are nouns from the product's vocabulary:
 //!
+//! - [`access`] — who may talk to the console: the token book (named
+//!   tokens kept as hashes), viewers apart from operators.
 //! - [`api`] — the console's service boundary: the operation table (each
 //!   operation declared once; the `Console` trait, REST routes, server
 //!   functions and CLI calls are made from it), its inputs and `ApiError`.
@@ -66,6 +68,7 @@ macro_rules! display_as_word {
 }
 pub(crate) use display_as_word;
 
+pub mod access;
 pub mod api;
 pub mod audit;
 pub mod auto;

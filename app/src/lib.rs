@@ -19,6 +19,7 @@ pub mod guide;
 pub mod live;
 pub mod pages;
 pub mod reveal;
+pub mod role;
 pub mod scope;
 pub mod tags;
 pub mod url;
@@ -41,7 +42,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
-            <body>
+            <body data-role=role::of_request().word()>
                 <App/>
             </body>
         </html>
@@ -51,6 +52,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    provide_context(role::Opened(role::of_request()));
     // Set only in the browser, once the WASM app has taken over the page: the
     // end-to-end tests wait for it, and it cannot be set by server rendering.
     Effect::new(move |_| {
@@ -76,6 +78,9 @@ pub fn App() -> impl IntoView {
                     })}
                 </Transition>
                 <Nav/>
+                {role::viewer().then(|| view! {
+                    <span class="badge viewer" title=role::VIEWER_TITLE>"viewing only"</span>
+                })}
             </header>
             <Transition fallback=|| ()>
                 {move || campaign.get().and_then(Result::ok).map(|c| view! { <guide::Guide demo=c.demo/> })}

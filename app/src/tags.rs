@@ -43,7 +43,7 @@ pub fn TagEditor(run_set: String, tags: Vec<String>) -> impl IntoView {
                     view! {
                         <span class="tag" data-tag=t.clone()>{t.clone()}
                             <button type="button" class="untag" title=format!("Untag {rs} from {t}") aria-label=format!("Untag {rs} from {t}")
-                                disabled=move || edit.pending().get()
+                                disabled=move || crate::role::viewer() || edit.pending().get()
                                 on:click=move |_| { edit.dispatch(TagEdit { tag: name.clone(), remove: vec![rs.clone()], ..Default::default() }); }>"×"</button>
                         </span>
                     }
@@ -52,7 +52,7 @@ pub fn TagEditor(run_set: String, tags: Vec<String>) -> impl IntoView {
             <input class="add-tag" name="tag" placeholder="add a tag" size="10" prop:value=move || typed.get()
                 on:input=move |ev| typed.set(event_target_value(&ev))
                 on:keydown=move |ev| if ev.key() == "Enter" { add_key() }/>
-            <button type="button" class="tag-add" disabled=move || edit.pending().get() || typed.with(|t| t.trim().is_empty())
+            <button type="button" class="tag-add" disabled=move || crate::role::viewer() || edit.pending().get() || typed.with(|t| t.trim().is_empty())
                 on:click=move |_| add()>"Tag"</button>
             {move || edit.value().get().and_then(Result::err).map(|e| {
                 let why = if e.reasons.is_empty() { e.error.clone() } else { e.reasons.join("; ") };
@@ -106,7 +106,7 @@ fn NoteEditor(name: String, note: String, run_sets: usize) -> impl IntoView {
             <p class="note">{move || { let s = saved.get(); if s.is_empty() { "(no note)".to_owned() } else { s } }}</p>
             <textarea class="note-text" rows="2" maxlength=runboard::runsets::TAG_NOTE_MAX.to_string() prop:value=move || text.get()
                 on:input=move |ev| text.set(event_target_value(&ev))></textarea>
-            <button type="button" class="save-note" disabled=move || edit.pending().get() || text.get() == saved.get()
+            <button type="button" class="save-note" disabled=move || crate::role::viewer() || edit.pending().get() || text.get() == saved.get()
                 on:click=move |_| { edit.dispatch(TagEdit { tag: tag.clone(), note: Some(text.get_untracked()), ..Default::default() }); }>"Save the note"</button>
             {move || edit.value().get().and_then(Result::err).map(|e| view! { <span class="error" role="alert">{e.reasons.join("; ")}</span> })}
         </li>

@@ -1,6 +1,7 @@
 // Shared helpers: start a real `runboard serve` (release build) and Debian's Chromium.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -13,24 +14,54 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const workspace = join(here, '..', '..');
 export const binary = process.env.RUNBOARD_BIN ?? join(workspace, 'target', 'release', 'runboard');
 
-/** Starts `runboard serve` on a free loopback port; resolves once it prints its address. */
-export async function startServer(args = []) {
+/**
+ * The console token of this test process's servers. Every console asks one;
+ * the servers started here are given this one (`RUNBOARD_TOKEN`), so this
+ * process's `fetch` sends it (`Authorization: Bearer`) and its browsers carry
+ * it as the console's cookie, whichever server they talk to. access.test.mjs
+ * starts servers that make their own (`{ ownToken: true }`).
+ */
+export const TOKEN = randomBytes(32).toString('hex');
+/** The token of each server that made its own, by origin. */
+const ownTokens = new Map();
+const plainFetch = globalThis.fetch;
+globalThis.fetch = (url, init = {}) => {
+  const headers = new Headers(init.headers ?? {});
+  const token = ownTokens.get(new URL(url).origin) ?? TOKEN;
+  if (!headers.has('authorization')) headers.set('authorization', `Bearer ${token}`);
+  return plainFetch(url, { ...init, headers });
+};
+
+/**
+ * Starts `runboard serve` on a free loopback port; resolves once it prints
+ * its address (and, with `ownToken`, the address with the token it made:
+ * `openUrl`, `token`).
+ */
+export async function startServer(args = [], { ownToken = false } = {}) {
   const data = mkdtempSync(join(tmpdir(), 'runboard-e2e-'));
   const child = spawn(binary, ['serve', '--port', '0', '--data-dir', data, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, RUNBOARD_TOKEN: '' },
+    env: { ...process.env, RUNBOARD_TOKEN: ownToken ? '' : TOKEN },
   });
   const lines = createInterface({ input: child.stdout });
+  const printed = { url: null, openUrl: null };
   const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('runboard serve printed no address within 60 s')), 60_000);
     child.once('exit', (code) => reject(new Error(`runboard serve exited early with ${code}`)));
     lines.on('line', (line) => {
       const m = line.match(/at (http:\/\/127\.0\.0\.1:\d+)\//);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
+      if (m) printed.url = m[1];
+      const open = line.match(/^runboard: open (http:\S+)/);
+      if (open) printed.openUrl = open[1];
+      if (printed.url && (printed.openUrl || !ownToken)) { clearTimeout(timer); resolve(printed.url); }
     });
   });
+  const token = printed.openUrl ? new URL(printed.openUrl).searchParams.get('token') : TOKEN;
+  if (ownToken) ownTokens.set(url, token);
   return {
     url,
+    openUrl: printed.openUrl,
+    token,
     data,
     async stop() {
       if (child.exitCode === null) {
@@ -43,8 +74,11 @@ export async function startServer(args = []) {
   };
 }
 
-/** Debian's Chromium, headless, in a fresh profile, without background networking. */
-export async function startBrowser() {
+/**
+ * Debian's Chromium, headless, in a fresh profile, without background
+ * networking; signed in to this process's servers unless `signedIn` is false.
+ */
+export async function startBrowser({ signedIn = true } = {}) {
   const profile = mkdtempSync(join(tmpdir(), 'runboard-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
@@ -53,6 +87,10 @@ export async function startBrowser() {
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     viewport: { width: 1280, height: 800 },
   });
+  // Signed in to this process's servers, as opening the printed address does.
+  if (signedIn) {
+    await context.addCookies([{ name: 'runboard_token', value: TOKEN, domain: '127.0.0.1', path: '/', httpOnly: true, sameSite: 'Strict' }]);
+  }
   return {
     context,
     async close() {

@@ -103,7 +103,7 @@ fn live(secs: u64, clients: usize) {
     let base = format!("http://{}", server.addr);
     let pid = server.child.id();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(30)).build().unwrap();
+    let client = common::served::client(&server.addr);
     let reads = |rt: &tokio::runtime::Runtime| -> u64 {
         rt.block_on(async {
             let v: serde_json::Value =

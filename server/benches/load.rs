@@ -74,7 +74,7 @@ fn main() {
     let base = format!("http://{}", server.addr);
     let pid = server.child.id();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(30)).build().unwrap();
+    let client = common::served::client(&server.addr);
 
     // 1. The cost of one request for the live run as it grows.
     let live_url = format!("{base}/api/runs/growing");

@@ -15,7 +15,6 @@
 //!
 //! Every figure of both sizes comes from this one run; compare the ratios.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -66,7 +65,7 @@ struct Served {
 /// server's peak resident set (KiB).
 fn serve_and_ask(root: &Path, data: &Path) -> Served {
     let t = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_runboard"))
+    let child = Command::new(env!("CARGO_BIN_EXE_runboard"))
         .args(["serve", "--port", "0", "--root"])
         .arg(root)
         .arg("--data-dir")
@@ -76,13 +75,8 @@ fn serve_and_ask(root: &Path, data: &Path) -> Served {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("the server printed its address").unwrap();
-        if let Some(at) = line.split("http://").nth(1) {
-            break at.trim_end_matches('/').to_owned();
-        }
-    };
+    let child = common::served::served(child);
+    let addr = child.addr.clone();
     let (status, body) = get_text(&addr, "/api/runs?limit=100");
     let start_s = t.elapsed().as_secs_f64();
     assert_eq!(status, 200, "{body}");
@@ -94,7 +88,7 @@ fn serve_and_ask(root: &Path, data: &Path) -> Served {
     let (full_list_s, (_, all)) = best_of(5, || get_text(&addr, "/api/runs?limit=1000000"));
     assert!(all.len() > body.len());
     let (version_s, _) = best_of(5, || get_text(&addr, "/api/runs/version"));
-    let peak_kib = status_kib(&child.id().to_string(), "VmHWM:");
+    let peak_kib = status_kib(&child.child.id().to_string(), "VmHWM:");
     // The list cache is saved in the background after a full list (80 MiB at
     // 100,000 runs): wait until it is written and quiet before this server
     // (the PID started here) is asked to stop.
@@ -112,8 +106,10 @@ fn serve_and_ask(root: &Path, data: &Path) -> Served {
         }
         assert!(t.elapsed() < Duration::from_secs(300), "the list cache was never written");
     }
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
-    let _ = child.wait();
+    let mut child = child;
+    let _ =
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+    let _ = child.child.wait();
     Served { start_s, first_page_s, full_list_s, version_s, peak_kib }
 }
 

@@ -72,16 +72,6 @@ pub fn cli_user() -> String {
     format!("cli:{}", name.unwrap_or_else(|| uid.to_string()))
 }
 
-/// Who sent an HTTP request: with no token asked, `loopback`; else
-/// `token`, or `no token` for a request without the right one (refused).
-fn who(access: &crate::auth::Access, req: &Request) -> String {
-    match access.token.as_deref() {
-        None => "loopback".into(),
-        Some(token) if crate::auth::carries(req, token) => "token".into(),
-        Some(_) => "no token".into(),
-    }
-}
-
 /// The operation a state-changing request asks for, its surface, and the
 /// path's parameters: `/sfn/<name>` is a page's call of that operation;
 /// `/api/…` the row whose method and path template match.
@@ -109,7 +99,7 @@ pub async fn record(State(recorder): State<Recorder>, req: Request, next: Next) 
         return next.run(req).await;
     }
     let from = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or("unknown".into(), |c| c.0.to_string());
-    let by = who(&recorder.access, &req);
+    let by = recorder.access.caller(&req).by();
     let path = req.uri().path().to_owned();
     let (op, surface, params) = operation_of(&path);
     let (parts, body) = req.into_parts();

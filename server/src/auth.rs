@@ -1,9 +1,13 @@
 //! Who may talk to the console.
 //!
-//! Bound to loopback (the default) anyone on this machine may. Bound to any other
-//! address the server requires a token: every request must carry it as
-//! `Authorization: Bearer <token>` or in the `runboard_token` cookie, which opening
-//! `/?token=<token>` sets. Independently, a state-changing request (anything but
+//! Every request must carry a token (unless the server was started with
+//! `--no-token`, on purpose and said loudly): as `Authorization: Bearer
+//! <token>` or in the `runboard_token` cookie, which opening `/?token=<token>`
+//! sets (the token then leaves the address bar). The tokens are the console
+//! token (its user's own, `server::tokens`) and the named tokens of the data
+//! folder's book, read at each request that carries one, so a revoked token is
+//! refused at once. A viewer's token is refused, in words (403), anything but
+//! a read. Independently, a state-changing request (anything but
 //! GET/HEAD/OPTIONS) whose `Origin` is not this server is refused with 403, so a
 //! page on another site cannot drive the console through the operator's browser.
 //!
@@ -12,19 +16,103 @@
 //! at 127.0.0.1 (DNS rebinding) sends `Host: evil.example`, and gets 421 instead
 //! of the campaign.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
+use runboard::access::{Role, CONSOLE_TOKEN_NAME};
 
 pub const COOKIE: &str = "runboard_token";
 
 #[derive(Clone, Debug, Default)]
 pub struct Access {
-    /// `Some` when the server was bound to a non-loopback address.
-    pub token: Option<String>,
+    /// The tokens asked; `None` only for a server started with `--no-token`
+    /// (and the in-process tests of routing).
+    pub keys: Option<Arc<Keys>>,
     /// The Host names requests may name.
     pub hosts: AllowedHosts,
+}
+
+/// The tokens a server accepts.
+#[derive(Debug)]
+pub struct Keys {
+    /// The console token: an operator's.
+    pub console: String,
+    /// The data folder whose `tokens.json` holds the named tokens, when
+    /// there is one.
+    pub book: Option<PathBuf>,
+}
+
+/// Who sent a request, as far as the tokens say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// The server asks no token (`--no-token`).
+    Anyone,
+    /// A token the server accepts: its name (`console` for the console
+    /// token) and what it may do.
+    Token { name: String, role: Role },
+    /// No token, or one the server does not accept.
+    Stranger,
+}
+
+impl Caller {
+    /// How the audit log names the caller.
+    pub fn by(&self) -> String {
+        match self {
+            Self::Anyone => "anyone (no token asked)".into(),
+            Self::Token { name, .. } => name.clone(),
+            Self::Stranger => "no valid token".into(),
+        }
+    }
+
+    /// What the caller may do, when it may do anything.
+    pub fn role(&self) -> Option<Role> {
+        match self {
+            Self::Anyone => Some(Role::Operate),
+            Self::Token { role, .. } => Some(*role),
+            Self::Stranger => None,
+        }
+    }
+}
+
+impl Access {
+    /// A server that asks no token of anyone (`--no-token`).
+    pub fn open(hosts: AllowedHosts) -> Self {
+        Self { keys: None, hosts }
+    }
+
+    /// A server that asks `console` or a token of `book`'s data folder.
+    pub fn with_token(console: String, book: Option<PathBuf>, hosts: AllowedHosts) -> Self {
+        Self { keys: Some(Arc::new(Keys { console, book })), hosts }
+    }
+
+    /// Who sent `req`: the token it carries (header, else cookie).
+    pub fn caller(&self, req: &Request) -> Caller {
+        let Some(keys) = &self.keys else { return Caller::Anyone };
+        let carried = bearer(req).into_iter().chain(cookie(req));
+        carried.map(|t| keys.named(t)).find(|c| *c != Caller::Stranger).unwrap_or(Caller::Stranger)
+    }
+}
+
+impl Keys {
+    /// Who `token` is: the console token, a named token of the book (read
+    /// now: a token revoked a moment ago is refused), or nobody.
+    fn named(&self, token: &str) -> Caller {
+        if same(token, &self.console) {
+            return Caller::Token { name: CONSOLE_TOKEN_NAME.into(), role: Role::Operate };
+        }
+        let Some(data) = &self.book else { return Caller::Stranger };
+        // A book that cannot be read accepts no named token (the console
+        // token still works); `runboard token list` says what is wrong.
+        let Ok(book) = crate::tokens::book(data) else { return Caller::Stranger };
+        match book.find(&crate::tokens::hash(token)) {
+            Some(t) => Caller::Token { name: t.name.clone(), role: t.role },
+            None => Caller::Stranger,
+        }
+    }
 }
 
 /// The names a request's `Host` may give: the loopback names (`localhost`,
@@ -117,37 +205,67 @@ fn misdirected(req: &Request, hosts: &AllowedHosts) -> Option<Response> {
     }
 }
 
-pub async fn guard(State(access): State<Access>, req: Request, next: Next) -> Response {
+pub async fn guard(State(access): State<Access>, mut req: Request, next: Next) -> Response {
     if let Some(refusal) = misdirected(&req, &access.hosts) {
         return refusal;
     }
     if let Some(why) = foreign_origin(&req) {
         return refusal(StatusCode::FORBIDDEN, "forbidden", why);
     }
-    let Some(token) = access.token.as_deref() else {
-        return next.run(req).await;
-    };
-    if carries(&req, token) {
-        return next.run(req).await;
+    let caller = access.caller(&req);
+    let Some(role) = caller.role() else { return stranger(&access, &req) };
+    let changes = !is_read(req.method());
+    if let Err(why) = role.may(&caller.by(), changes, &format!("{} {}", req.method(), req.uri().path())) {
+        return refusal(StatusCode::FORBIDDEN, "forbidden", why);
     }
-    if let Some(given) = query_token(req.uri()) {
-        if same(&given, token) && req.method() == Method::GET {
-            // Trade the token in the address for a cookie, and drop it from the
-            // address bar (and from history and referrers).
+    // The pages render for who asks (a viewer's show no enabled control).
+    req.extensions_mut().insert(role);
+    next.run(req).await
+}
+
+/// GET, HEAD, OPTIONS: what a viewer may send.
+pub fn is_read(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// A request without an accepted token: a GET whose address carries one is
+/// traded for a cookie (and the token dropped from the address bar, history
+/// and referrers); anything else is 401.
+fn stranger(access: &Access, req: &Request) -> Response {
+    if let (Some(keys), Some(given)) = (&access.keys, query_token(req.uri())) {
+        if req.method() == Method::GET && keys.named(&given) != Caller::Stranger {
             let mut res = Redirect::to(&without_token(req.uri())).into_response();
-            let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict");
+            let cookie = format!("{COOKIE}={given}; Path=/; HttpOnly; SameSite=Strict");
             if let Ok(v) = HeaderValue::from_str(&cookie) {
                 res.headers_mut().insert(header::SET_COOKIE, v);
             }
             return res;
         }
     }
-    refusal(
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-        "this runboard needs its token: open /?token=<token> once, or send Authorization: Bearer <token>".into(),
-    )
+    let why = "this runboard needs its token: open the address `runboard serve` printed (or `runboard open` prints), \
+               or send Authorization: Bearer <token>";
+    if wants_page(req) {
+        return (StatusCode::UNAUTHORIZED, axum::response::Html(SIGN_IN_PAGE)).into_response();
+    }
+    refusal(StatusCode::UNAUTHORIZED, "unauthorized", why.into())
 }
+
+/// A browser asking for a page (not the API, an asset or a stream).
+fn wants_page(req: &Request) -> bool {
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    req.method() == Method::GET && accept.contains("text/html") && !req.uri().path().starts_with("/api/")
+}
+
+/// What a person whose browser has no token sees, instead of JSON.
+const SIGN_IN_PAGE: &str = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>runboard: sign in</title>\
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1f2328}\
+code{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}</style></head><body>\
+<h1>This runboard needs its token</h1>\
+<p>Open the address <code>runboard serve</code> printed when it started \
+(<code>http://…/?token=…</code>); on the machine it runs on, <code>runboard open</code> prints it again.</p>\
+<p>Someone else's console? Ask them for a token: <code>runboard token add NAME --view</code> makes one \
+that reads every page.</p></body></html>";
 
 /// A guard's refusal in the one documented shape: `{kind, error, reasons}`.
 fn refusal(status: StatusCode, kind: &str, why: String) -> Response {
@@ -171,11 +289,6 @@ fn foreign_origin(req: &Request) -> Option<String> {
         return Some(format!("refused: Origin {origin} is not this server (http://{host})"));
     }
     None
-}
-
-/// Whether `req` carries `token` (its header or its cookie).
-pub(crate) fn carries(req: &Request, token: &str) -> bool {
-    bearer(req).is_some_and(|t| same(t, token)) || cookie(req).is_some_and(|t| same(t, token))
 }
 
 fn bearer(req: &Request) -> Option<&str> {
@@ -211,23 +324,6 @@ pub(crate) fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Why `token` cannot be used, if it cannot: empty, or with whitespace around it
-/// (a copy-paste accident that would lock everyone out, since browsers and
-/// clients send the token as typed).
-pub fn token_problem(token: &str) -> Option<&'static str> {
-    if token.trim().is_empty() {
-        Some("the token is empty")
-    } else if token.trim() != token {
-        Some("the token has spaces or line breaks around it")
-    } else if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        Some("the token has spaces inside or characters other than printable ASCII (it travels in a header and a cookie)")
-    } else if token.contains(';') || token.contains(',') {
-        Some("the token contains ';' or ',', which a cookie cannot carry")
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,15 +341,5 @@ mod tests {
         assert!(lan.allows("10.0.0.5:8850") && lan.allows("box.lab:8850") && !lan.allows("10.0.0.6"));
         let any = AllowedHosts::new("0.0.0.0".parse().unwrap(), &[]);
         assert!(any.allows("192.168.1.9:8850") && any.allows("[fe80::1]") && !any.allows("evil.example"));
-    }
-
-    #[test]
-    fn unusable_tokens_are_named() {
-        assert_eq!(token_problem(""), Some("the token is empty"));
-        assert_eq!(token_problem("   "), Some("the token is empty"));
-        assert_eq!(token_problem(" s3cret"), Some("the token has spaces or line breaks around it"));
-        assert_eq!(token_problem("s3cret\n"), Some("the token has spaces or line breaks around it"));
-        assert!(token_problem("a;b").is_some());
-        assert_eq!(token_problem("s3cret-Token_1"), None);
     }
 }

@@ -21,22 +21,6 @@ use crate::atomic::write_atomic;
 /// deletes anything a person made.
 const MARKER: &str = ".runboard-demo";
 
-/// The folder runboard keeps its own data in: `--data-dir`, else
-/// `$RUNBOARD_DATA_DIR`, else `$XDG_DATA_HOME/runboard`, else `~/.local/share/runboard`.
-pub fn data_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
-    if let Some(p) = explicit {
-        return Ok(p.to_path_buf());
-    }
-    if let Some(p) = std::env::var_os("RUNBOARD_DATA_DIR") {
-        return Ok(PathBuf::from(p));
-    }
-    if let Some(p) = std::env::var_os("XDG_DATA_HOME") {
-        return Ok(PathBuf::from(p).join("runboard"));
-    }
-    let home = std::env::var_os("HOME").context("neither RUNBOARD_DATA_DIR nor HOME is set; pass --data-dir")?;
-    Ok(PathBuf::from(home).join(".local/share/runboard"))
-}
-
 /// The live writer of the demo campaign, watched by a task that reaps it the
 /// moment it exits (a finished writer must not linger as a zombie under the
 /// server), and stopped by its PID when the server ends.

@@ -110,6 +110,21 @@ enum Command {
         #[arg(long)]
         default_graces: bool,
     },
+    /// Print the address of the console you last started, with its token
+    /// (from the data folder, yours alone): what `serve` printed at start.
+    Open {
+        /// Hand the address to $BROWSER (else xdg-open) as well.
+        #[arg(long)]
+        browser: bool,
+        /// The data folder (default as `serve`'s).
+        #[arg(long, env = "RUNBOARD_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Tokens for others: a viewer's (reads, never steers) or an operator's.
+    Token {
+        #[command(subcommand)]
+        command: server::tokens::TokenCommand,
+    },
     #[command(flatten)]
     Console(server::cli::ConsoleCommand),
     /// Run one cell of a batch through a third-party harness (the runner's
@@ -163,6 +178,8 @@ impl Command {
             Self::AutoSaveLoop { .. } => "__auto-save-loop",
             Self::ConsoleFixture { .. } => "__console-fixture",
             Self::Console(_) => "(console)",
+            Self::Open { .. } => "open",
+            Self::Token { .. } => "token",
             Self::Cell { .. } => "cell",
             Self::Runs { .. } => "runs",
             Self::SimulateRun { .. } => "simulate-run",
@@ -252,6 +269,8 @@ async fn run(command: Command, at: Place) -> anyhow::Result<ExitCode> {
         | Command::Cell { .. }
         | Command::SimulateRun { .. } => at.refuse(command.name(), true, true)?,
         Command::AutoSaveLoop { .. } => at.refuse(command.name(), false, true)?,
+        Command::Open { .. } => at.refuse(command.name(), true, true)?,
+        Command::Token { .. } => at.refuse(command.name(), true, false)?,
         Command::Check | Command::Runs { .. } | Command::Console(_) => {}
     }
     match command {
@@ -310,6 +329,14 @@ async fn run(command: Command, at: Place) -> anyhow::Result<ExitCode> {
             }
         },
         Command::Check => check(at.campaign(), at.json).await,
+        Command::Open { browser, data_dir } => {
+            server::tokens::open(data_dir.as_deref(), browser)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Token { command } => {
+            server::tokens::run(command, at.json)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Cell { command: CellCommand::Inspect(opts) } => server::cell::run(opts).await,
         Command::Console(cmd) => {
             let at = server::cli::Place { root: at.campaign(), json: at.json };

@@ -24,9 +24,12 @@ pub struct ServeOptions {
     /// Exit after this many minutes without a request (fractions allowed); 0 or less disables it.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub idle_minutes: f64,
-    /// Required when --host is not a loopback address [env: RUNBOARD_TOKEN; set but empty counts as unset].
+    /// The console token to ask (default: the data folder's own, made once and kept) [env: RUNBOARD_TOKEN; set but empty counts as unset].
     #[arg(long)]
     pub token: Option<String>,
+    /// Ask no token at all: any account on this machine may read and steer the console (loopback only).
+    #[arg(long, conflicts_with = "token")]
+    pub no_token: bool,
     /// A Host name to answer besides localhost, 127.0.0.1, ::1 and the bound address (repeatable).
     #[arg(long = "allow-host", value_name = "NAME")]
     pub allow_hosts: Vec<String>,
@@ -80,7 +83,6 @@ pub fn parse_host(host: &str) -> anyhow::Result<IpAddr> {
 pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // Every option is checked before anything is opened, prepared or said.
     let (ip, limits) = checked(&opts)?;
-    let token = opts.token.clone();
     let leptos = crate::site::options(opts.site_root.as_deref())?;
     if let Some(root) = &opts.root {
         anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
@@ -100,7 +102,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     let serving = match &opts.root {
         Some(root) => Serving::Campaign(root.clone()),
         None => {
-            let data = crate::demo::data_dir(opts.data_dir.as_deref())?;
+            let data = crate::data_folder::locate(opts.data_dir.as_deref())?;
             let lease = crate::demo::DemoLease::claim(&data)?;
             Serving::Demo { data, lease }
         }
@@ -116,7 +118,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // What the run list parsed is kept in the data folder between starts (a
     // restarted server opens only the files that changed); without a data
     // folder the list works the same, only a first list after a start is slower.
-    if let Ok(data) = crate::demo::data_dir(opts.data_dir.as_deref()) {
+    if let Ok(data) = crate::data_folder::locate(opts.data_dir.as_deref()) {
         let key = runboard::hash::fnv1a(console.root().as_os_str().as_encoded_bytes());
         console = console.with_list_cache(data.join("list-cache").join(format!("{key:016x}.json")));
     }
@@ -144,7 +146,9 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
 
     let local = listener.local_addr()?;
     let hosts = crate::auth::AllowedHosts::new(ip, &opts.allow_hosts);
-    let state = AppState::new(leptos, console.clone(), Access { token: token.clone(), hosts });
+    let data = crate::data_folder::locate(opts.data_dir.as_deref()).ok();
+    let (access, signed) = access(&opts, data.as_deref(), hosts)?;
+    let state = AppState::new(leptos, console.clone(), access);
     let shutdown = state.shutdown.clone();
     let ended = std::sync::Arc::new(std::sync::Mutex::new(Ended::Signal));
 
@@ -164,10 +168,22 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
 
     let url = format!("http://{local}/");
     println!("runboard: serving {} ({}) at {url}", if demo { "the demo campaign" } else { "campaign" }, root.display());
-    if token.is_some() {
-        println!("runboard: token required; open {url}?token=<token> once in your browser");
+    say_how_to_open(&url, &signed);
+    if let Some(data) = &data {
+        let started = crate::tokens::Started {
+            url: url.clone(),
+            root: root.clone(),
+            pid: std::process::id(),
+            token_given: matches!(signed, Signed::Given),
+        };
+        if let Err(e) = crate::tokens::note_started(data, &started) {
+            eprintln!("runboard: noting the console for `runboard open` in {}: {e}", data.display());
+        }
     }
     crate::listen::serve(listener, app(state), limits, shutdown.clone()).await;
+    if let Some(data) = &data {
+        crate::tokens::forget_started(data, std::process::id());
+    }
     auto_stop.store(true, Ordering::Relaxed);
     if let Some(w) = writer {
         w.stop().await;
@@ -202,7 +218,7 @@ fn checked(opts: &ServeOptions) -> anyhow::Result<(std::net::IpAddr, crate::list
         opts.auto_tick_s
     );
     if let Some(t) = &opts.token {
-        if let Some(problem) = crate::auth::token_problem(t) {
+        if let Some(problem) = runboard::access::token_problem(t) {
             anyhow::bail!("--token / RUNBOARD_TOKEN cannot be used: {problem}; give a non-empty token without surrounding whitespace");
         }
     }
@@ -212,12 +228,74 @@ fn checked(opts: &ServeOptions) -> anyhow::Result<(std::net::IpAddr, crate::list
             "--allow-host {name:?} is not a host name"
         );
     }
-    if !ip.is_loopback() && opts.token.is_none() {
+    if !ip.is_loopback() && opts.no_token {
         anyhow::bail!(
-            "binding {ip} makes the console reachable from other machines; give it a token with --token or RUNBOARD_TOKEN"
+            "binding {ip} makes the console reachable from other machines: it cannot be served with --no-token"
         );
     }
     Ok((ip, limits))
+}
+
+/// How the console's token came to be, for what `serve` says at start.
+enum Signed {
+    /// `--no-token`: none asked.
+    Nobody,
+    /// `--token` or `RUNBOARD_TOKEN`.
+    Given,
+    /// The data folder's own (`made`: just now), or one made for this run
+    /// only when there is no data folder.
+    Folder { token: String, made: bool, kept: Option<PathBuf> },
+}
+
+/// Who the server lets in: the token given, else the data folder's own
+/// (made once), else (no data folder) one made for this run only.
+fn access(
+    opts: &ServeOptions,
+    data: Option<&std::path::Path>,
+    hosts: crate::auth::AllowedHosts,
+) -> anyhow::Result<(Access, Signed)> {
+    if opts.no_token {
+        return Ok((Access::open(hosts), Signed::Nobody));
+    }
+    let book = data.map(std::path::Path::to_path_buf);
+    if let Some(t) = &opts.token {
+        return Ok((Access::with_token(t.clone(), book, hosts), Signed::Given));
+    }
+    let (token, made, kept) = match data {
+        Some(d) => {
+            let (token, made) = crate::tokens::console_token(d)?;
+            (token, made, Some(d.join(crate::tokens::TOKEN_FILE)))
+        }
+        None => (crate::tokens::random_hex(32)?, true, None),
+    };
+    Ok((Access::with_token(token.clone(), book, hosts), Signed::Folder { token, made, kept }))
+}
+
+/// The address to open, with its token when the server knows it, said once
+/// at start (the line after the address); `--no-token` said loudly.
+fn say_how_to_open(url: &str, signed: &Signed) {
+    match signed {
+        Signed::Nobody => {
+            let warning = "runboard: WARNING: --no-token: no token is asked — every account on this machine \
+                           can read every result and launch, pause or stop this console's batches";
+            println!("{warning}");
+            eprintln!("{warning}");
+        }
+        Signed::Given => println!("runboard: open {url}?token=<the token given> once in your browser"),
+        Signed::Folder { token, made, kept } => {
+            println!("runboard: open {url}?token={token}");
+            match kept {
+                Some(path) if *made => {
+                    println!("runboard: a new console token was made and kept in {} (yours alone)", path.display())
+                }
+                Some(path) => println!(
+                    "runboard: the console token is kept in {}; `runboard open` prints this address again",
+                    path.display()
+                ),
+                None => println!("runboard: no data folder, so this token lasts as long as this server"),
+            }
+        }
+    }
 }
 
 /// The background threads of a server (ARCHITECTURE.md, "The threads of

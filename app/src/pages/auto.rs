@@ -76,12 +76,12 @@ pub fn AutoPage() -> impl IntoView {
                                 <span class="words">{hold_words(&v)}</span>
                             </div>
                             <div class="controls">
-                                <button class="auto-on" disabled=move || mode.pending().get() || v.state.mode == Mode::On
+                                <button class="auto-on" disabled=move || crate::role::viewer() || mode.pending().get() || v.state.mode == Mode::On
                                     on:click=move |_| { mode.dispatch(Mode::On); }>"On"</button>
-                                <button class="auto-finishing" disabled=move || mode.pending().get() || v.state.mode != Mode::On
+                                <button class="auto-finishing" disabled=move || crate::role::viewer() || mode.pending().get() || v.state.mode != Mode::On
                                     title="Let the current batch end, launch nothing more, then off"
                                     on:click=move |_| { mode.dispatch(Mode::Finishing); }>"Finish"</button>
-                                <button class="auto-off" disabled=move || mode.pending().get() || v.state.mode == Mode::Off
+                                <button class="auto-off" disabled=move || crate::role::viewer() || mode.pending().get() || v.state.mode == Mode::Off
                                     on:click=move |_| { mode.dispatch(Mode::Off); }>"Off"</button>
                                 <span class="hint">"Stop and abort (on the Live page) also turns auto mode off."</span>
                             </div>
@@ -395,7 +395,7 @@ fn settings_form(
                     on:change=move |ev| form.update(|f| f["parallel_lanes"] = json!(event_target_checked(&ev)))/>
                     "Parallel lanes (one batch per endpoint)"</label>
             </fieldset>
-            <button type="submit" class="save-settings" disabled=move || save.pending().get()>"Save settings"</button>
+            <button type="submit" class="save-settings" disabled=move || crate::role::viewer() || save.pending().get()>"Save settings"</button>
             {move || outcome.get().map(|r| match r {
                 Ok(()) => view! { <p class="said ok">"Settings saved."</p> }.into_any(),
                 Err(e) => refusal(&e).into_any(),

@@ -108,7 +108,7 @@ pub fn CohortsPage() -> impl IntoView {
                         on:change=move |ev| replace.set(event_target_checked(&ev))/>
                     " Replace a preset of this name"
                 </label>
-                <button type="submit">"Save preset"</button>
+                <button type="submit" disabled=crate::role::viewer()>"Save preset"</button>
             </form>
             <Transition fallback=|| view! { <p class="loading">"Reading the presets…"</p> }>
                 {move || presets.get().map(|res| match res {
@@ -137,11 +137,11 @@ pub fn CohortsPage() -> impl IntoView {
                                                         <td>{p.note.clone()}</td>
                                                         <td>
                                                             <input type="text" class="rename-to" size="14" on:input=move |ev| to.set(event_target_value(&ev))/>
-                                                            <button type="button" class="rename" on:click=move |_| {
+                                                            <button type="button" class="rename" disabled=crate::role::viewer() on:click=move |_| {
                                                                 rename.dispatch(RenameRequest { from: n2.clone(), to: to.get_untracked() });
                                                             }>"Rename"</button>
                                                         </td>
-                                                        <td><button type="button" class="delete" on:click=move |_| {
+                                                        <td><button type="button" class="delete" disabled=crate::role::viewer() on:click=move |_| {
                                                             delete.dispatch(DeleteRequest { name: n3.clone() });
                                                         }>"Delete"</button></td>
                                                     </tr>

@@ -205,8 +205,8 @@ fn Drafting() -> impl IntoView {
                 })}
             </Transition>
             <div class="draft-actions">
-                <button class="preview" on:click=move |_| { preview.dispatch(req.get_untracked()); }>"Preview the draft"</button>
-                <button class="save" on:click=move |_| { save.dispatch(req.get_untracked()); }>"Save the draft"</button>
+                <button class="preview" disabled=crate::role::viewer() on:click=move |_| { preview.dispatch(req.get_untracked()); }>"Preview the draft"</button>
+                <button class="save" disabled=crate::role::viewer() on:click=move |_| { save.dispatch(req.get_untracked()); }>"Save the draft"</button>
             </div>
             {move || preview.value().get().map(|r| match r {
                 Err(e) => refusal(&e).into_any(),
@@ -373,9 +373,9 @@ pub(crate) fn Launching(spec_path: RwSignal<String>) -> impl IntoView {
                 <input name="spec" class="spec-path" placeholder="specs/drafts/….json" prop:value=move || spec_path.get()
                     on:change=move |ev| spec_path.set(event_target_value(&ev))/>
             </label>
-            <button class="check" on:click=move |_| { check.dispatch(spec_path.get_untracked()); }>"Check"</button>
+            <button class="check" disabled=crate::role::viewer() on:click=move |_| { check.dispatch(spec_path.get_untracked()); }>"Check"</button>
             <button class="launch"
-                disabled=move || why_not().is_some()
+                disabled=move || crate::role::viewer() || why_not().is_some()
                 title=move || why_not().unwrap_or("Start this batch (a launch that spends money or re-runs cells asks first)")
                 on:click=move |_| {
                     // Warnings (money, a re-run, a shared or unavailable

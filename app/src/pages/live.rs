@@ -129,14 +129,14 @@ pub fn LivePage() -> impl IntoView {
                                 </div>
                             })}
                             <div class="controls">
-                                <button class="pause" disabled=move || busy() || !can_pause
+                                <button class="pause" disabled=move || crate::role::viewer() || busy() || !can_pause
                                     title=format!("Stop {shown} now; it can be resumed")
                                     on:click=move |_| {
                                         let ask = format!("Pause {pause_rs}? Its running cells are stopped now; Resume runs its unfinished cells later.{}",
                                             others_note(others_running));
                                         if confirm(&ask) { pause.dispatch(pause_rs.clone()); }
                                     }>"Pause"</button>
-                                <button class="stop" disabled=move || busy() || !can_stop
+                                <button class="stop" disabled=move || crate::role::viewer() || busy() || !can_stop
                                     title="End the batch and abort it: it will not be resumed, and auto mode is turned off"
                                     on:click=move |_| {
                                         let ask = format!("Stop and abort {stop_rs}? Its running cells are ended, it can never be resumed, and auto mode is turned off.{}",
@@ -146,7 +146,7 @@ pub fn LivePage() -> impl IntoView {
                                 {v.resumable_run_sets.iter().map(|rs| {
                                     let rs2 = rs.clone();
                                     view! {
-                                        <button class="resume" data-run-set=rs.clone() disabled=busy
+                                        <button class="resume" data-run-set=rs.clone() disabled=move || crate::role::viewer() || busy()
                                             on:click=move |_| { resume.dispatch(rs2.clone()); }>
                                             {format!("Resume {rs}")}
                                         </button>
@@ -546,7 +546,7 @@ fn summary(v: &LiveView, end_cell: Action<(String, String), Result<String, ApiEr
                             let (rs, cell) = (rs.clone(), st.cell.clone());
                             view! {
                                 <li class="stall" data-cell=st.cell.clone()>{st.words.clone()}" "
-                                    <button type="button" class="end-cell" disabled=move || end_cell.pending().get()
+                                    <button type="button" class="end-cell" disabled=move || crate::role::viewer() || end_cell.pending().get()
                                         on:click=move |_| {
                                             let ask = format!("End cell {cell} of {rs}? Its processes are sent SIGTERM now and it is recorded failed; the rest of the batch runs on, and Resume runs it again later.");
                                             if confirm(&ask) { end_cell.dispatch((rs.clone(), cell.clone())); }

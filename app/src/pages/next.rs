@@ -155,7 +155,7 @@ fn proposal(x: Proposal, by: &str, delta: f64, spec_path: RwSignal<String>) -> i
                     <ul>{x.refused.iter().map(|r| view! { <li class="reason">{r.clone()}</li> }).collect_view()}</ul>
                 </div>
             })}
-            <button class="draft-it" disabled=move || !can_draft || save.pending().get()
+            <button class="draft-it" disabled=move || crate::role::viewer() || !can_draft || save.pending().get()
                 on:click=move |_| { save.dispatch(request.clone()); }>"Draft it"</button>
             {move || save.value().get().map(|r| match r {
                 Err(e) => refusal(&e).into_any(),

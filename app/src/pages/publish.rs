@@ -46,7 +46,7 @@ pub fn PublishPage() -> impl IntoView {
             <div class="toolbar">
                 <h1>"Publish"</h1>
                 <button type="button" class="push" on:click=move |_| { push.dispatch(()); }
-                    disabled=move || push.pending().get()>"Push"</button>
+                    disabled=move || crate::role::viewer() || push.pending().get()>"Push"</button>
             </div>
             {move || push.value().get().map(|r| match r {
                 Ok(run) => view! { <p class="said ok">{format!("Push started {}.", run.started_at.to_display())}</p> }.into_any(),

@@ -140,7 +140,7 @@ pub fn ResearchPage() -> impl IntoView {
                 <TextField label="Id" name="id" size=8 placeholder="q1" value=new_q required=true/>
                 <TextField label="Question" name="text" size=50 placeholder="does memory help on reversal?" value=new_q_text required=true/>
                 <TextField label="Cohorts" name="cohorts" size=20 placeholder="preset names, comma-separated" value=new_q_cohorts required=false/>
-                <button type="submit">"Add question"</button>
+                <button type="submit" disabled=crate::role::viewer()>"Add question"</button>
             </form>
             <h2>"Add a hypothesis"</h2>
             <form class="add-hypothesis" on:submit=move |ev| {
@@ -155,7 +155,7 @@ pub fn ResearchPage() -> impl IntoView {
                 <TextField label="Id" name="id" size=8 placeholder="h1" value=new_h required=true/>
                 <TextField label="Hypothesis" name="text" size=50 placeholder="memory lifts reversal by 10 pp" value=new_h_text required=true/>
                 <TextField label="Cohorts" name="cohorts" size=20 placeholder="preset names, comma-separated" value=new_h_cohorts required=false/>
-                <button type="submit">"Add hypothesis"</button>
+                <button type="submit" disabled=crate::role::viewer()>"Add hypothesis"</button>
             </form>
             <h2>"Record a decision"</h2>
             <form class="decide" on:submit=move |ev| {
@@ -167,7 +167,7 @@ pub fn ResearchPage() -> impl IntoView {
                     prop:value=move || decision.get() on:input=move |ev| decision.set(event_target_value(&ev))/>
                 <input type="text" name="question" size="10" placeholder="question id"
                     prop:value=move || question.get() on:input=move |ev| question.set(event_target_value(&ev))/>
-                <button type="submit">"Record"</button>
+                <button type="submit" disabled=crate::role::viewer()>"Record"</button>
             </form>
             <details class="edit-json">
                 <summary>"Edit the whole state as JSON"</summary>
@@ -176,7 +176,7 @@ pub fn ResearchPage() -> impl IntoView {
                         json_typed.set(true);
                         json.set(event_target_value(&ev));
                     }></textarea>
-                <button type="button" class="save-json" on:click=move |_| save_json()>"Save"</button>
+                <button type="button" class="save-json" disabled=crate::role::viewer() on:click=move |_| save_json()>"Save"</button>
             </details>
         </section>
     }
@@ -238,7 +238,7 @@ fn question_view(q: &QuestionSummary, edit: impl Fn(ResearchEdit) + Copy + Send 
                 </select>
                 <input type="text" name="answer" size="40" placeholder="the answer, once answered" aria-label="answer"
                     prop:value=move || answer.get() on:input=move |ev| answer.set(event_target_value(&ev))/>
-                <button type="submit">"Set"</button>
+                <button type="submit" disabled=crate::role::viewer()>"Set"</button>
             </form>
             <ul class="hypotheses">
                 {q.hypotheses.iter().map(|h| {

@@ -66,7 +66,7 @@ fn body(
                     view! {
                         <li class="finding" data-kind=kind data-target=target>
                             <span class="words">{words}</span>" "
-                            <button type="button" class=format!("act {}", f.action.word()) disabled=move || pending.get()
+                            <button type="button" class=format!("act {}", f.action.word()) disabled=move || crate::role::viewer() || pending.get()
                                 on:click=move |_| {
                                     if confirm(&question) { act.dispatch(f.clone()); }
                                 }>{label}</button>

@@ -520,12 +520,7 @@ struct Kept {
 
 /// 128 random bits as hex, from the kernel.
 fn secret() -> Result<String, String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| format!("reading /dev/urandom for the gateway's secret: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    crate::tokens::random_hex(16).map_err(|e| format!("reading /dev/urandom for the gateway's secret: {e}"))
 }
 
 /// An error answer in the shape OpenAI-style clients read

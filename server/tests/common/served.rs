@@ -54,8 +54,9 @@ pub fn serve_with(root: &Path, data: &Path, env: &[(String, String)], args: &[&s
     served(cmd.spawn().unwrap())
 }
 
-/// `BIN serve --port 0 --root ROOT`, without a token, its address to be read
-/// from stdout by [`served`]: add flags, spawn. (A bench may name another
+/// `BIN serve --port 0 --root ROOT` with the console token it makes (none
+/// given), its address and token to be read from stdout by [`served`]: add
+/// flags, spawn. (A bench may name another
 /// build of the binary.)
 pub fn serve_command(bin: &str, root: &Path) -> Command {
     let mut cmd = Command::new(bin);
@@ -79,8 +80,47 @@ pub fn served(mut child: Child) -> Served {
         .and_then(|rest| rest.trim().strip_suffix('/'))
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_owned();
+    // The line after the address: the address to open, with the console
+    // token the server made in its data folder (as a user copies it).
+    let mut open = String::new();
+    out.read_line(&mut open).unwrap();
+    // (A server given its token prints a placeholder instead.)
+    let printed = open.split("?token=").nth(1).and_then(|t| t.split_whitespace().next());
+    if let Some(token) = printed.filter(|t| !t.starts_with('<')) {
+        tokens().lock().unwrap().insert(addr.clone(), token.to_owned());
+    }
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     Served { child, addr }
+}
+
+/// The console token each server started here printed, by address: every
+/// request of [`http`] carries it, as a client of the console would.
+fn tokens() -> &'static std::sync::Mutex<std::collections::HashMap<String, String>> {
+    static TOKENS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, String>>> =
+        std::sync::OnceLock::new();
+    TOKENS.get_or_init(Default::default)
+}
+
+/// The token the server at `addr` printed, if it printed one.
+pub fn token_of(addr: &str) -> Option<String> {
+    tokens().lock().unwrap().get(addr).cloned()
+}
+
+/// An HTTP client that sends the token of the server at `addr` with every
+/// request (the benches' clients).
+#[allow(dead_code)]
+pub fn client(addr: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(t) = token_of(addr) {
+        headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {t}").parse().unwrap());
+    }
+    reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(30)).default_headers(headers).build().unwrap()
+}
+
+/// The request header line that carries the token of the server at `addr`
+/// (empty when it printed none).
+pub fn auth_line(addr: &str) -> String {
+    token_of(addr).map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default()
 }
 
 /// One HTTP/1.1 exchange: the status and the body as JSON (Null if not JSON).
@@ -99,9 +139,10 @@ fn try_http(
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(120)))?;
     let body = body.unwrap_or("");
+    let auth = auth_line(addr);
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )?;
     let mut text = String::new();
@@ -215,7 +256,7 @@ pub fn is_zombie(pid: u64) -> bool {
 pub fn get_text(addr: &str, path: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{}\r\n", auth_line(addr)).unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
     let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);

@@ -28,7 +28,7 @@ fn serve(args: &[&str], site: &Path) -> Served {
 fn request(addr: &str, head: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "{head}Host: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(s, "{head}Host: {addr}\r\nConnection: close\r\n{}\r\n", common::served::auth_line(addr)).unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
     let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
@@ -86,8 +86,13 @@ async fn an_open_stream_keeps_the_server_alive_while_nothing_changes() {
     // A page following the list: one stream, open, with nothing pushed after
     // its first version (the campaign does not change).
     let mut stream = TcpStream::connect(&s.addr).unwrap();
-    write!(stream, "GET /api/runs/version/stream HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n", s.addr)
-        .unwrap();
+    let auth = common::served::auth_line(&s.addr);
+    write!(
+        stream,
+        "GET /api/runs/version/stream HTTP/1.1\r\nHost: {}\r\n{auth}Accept: text/event-stream\r\n\r\n",
+        s.addr
+    )
+    .unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut first = [0u8; 256];
     let n = stream.read(&mut first).unwrap();
@@ -105,8 +110,8 @@ async fn an_open_stream_keeps_the_server_alive_while_nothing_changes() {
 
 #[test]
 fn a_non_loopback_address_without_a_token_is_refused() {
-    let err = run_fails(&["serve", "--host", "0.0.0.0", "--root", "."]);
-    assert!(err.contains("binding 0.0.0.0") && err.contains("--token or RUNBOARD_TOKEN"), "{err}");
+    let err = run_fails(&["serve", "--host", "0.0.0.0", "--no-token", "--root", "."]);
+    assert!(err.contains("binding 0.0.0.0") && err.contains("cannot be served with --no-token"), "{err}");
     let err = run_fails(&["serve", "--host", "not-an-ip"]);
     assert!(err.contains("is not an IP address"), "{err}");
 }
@@ -235,7 +240,12 @@ fn the_demo_serves_a_live_run_and_sigterm_stops_server_and_writer() {
     let mut follower = std::net::TcpStream::connect(&s.addr).unwrap();
     std::io::Write::write_all(
         &mut follower,
-        format!("GET /api/runs/explore-qwen/version/stream HTTP/1.1\r\nHost: {}\r\n\r\n", s.addr).as_bytes(),
+        format!(
+            "GET /api/runs/explore-qwen/version/stream HTTP/1.1\r\nHost: {}\r\n{}\r\n",
+            s.addr,
+            common::served::auth_line(&s.addr)
+        )
+        .as_bytes(),
     )
     .unwrap();
     let mut first = [0u8; 512];

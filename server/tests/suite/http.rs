@@ -14,7 +14,12 @@ use tower::ServiceExt;
 fn state(root: &std::path::Path, site: &std::path::Path, token: Option<&str>) -> AppState {
     let leptos = server::site::options(Some(site)).unwrap();
     let console = LocalConsole::open(root, false).unwrap();
-    AppState::new(leptos, console, Access { token: token.map(str::to_owned), hosts: AllowedHosts::default() })
+    let hosts = AllowedHosts::default();
+    let access = match token {
+        Some(t) => Access::with_token(t.to_owned(), None, hosts),
+        None => Access::open(hosts),
+    };
+    AppState::new(leptos, console, access)
 }
 
 /// One Leptos app serves requests at a time in this test process. Several apps
@@ -588,7 +593,7 @@ async fn only_the_servers_own_host_names_are_answered() {
     // A name the operator allows.
     let leptos = server::site::options(Some(&common::site(tmp.path()))).unwrap();
     let hosts = AllowedHosts::new("127.0.0.1".parse().unwrap(), &["box.lab".to_owned()]);
-    let allowed = AppState::new(leptos, LocalConsole::open(&root, false).unwrap(), Access { token: None, hosts });
+    let allowed = AppState::new(leptos, LocalConsole::open(&root, false).unwrap(), Access::open(hosts));
     assert_eq!(send(&allowed, with_host("/api/runs", "Box.Lab:8850")).await.0, StatusCode::OK);
 }
 
@@ -993,10 +998,10 @@ async fn every_control_is_a_line_of_the_audit_log_refused_ones_too() {
         lines,
         vec![
             ("tag_edit", "cli", user.as_str(), 200),
-            ("stop", "rest", "loopback", 403),
-            ("auto_mode", "rest", "loopback", 200),
-            ("tag_edit", "page", "loopback", 422),
-            ("pause", "rest", "loopback", 409),
+            ("stop", "rest", "anyone (no token asked)", 403),
+            ("auto_mode", "rest", "anyone (no token asked)", 200),
+            ("tag_edit", "page", "anyone (no token asked)", 422),
+            ("pause", "rest", "anyone (no token asked)", 409),
         ],
         "newest first"
     );
@@ -1020,7 +1025,10 @@ async fn every_control_is_a_line_of_the_audit_log_refused_ones_too() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&cli.stdout);
-    assert!(text.lines().count() == 5 && text.contains("auto_mode {\"mode\":\"off\"} by loopback"), "{text}");
+    assert!(
+        text.lines().count() == 5 && text.contains("auto_mode {\"mode\":\"off\"} by anyone (no token asked)"),
+        "{text}"
+    );
     let (status, _, body) = send(&st, get("/api/audit?since=tomorrow")).await;
     assert_eq!((status.as_u16(), body_json(body)["kind"].clone()), (422, serde_json::json!("bad_query")));
     // A link planted in the log's place, out of the root: never appended to,

@@ -67,7 +67,8 @@ fn read(addr: &str, rs: &str, name: &str, after: Option<&str>) -> Value {
 fn stream(addr: &str, rs: &str, name: &str, for_s: f64) -> Vec<(String, Value)> {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    write!(s, "GET /api/logs/{rs}/{name}/stream HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n")
+    let auth = common::served::auth_line(addr);
+    write!(s, "GET /api/logs/{rs}/{name}/stream HTTP/1.1\r\nHost: {addr}\r\n{auth}Accept: text/event-stream\r\n\r\n")
         .unwrap();
     let mut r = BufReader::new(s);
     let until = Instant::now() + Duration::from_secs_f64(for_s);

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod access;
 mod autopilot;
 mod cli;
 mod console;
