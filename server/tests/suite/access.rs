@@ -234,10 +234,12 @@ async fn without_a_token_anyone_is_let_in_and_warned_of() {
 
 /// What another account of this machine gets: made with `useradd` for the
 /// test (root is needed, as for the daemons' suite under the same feature)
-/// and removed after. It asks every route over loopback with Python's
-/// `http.client` (Debian's `/usr/bin/python3`) and tries to read the token
-/// file, whose folders are opened to it (0711) so that only the file's own
-/// mode stands in its way.
+/// and removed after. With a batch running behind its gateway, it asks every
+/// route of the console over loopback with Python's `http.client` (Debian's
+/// `/usr/bin/python3`), calls the batch gateway without its secret and with
+/// a wrong one, and tries to read the console token and the gateway's
+/// secret, whose folders are opened to it (0711) so that only the files' own
+/// modes stand in its way.
 #[cfg(feature = "daemon-tests")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_account_on_this_machine_gets_nothing() {
@@ -256,42 +258,73 @@ async fn another_account_on_this_machine_gets_nothing() {
     assert!(made.success(), "useradd {name} (the test runs as root)");
     let account = Account(name);
 
-    let (tmp, root) = common::campaign().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = common::served::campaign(tmp.path(), 60.0);
     let data = tmp.path().join("data");
     let s = serve(&root, &data);
+    let spec =
+        common::served::draft(&s.addr, serde_json::json!({"label": "stranger", "max_cells": 1, "endpoint": "gpu-a"}));
+    let (code, launched) = common::served::post(&s.addr, "/api/control/start", serde_json::json!({"path": spec}));
+    assert_eq!(code, 200, "{launched}");
+    let kept = root.join("runsets").join(launched["run_set"].as_str().unwrap()).join(".gateway.json");
+    common::wait_for("the batch's gateway", Duration::from_secs(30), || kept.exists());
+    let gateway: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let gateway_addr = format!("127.0.0.1:{}", gateway["port"]);
     for dir in [tmp.path(), data.as_path()] {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap();
     }
+
     let routes: Vec<(&str, String)> = routes().into_iter().map(|(_, m, p)| (m, p)).collect();
+    let gateway_paths = ["/v1/models", "/0123456789abcdef0123456789abcdef/c-1/gpu-a/v1/models"];
     let script = r#"
 import http.client, json, sys
-addr, token_path, routes = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-host, port = addr.rsplit(":", 1)
-seen = []
-for method, path in routes:
+def ask(addr, method, path):
+    host, port = addr.rsplit(":", 1)
     c = http.client.HTTPConnection(host, int(port), timeout=30)
     c.request(method, path, body="{}" if method == "POST" else None, headers={"Content-Type": "application/json"})
-    seen.append([method, path, c.getresponse().status])
+    status = c.getresponse().status
     c.close()
-try:
-    open(token_path).read()
-    readable = "read"
-except PermissionError:
-    readable = "refused"
-print(json.dumps({"seen": seen, "token_file": readable}))
+    return status
+def read(path):
+    try:
+        open(path).read()
+        return "read"
+    except PermissionError:
+        return "refused"
+console, gateway, routes, gateway_paths = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+print(json.dumps({
+    "console": [[m, p, ask(console, m, p)] for m, p in routes],
+    "gateway": [[p, ask(gateway, "GET", p)] for p in gateway_paths],
+    "token_file": read(sys.argv[5]),
+    "gateway_file": read(sys.argv[6]),
+}))
 "#;
     let out = Command::new("runuser")
-        .args(["-u", &account.0, "--", "/usr/bin/python3", "-c", script, &s.addr])
-        .arg(data.join("token"))
+        .args(["-u", &account.0, "--", "/usr/bin/python3", "-c", script, &s.addr, &gateway_addr])
         .arg(serde_json::to_string(&routes).unwrap())
+        .arg(serde_json::to_string(&gateway_paths).unwrap())
+        .arg(data.join("token"))
+        .arg(&kept)
         .output()
         .unwrap();
+    // The batch is ended whatever the account got.
+    let (stopped, _) = common::served::post(&s.addr, "/api/control/stop", serde_json::json!({}));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stopped, 200);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let seen = v["seen"].as_array().unwrap();
+    let seen = v["console"].as_array().unwrap();
     assert_eq!(seen.len(), routes.len());
     let let_in: Vec<_> = seen.iter().filter(|r| r[2] != 401).collect();
     assert!(let_in.is_empty(), "another account was let in: {let_in:?}");
-    assert_eq!(v["token_file"], "refused", "another account read the token file");
-    eprintln!("another account ({}): {} routes, every one 401; the token file refused", account.0, seen.len());
+    for g in v["gateway"].as_array().unwrap() {
+        assert_eq!(g[1], 404, "the gateway without its secret: {g}");
+    }
+    assert_eq!(v["token_file"], "refused", "another account read the console token");
+    assert_eq!(v["gateway_file"], "refused", "another account read the gateway's secret");
+    eprintln!(
+        "another account ({}): {} console routes, every one 401; the gateway without its secret 404; \
+         the token file and the gateway's secret refused",
+        account.0,
+        seen.len()
+    );
 }
