@@ -705,7 +705,7 @@ impl CampaignConfig {
 
     /// `amount` in the campaign's currency, for people: `1,234.50 USD`.
     pub fn money(&self, amount: f64) -> String {
-        crate::numfmt::money(amount, &self.currency)
+        crate::basics::numfmt::money(amount, &self.currency)
     }
 }
 

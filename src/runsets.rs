@@ -149,20 +149,23 @@ impl RunTags {
         let mut why = Vec::new();
         let name = edit.tag.trim();
         if !valid_tag(name) {
-            why.push(format!("tag {:?}: must be 1-40 letters, digits, '-', '_' or '.'", crate::spec::shorten(name)));
+            why.push(format!(
+                "tag {:?}: must be 1-40 letters, digits, '-', '_' or '.'",
+                crate::console::spec::shorten(name)
+            ));
         }
         let held = self.tags.get(name);
         for rs in &edit.add {
             if !known(rs) {
                 why.push(format!(
                     "add {:?}: no such run set (a launched one, or a folder under runsets/)",
-                    crate::spec::shorten(rs)
+                    crate::console::spec::shorten(rs)
                 ));
             }
         }
         for rs in &edit.remove {
             if !held.is_some_and(|t| t.run_sets.contains(rs)) {
-                why.push(format!("remove {:?}: tag {name:?} does not hold it", crate::spec::shorten(rs)));
+                why.push(format!("remove {:?}: tag {name:?} does not hold it", crate::console::spec::shorten(rs)));
             }
         }
         if let Some(note) = &edit.note {
@@ -435,7 +438,7 @@ struct UnitFile {
     run_set: String,
     spec: String,
     command: Vec<String>,
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     started_at: Timestamp,
     #[serde(default)]
     pid: Option<u32>,
@@ -445,7 +448,7 @@ struct UnitFile {
     driver_pid: Option<u32>,
     #[serde(default)]
     job_id: Option<String>,
-    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    #[serde(default, with = "crate::basics::timefmt::rfc3339::option")]
     ended_at: Option<Timestamp>,
     #[serde(default)]
     exit_status: Option<i32>,

@@ -122,7 +122,7 @@ proptest! {
 
     #[test]
     fn specs_are_parsed_or_refused_with_a_reason(bytes in file_like()) {
-        if let Err(e) = runboard::spec::parse("s.json", &bytes) {
+        if let Err(e) = runboard::console::spec::parse("s.json", &bytes) {
             prop_assert!(e.to_string().starts_with("s.json: "));
         }
     }

@@ -31,7 +31,7 @@ fn write_run_set(root: &Path, name: &str, cells: std::ops::Range<usize>) {
         let map: std::collections::BTreeMap<String, serde_json::Value> = serde_json::from_value(f.clone()).unwrap();
         // Every other cell passed; the rest failed (drafted again).
         let status = if i % 2 == 0 { "done" } else { "failed" };
-        let rec = json!({"schema_version": 1, "cell": runboard::spec::cell_id(&map), "factors": f, "status": status,
+        let rec = json!({"schema_version": 1, "cell": runboard::console::spec::cell_id(&map), "factors": f, "status": status,
             "attempts": 1, "started_at": "2026-12-01T00:00:00.000Z", "ended_at": "2026-12-01T00:01:00.000Z",
             "exit_code": 0, "tokens": 1000, "score": 0.5, "log": null});
         std::fs::write(dir.join("cells").join(format!("{}.json", rec["cell"].as_str().unwrap())), rec.to_string())

@@ -42,7 +42,7 @@ fn main() {
         for i in rs * CELLS..rs * CELLS + CELLS {
             let map: std::collections::BTreeMap<String, serde_json::Value> =
                 serde_json::from_value(factors(i)).unwrap();
-            let id = runboard::spec::cell_id(&map);
+            let id = runboard::console::spec::cell_id(&map);
             ev += &format!(
                 "{}\n{}\n",
                 json!({"at": "2026-12-01T00:00:00.000Z", "event": "cell_start", "detail": {"cell": id, "pid": 1}}),

@@ -107,7 +107,7 @@ impl StaticFiles {
             }
         }
         let bytes = crate::fsread::read_regular(path).ok()?;
-        let tag = format!("\"{:x}-{:016x}\"", bytes.len(), runboard::hash::fnv1a(&bytes));
+        let tag = format!("\"{:x}-{:016x}\"", bytes.len(), runboard::basics::hash::fnv1a(&bytes));
         self.etags.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf(), (len, mtime, tag.clone()));
         Some(tag)
     }

@@ -77,14 +77,14 @@ pub fn sweep_stale_temps(path: &Path) {
         if !file.starts_with(&prefix) {
             continue;
         }
-        if runboard::upkeep::temp_writer(&file).is_some_and(|p| !writer_alive(p)) {
+        if runboard::live::upkeep::temp_writer(&file).is_some_and(|p| !writer_alive(p)) {
             let _ = fs::remove_file(e.path());
         }
     }
 }
 
 /// Whether the process that writes a temporary file (the pid in its name,
-/// `runboard::upkeep::temp_writer`) is alive on this host — this process
+/// `runboard::live::upkeep::temp_writer`) is alive on this host — this process
 /// included.
 pub fn writer_alive(pid: u32) -> bool {
     pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()

@@ -1,4 +1,4 @@
-//! The audit log's adapter (`runboard::audit`): appending a line for each
+//! The audit log's adapter (`runboard::access::audit`): appending a line for each
 //! control — from the HTTP layer for REST and the pages, from `server::cli`
 //! for the command line — and reading a page of it.
 //!
@@ -16,8 +16,8 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
+use runboard::access::audit::{self, AuditEntry, AuditPage, AuditQuery, Surface};
 use runboard::api::{ApiError, Method as OpMethod, OPERATIONS};
-use runboard::audit::{self, AuditEntry, AuditPage, AuditQuery, Surface};
 
 use crate::fsread::Within;
 

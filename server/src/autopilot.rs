@@ -14,7 +14,7 @@ use runboard::api::ApiError;
 use runboard::auto::tick::{record_launch, tick, LaunchResult, Observed};
 use runboard::auto::view::{AutoView, LogPage, PlannedView, TickReport};
 use runboard::auto::{AutoEvent, AutoState, LogEvent, Mode};
-use runboard::launch::LaunchRequest;
+use runboard::console::launch::LaunchRequest;
 use serde_json::Value;
 
 use crate::auto_state;

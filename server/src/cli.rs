@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use runboard::api::operations::op;
 use runboard::api::terminal::ForTerminal;
 use runboard::api::{ApiError, AutoModeRequest, ErrorKind, Method, Nothing, Operation};
-use runboard::draft::DraftRequest;
+use runboard::console::draft::DraftRequest;
 use runboard::live::LiveParams;
 use runboard::results::propose::ProposeParams;
 
@@ -267,7 +267,7 @@ pub fn run(cmd: ConsoleCommand, at: &Place) -> ExitCode {
         ConsoleCommand::Upkeep { act: Some(n), yes } => upkeep_do(&console, &n, yes, json),
         ConsoleCommand::Logs { run_set, name, follow } => {
             live_run_set(&console, run_set).and_then(|run_set| match name {
-                None => ask::<op::logs>(&console, runboard::logs::LogsQuery { run_set }, json),
+                None => ask::<op::logs>(&console, runboard::live::logs::LogsQuery { run_set }, json),
                 Some(name) => follow_log(&console, run_set, name, follow, json),
             })
         }
@@ -393,7 +393,7 @@ fn upkeep_do(console: &LocalConsole, n: &str, yes: bool, json: bool) -> Result<S
             f.target
         )]));
     }
-    let req = runboard::upkeep::UpkeepRequest {
+    let req = runboard::live::upkeep::UpkeepRequest {
         action: f.action.word().to_owned(),
         target: f.target.clone(),
         token: f.token.clone(),
@@ -472,10 +472,10 @@ fn follow_log(
     use std::io::Write;
     let mut after = None;
     loop {
-        let q = runboard::logs::LogQuery { run_set: run_set.clone(), name: name.clone(), after: after.clone() };
+        let q = runboard::live::logs::LogQuery { run_set: run_set.clone(), name: name.clone(), after: after.clone() };
         let chunk = op::log::call(console, q)?;
         if chunk.missing && after.is_none() {
-            let listed = op::logs::call(console, runboard::logs::LogsQuery { run_set: run_set.clone() })?;
+            let listed = op::logs::call(console, runboard::live::logs::LogsQuery { run_set: run_set.clone() })?;
             let names: Vec<&str> = listed.logs.iter().map(|l| l.name.as_str()).collect();
             let has = if names.is_empty() {
                 "it has no log yet".to_owned()

@@ -149,7 +149,7 @@ pub fn why(program: &str, out: &Output) -> String {
     if line.is_empty() {
         format!("{program} ended with {}", out.status)
     } else {
-        format!("{program}: {}", runboard::spec::shorten(line))
+        format!("{program}: {}", runboard::console::spec::shorten(line))
     }
 }
 

@@ -231,7 +231,7 @@ impl Console for LocalConsole {
                 .iter()
                 .map(|f| {
                     let levels = matrix.levels().remove(f).unwrap_or_default();
-                    (f.clone(), levels.iter().map(runboard::matrix::value_text).collect())
+                    (f.clone(), levels.iter().map(runboard::console::matrix::value_text).collect())
                 })
                 .collect(),
             problems: matrix.problems.clone(),
@@ -403,7 +403,7 @@ impl Console for LocalConsole {
     }
 
     fn auto_version(&self, _: Nothing) -> Result<Version, ApiError> {
-        let mut h = runboard::hash::Fnv1a::new();
+        let mut h = runboard::basics::hash::Fnv1a::new();
         for f in [crate::auto_state::STATE_FILE, crate::auto_state::LOG_FILE, CONFIG_FILE] {
             h.write(format!("{:?}", crate::fsread::stamp_of(&self.root().join(f))).as_bytes());
         }

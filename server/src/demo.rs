@@ -176,8 +176,8 @@ pub async fn prepare(data_dir: &Path, _lease: &DemoLease) -> anyhow::Result<(Pat
             }
         }
     }
-    let matrix = runboard::matrix::to_csv(&["condition", "task", "phase", "seed", "repetition"], &rows);
-    write_atomic(&root.join(runboard::matrix::MATRIX_FILE), matrix.as_bytes())?;
+    let matrix = runboard::console::matrix::to_csv(&["condition", "task", "phase", "seed", "repetition"], &rows);
+    write_atomic(&root.join(runboard::console::matrix::MATRIX_FILE), matrix.as_bytes())?;
     // History: each condition's explore cells, seeds 1–4, run earlier as
     // two batches — enough for Evidence to show a difference (the simulated
     // agent's verdicts depend on condition and task: `simulate::PASS_RATES`)
@@ -344,7 +344,7 @@ grace_s = 8
 /// four gaps, saved, preflighted, committed, started by the local launcher),
 /// so the Live view shows it starting, then running, within seconds.
 pub fn launch_batch(console: &crate::console::LocalConsole) -> anyhow::Result<String> {
-    let req = runboard::draft::DraftRequest {
+    let req = runboard::console::draft::DraftRequest {
         label: "demo-next".into(),
         max_cells: Some(4.0),
         endpoint: Some("gpu-local".into()),
@@ -353,7 +353,11 @@ pub fn launch_batch(console: &crate::console::LocalConsole) -> anyhow::Result<St
     let campaign = console.campaign();
     let saved = campaign.draft_save(&req).map_err(|e| anyhow::anyhow!("drafting the demo batch: {}", e.error))?;
     let launched = campaign
-        .start(&runboard::launch::LaunchRequest { path: saved.path, skip_preflight: false, tag: Some("demo".into()) })
+        .start(&runboard::console::launch::LaunchRequest {
+            path: saved.path,
+            skip_preflight: false,
+            tag: Some("demo".into()),
+        })
         .map_err(|e| anyhow::anyhow!("launching the demo batch: {}", e.reasons.join("; ")))?;
     Ok(launched.run_set)
 }

@@ -19,7 +19,7 @@ use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use runboard::api::operations::op;
 use runboard::api::{ApiError, Console, ErrorKind, Method, Nothing, Operation, RunName};
-use runboard::logs::{LogChunk, LogQuery};
+use runboard::live::logs::{LogChunk, LogQuery};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -270,7 +270,7 @@ fn input_of<O: Operation>(
                     vec!["send the body as JSON with Content-Type: application/json".into()],
                 ));
             }
-            runboard::json::from_body_with(bytes, params).map_err(ApiError::refused)
+            runboard::basics::json::from_body_with(bytes, params).map_err(ApiError::refused)
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Notifications: every batch event (launched, ended, failed to launch —
-//! found by `runboard::notice` from the unit records — stalled, paused by
+//! found by `runboard::live::notice` from the unit records — stalled, paused by
 //! the budget) and the autopilot's notable events, given to `[hooks] notify`
 //! on its standard input and POSTed to `[hooks] webhook`, each bounded in
 //! time. A failure is logged (the event log's `notify_failed`, shown on the
@@ -65,7 +65,7 @@ pub const LAST_FILE: &str = ".runboard/notify_last.json";
 /// The last delivery: when, of what, and each part that failed.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LastDelivery {
-    #[serde(with = "runboard::timefmt::rfc3339")]
+    #[serde(with = "runboard::basics::timefmt::rfc3339")]
     pub at: runboard::Timestamp,
     pub event: String,
     pub failed: Vec<String>,
@@ -160,7 +160,7 @@ fn post(url: &str, hosts: &[String], body: &[u8]) -> Result<(), String> {
     match status.split_whitespace().nth(1) {
         Some(code) if code.starts_with('2') && code.len() == 3 => Ok(()),
         Some(code) => Err(format!("answered HTTP {code}")),
-        None => Err(format!("not an HTTP answer: {:?}", runboard::spec::shorten(&status))),
+        None => Err(format!("not an HTTP answer: {:?}", runboard::console::spec::shorten(&status))),
     }
 }
 

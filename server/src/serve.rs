@@ -119,7 +119,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // restarted server opens only the files that changed); without a data
     // folder the list works the same, only a first list after a start is slower.
     if let Ok(data) = crate::data_folder::locate(opts.data_dir.as_deref()) {
-        let key = runboard::hash::fnv1a(console.root().as_os_str().as_encoded_bytes());
+        let key = runboard::basics::hash::fnv1a(console.root().as_os_str().as_encoded_bytes());
         console = console.with_list_cache(data.join("list-cache").join(format!("{key:016x}.json")));
     }
 

@@ -63,7 +63,7 @@ pub const PASS_RATES: [(&str, &str, f64); 4] = [
 /// verdict, so it passes when it ends cleanly).
 pub fn cell_verdict(factors: &serde_json::Map<String, Value>) -> Option<(bool, Option<String>)> {
     let (rate, key) = rate_and_key(factors)?;
-    let task = runboard::matrix::value_text(factors.get("task")?);
+    let task = runboard::console::matrix::value_text(factors.get("task")?);
     Some(if draw(&key) < rate {
         (true, None)
     } else if task == "reversal" {
@@ -75,7 +75,7 @@ pub fn cell_verdict(factors: &serde_json::Map<String, Value>) -> Option<(bool, O
 
 /// A cell's pass rate (its condition and task's) and its draw key.
 fn rate_and_key(factors: &serde_json::Map<String, Value>) -> Option<(f64, String)> {
-    let text = |k: &str| factors.get(k).map(runboard::matrix::value_text).unwrap_or_default();
+    let text = |k: &str| factors.get(k).map(runboard::console::matrix::value_text).unwrap_or_default();
     let (condition, task) = (text("condition"), text("task"));
     let rate = PASS_RATES.iter().find(|(c, t, _)| *c == condition && *t == task)?.2;
     Some((rate, [condition.as_str(), task.as_str(), &text("phase"), &text("seed"), &text("repetition")].join("|")))
@@ -83,7 +83,7 @@ fn rate_and_key(factors: &serde_json::Map<String, Value>) -> Option<(f64, String
 
 /// A draw in [0, 1), deterministic by `key`.
 fn draw(key: &str) -> f64 {
-    runboard::hash::mix64(runboard::hash::fnv1a(key.as_bytes())) as f64 / 2f64.powi(64)
+    runboard::basics::hash::mix64(runboard::basics::hash::fnv1a(key.as_bytes())) as f64 / 2f64.powi(64)
 }
 
 /// The checks a simulated cell makes of its factor, as samples.
@@ -97,8 +97,8 @@ pub const CHECKS: u32 = 6;
 /// conditions) are asked the same checks. None for a cell without a rate.
 pub fn checks_log(factors: &serde_json::Map<String, Value>, model: &str) -> Option<Value> {
     let (rate, key) = rate_and_key(factors)?;
-    let task = runboard::matrix::value_text(factors.get("task")?);
-    let seed = factors.get("seed").map(runboard::matrix::value_text).unwrap_or_default();
+    let task = runboard::console::matrix::value_text(factors.get("task")?);
+    let seed = factors.get("seed").map(runboard::console::matrix::value_text).unwrap_or_default();
     let passes: Vec<bool> = (1..=CHECKS).map(|k| draw(&format!("{key}|check {k}")) < rate).collect();
     let samples: Vec<Value> = passes
         .iter()
@@ -184,7 +184,7 @@ impl PoolEntry {
             t: line["t"].as_f64(),
             accepted: line["outcome"]["accepted"] == true,
             factor: line["factor"].as_str().map(str::to_owned),
-            parents: runboard::json::strings(&line["parents"]),
+            parents: runboard::basics::json::strings(&line["parents"]),
         });
     }
 }
@@ -325,7 +325,7 @@ pub async fn simulate_run(
         w.calls = fs::read_dir(dir.join(files::CALLS_DIR)).map(|d| d.count() as u32).unwrap_or(0);
         let ledger = fs::read(dir.join(files::LEDGER)).unwrap_or_default();
         for line in ledger.split(|b| *b == b'\n') {
-            let Ok(v) = runboard::json::from_slice_lenient::<Value>(line) else { continue };
+            let Ok(v) = runboard::basics::json::from_slice_lenient::<Value>(line) else { continue };
             let (Some(trial), Some(round)) = (v["trial"].as_str(), v["round"].as_u64()) else { continue };
             if round as u32 >= start_round {
                 continue; // appended by the round the resume drops

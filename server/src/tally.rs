@@ -9,9 +9,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use runboard::basics::timefmt::Timestamp;
 use runboard::drive::records::{CountSource, Counted};
-use runboard::spend::{self, CellTally};
-use runboard::timefmt::Timestamp;
+use runboard::live::spend::{self, CellTally};
 
 /// The most of a progress file read at one poll (the rest at the next).
 const MAX_READ_PER_POLL: u64 = 4 << 20;

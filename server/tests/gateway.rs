@@ -224,7 +224,7 @@ fn spend_to_the_cap(through_gateway: bool) -> (f64, Value, PathBuf, tempfile::Te
         for line in text.lines() {
             let l: Value = serde_json::from_str(line).unwrap();
             assert_eq!((l["input_tokens"].as_u64(), l["output_tokens"].as_u64()), (Some(15), Some(2)), "{line}");
-            ends.push(runboard::timefmt::Timestamp::parse_rfc3339(l["ts"].as_str().unwrap()).unwrap().0);
+            ends.push(runboard::basics::timefmt::Timestamp::parse_rfc3339(l["ts"].as_str().unwrap()).unwrap().0);
         }
     }
     ends.sort();

@@ -289,7 +289,7 @@ impl AutoModeRequest {
         crate::auto::Mode::from_word(&self.mode).ok_or_else(|| {
             ApiError::not_found(format!(
                 "no API endpoint POST /api/auto/{} (on, off, finishing or settings)",
-                crate::spec::shorten(&self.mode)
+                crate::console::spec::shorten(&self.mode)
             ))
         })
     }

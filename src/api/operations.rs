@@ -92,17 +92,19 @@ pub mod types {
         DraftForm, EvidenceQuery, ExportQuery, Exported, Nothing, ReportQuery, RunCall, RunName, RunTrial, RunTrials,
         SamplesQuery, ScopeQuery, SpecPath, TimingQuery, Version,
     };
-    pub use crate::audit::{AuditPage, AuditQuery};
+    pub use crate::access::audit::{AuditPage, AuditQuery};
     pub use crate::auto::view::{AutoView, LogPage, TickReport};
-    pub use crate::catalogue::CatalogueView;
-    pub use crate::coverage::{CellPage, CellParams, CoverageView};
-    pub use crate::draft::{DraftPreview, DraftRequest, SavedDraft};
-    pub use crate::launch::{
+    pub use crate::console::catalogue::CatalogueView;
+    pub use crate::console::coverage::{CellPage, CellParams, CoverageView};
+    pub use crate::console::draft::{DraftPreview, DraftRequest, SavedDraft};
+    pub use crate::console::launch::{
         LaunchRequest, Launched, PauseRequest, ResumeRequest, StopCellReport, StopCellRequest, StopReport, StopRequest,
     };
+    pub use crate::console::preflight::Preflight;
+    pub use crate::live::logs::{LogChunk, LogQuery, LogsQuery, LogsView};
+    pub use crate::live::telemetry::TelemetryView;
+    pub use crate::live::upkeep::{UpkeepDone, UpkeepRequest, UpkeepView};
     pub use crate::live::{LiveParams, LiveView};
-    pub use crate::logs::{LogChunk, LogQuery, LogsQuery, LogsView};
-    pub use crate::preflight::Preflight;
     pub use crate::results::cohorts::{CohortsView, Comparison, DeleteRequest, Preset, RenameRequest};
     pub use crate::results::overview::OverviewView;
     pub use crate::results::propose::{Proposals, ProposeParams};
@@ -119,8 +121,6 @@ pub mod types {
     pub use crate::runview::trialgraph::GraphEntry;
     pub use crate::runview::trials::TrialPage;
     pub use crate::runview::view::{AcceptedFactor, CallEvent, CallView, MemoryVersion, RunRounds, RunView};
-    pub use crate::telemetry::TelemetryView;
-    pub use crate::upkeep::{UpkeepDone, UpkeepRequest, UpkeepView};
     /// Autopilot settings as sent (checked by the server: every reason).
     pub type Settings = serde_json::Value;
     /// Keys to merge into the research settings (`null` removes one).

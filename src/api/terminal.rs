@@ -3,8 +3,8 @@
 //! table's third surface: `server::cli` asks the operation, then prints this),
 //! so a command and a composite that end in the same answer say it alike.
 
-use crate::numfmt::{bytes, count, decimal, money, thousands};
-use crate::timefmt::{duration_words, span_words};
+use crate::basics::numfmt::{bytes, count, decimal, money, thousands};
+use crate::basics::timefmt::{duration_words, span_words};
 
 /// An answer in words for a terminal: lines, each ending in a newline.
 pub trait ForTerminal {
@@ -61,14 +61,14 @@ impl ForTerminal for crate::auto::view::AutoView {
     }
 }
 
-impl ForTerminal for crate::catalogue::CatalogueView {
+impl ForTerminal for crate::console::catalogue::CatalogueView {
     fn for_terminal(&self) -> String {
         let c = self;
         let mut out = format!("{}\n", c.note);
         if c.models.is_empty() && c.endpoints.is_empty() {
             out += "The catalogue (campaign.toml [[models]], [[endpoints]]) is empty.\n";
         }
-        let used = |u: &crate::catalogue::Use| {
+        let used = |u: &crate::console::catalogue::Use| {
             format!(
                 "{} run set(s), {} cells, {} tokens{}",
                 thousands(u.run_sets as u64),
@@ -101,7 +101,7 @@ impl ForTerminal for crate::catalogue::CatalogueView {
     }
 }
 
-impl ForTerminal for crate::upkeep::UpkeepView {
+impl ForTerminal for crate::live::upkeep::UpkeepView {
     fn for_terminal(&self) -> String {
         let v = self;
         let mut out = String::new();
@@ -132,7 +132,7 @@ impl ForTerminal for crate::upkeep::UpkeepView {
     }
 }
 
-impl ForTerminal for crate::logs::LogsView {
+impl ForTerminal for crate::live::logs::LogsView {
     fn for_terminal(&self) -> String {
         let v = self;
         if v.logs.is_empty() {
@@ -145,7 +145,8 @@ impl ForTerminal for crate::logs::LogsView {
                 (Some(b), None) => format!("{} bytes", thousands(b)),
                 (None, _) => "in the journal".to_owned(),
             };
-            let when = l.modified.as_deref().map(|m| format!(", written {}", crate::timefmt::display_rfc3339(m)));
+            let when =
+                l.modified.as_deref().map(|m| format!(", written {}", crate::basics::timefmt::display_rfc3339(m)));
             out += &format!("{:40} {} {size}{}\n", l.name, l.kind, when.unwrap_or_default());
         }
         out += &format!("read one: runboard logs {} NAME [--follow]\n", v.run_set);
@@ -372,7 +373,7 @@ impl ForTerminal for crate::auto::view::TickReport {
     }
 }
 
-impl ForTerminal for crate::launch::Launched {
+impl ForTerminal for crate::console::launch::Launched {
     fn for_terminal(&self) -> String {
         let l = self;
         let p = l.prediction.as_ref().map(|p| format!("\npredicted: {}", p.words())).unwrap_or_default();
@@ -383,7 +384,7 @@ impl ForTerminal for crate::launch::Launched {
     }
 }
 
-impl ForTerminal for crate::launch::StopReport {
+impl ForTerminal for crate::console::launch::StopReport {
     fn for_terminal(&self) -> String {
         let r = self;
         let mut out = String::new();
@@ -422,7 +423,7 @@ fn rate_text(p: &crate::results::stats::Proportion) -> String {
 }
 
 /// The live spend's lines of `runboard status`: cost, rate, projection, caps.
-fn spend_text(s: &crate::spend::BatchSpend, currency: &str) -> String {
+fn spend_text(s: &crate::live::spend::BatchSpend, currency: &str) -> String {
     let cash = |x: f64| money(x, currency);
     let mut out = format!(
         "spend: {} tokens{}{}",
@@ -448,7 +449,7 @@ fn spend_text(s: &crate::spend::BatchSpend, currency: &str) -> String {
         out += " at its end";
     }
     out.push('\n');
-    if let Some(w) = crate::spend::unmetered_words(s.unmetered_calls) {
+    if let Some(w) = crate::live::spend::unmetered_words(s.unmetered_calls) {
         out += &format!("{w}\n");
     }
     for c in &s.caps {
@@ -516,7 +517,7 @@ impl ForTerminal for crate::live::LiveView {
     }
 }
 
-impl ForTerminal for crate::coverage::CoverageView {
+impl ForTerminal for crate::console::coverage::CoverageView {
     fn for_terminal(&self) -> String {
         let v = self;
         let mut out = format!("{} ({} run sets)\n", v.words, v.run_sets);
@@ -534,7 +535,7 @@ impl ForTerminal for crate::coverage::CoverageView {
     }
 }
 
-impl ForTerminal for crate::telemetry::TelemetryView {
+impl ForTerminal for crate::live::telemetry::TelemetryView {
     fn for_terminal(&self) -> String {
         let mut out = format!("{}\n", self.note);
         if self.endpoints.is_empty() {
@@ -549,20 +550,20 @@ impl ForTerminal for crate::telemetry::TelemetryView {
     }
 }
 
-impl ForTerminal for crate::upkeep::UpkeepDone {
+impl ForTerminal for crate::live::upkeep::UpkeepDone {
     fn for_terminal(&self) -> String {
         let freed = if self.freed_bytes > 0 { format!(" ({} freed)", bytes(self.freed_bytes)) } else { String::new() };
         format!("{}{freed}\n", self.words)
     }
 }
 
-impl ForTerminal for crate::draft::SavedDraft {
+impl ForTerminal for crate::console::draft::SavedDraft {
     fn for_terminal(&self) -> String {
         format!("saved {} ({} cells)\nlaunch it: {}\n", self.path, self.cells, self.launch_hint)
     }
 }
 
-impl ForTerminal for crate::draft::DraftPreview {
+impl ForTerminal for crate::console::draft::DraftPreview {
     fn for_terminal(&self) -> String {
         let p = self;
         let mut out = format!(
@@ -573,7 +574,7 @@ impl ForTerminal for crate::draft::DraftPreview {
         );
         for c in &p.draft.spec.cells {
             let f: Vec<String> =
-                c.factors.iter().map(|(k, v)| format!("{k}={}", crate::matrix::value_text(v))).collect();
+                c.factors.iter().map(|(k, v)| format!("{k}={}", crate::console::matrix::value_text(v))).collect();
             out += &format!("  {} {}\n", c.id, f.join(" "));
         }
         for h in &p.draft.held_back {
@@ -596,7 +597,7 @@ impl ForTerminal for crate::results::publish::PublishStatus {
     }
 }
 
-impl ForTerminal for crate::audit::AuditPage {
+impl ForTerminal for crate::access::audit::AuditPage {
     fn for_terminal(&self) -> String {
         let mut out: String = self.entries.iter().map(|e| format!("{}\n", e.words())).collect();
         if self.entries.is_empty() {

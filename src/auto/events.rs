@@ -137,7 +137,7 @@ pub enum AutoEvent {
     HoldLong {
         reason: HoldReason,
         words: String,
-        #[serde(with = "crate::timefmt::rfc3339")]
+        #[serde(with = "crate::basics::timefmt::rfc3339")]
         since: Timestamp,
     },
     BatchLaunched {
@@ -173,7 +173,7 @@ pub enum AutoEvent {
     },
     CreditFlagged {
         model: String,
-        #[serde(with = "crate::timefmt::rfc3339")]
+        #[serde(with = "crate::basics::timefmt::rfc3339")]
         until: Timestamp,
         reason: String,
     },
@@ -183,7 +183,7 @@ pub enum AutoEvent {
     EndpointQuarantined {
         endpoint: String,
         lane: String,
-        #[serde(with = "crate::timefmt::rfc3339")]
+        #[serde(with = "crate::basics::timefmt::rfc3339")]
         retry_at: Timestamp,
         failures: u32,
         reason: String,
@@ -320,7 +320,7 @@ impl AutoEvent {
 
     /// Whether the notification hook hears of it from the autopilot. Its
     /// launches and their ends are said as every batch's are
-    /// (`crate::notice`), not twice.
+    /// (`crate::live::notice`), not twice.
     pub fn notified(&self) -> bool {
         matches!(
             self,
@@ -377,7 +377,7 @@ pub struct LogEvent {
 /// A line as written: `{at, event, detail}`.
 #[derive(Serialize, Deserialize)]
 struct Line {
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     at: Timestamp,
     event: String,
     #[serde(default)]

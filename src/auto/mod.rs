@@ -59,7 +59,7 @@ pub struct Hold {
     /// The reason in words.
     #[serde(default)]
     pub words: String,
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub since: Timestamp,
 }
 
@@ -78,9 +78,9 @@ pub struct Iteration {
     pub endpoint: Option<String>,
     #[serde(default)]
     pub cells: usize,
-    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    #[serde(default, with = "crate::basics::timefmt::rfc3339::option")]
     pub launched_at: Option<Timestamp>,
-    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    #[serde(default, with = "crate::basics::timefmt::rfc3339::option")]
     pub ended_at: Option<Timestamp>,
     /// How it ended, once it did.
     #[serde(default)]
@@ -93,7 +93,7 @@ pub struct Iteration {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Session {
-    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    #[serde(default, with = "crate::basics::timefmt::rfc3339::option")]
     pub started_at: Option<Timestamp>,
     /// Filled in on load when an older file lacks it.
     #[serde(default)]
@@ -109,7 +109,7 @@ pub struct Current {
     pub label: String,
     pub spec: String,
     pub run_set: String,
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub launched_at: Timestamp,
     #[serde(default)]
     pub backend: Option<String>,
@@ -140,7 +140,7 @@ impl Current {
 pub struct EndpointFailure {
     /// Failures in a row (a batch that succeeds on it forgets them).
     pub failures: u32,
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub retry_at: Timestamp,
     #[serde(default)]
     pub reason: String,
@@ -156,7 +156,7 @@ pub struct EndpointFailure {
 pub struct CreditFlag {
     #[serde(default)]
     pub reason: String,
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub until: Timestamp,
 }
 
@@ -181,7 +181,7 @@ pub struct LaneOutcome {
 /// What the last tick decided, and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub at: Timestamp,
     pub verdict: String,
 }
@@ -209,11 +209,11 @@ pub struct AutoState {
     #[serde(default)]
     pub lane_outcomes: BTreeMap<String, LaneOutcome>,
     /// Per lane: when its last batch ended.
-    #[serde(default, with = "crate::timefmt::rfc3339::map")]
+    #[serde(default, with = "crate::basics::timefmt::rfc3339::map")]
     pub lane_finished_at: BTreeMap<String, Timestamp>,
     #[serde(default)]
     pub endpoint_failures: BTreeMap<String, EndpointFailure>,
-    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    #[serde(default, with = "crate::basics::timefmt::rfc3339::option")]
     pub last_batch_finished_at: Option<Timestamp>,
     #[serde(default)]
     pub credit_flags: BTreeMap<String, CreditFlag>,
@@ -271,7 +271,7 @@ pub fn load(bytes: Option<&[u8]>) -> Loaded {
         return Loaded { state: AutoState::default(), repaired: Vec::new() };
     };
     let mut repaired = Vec::new();
-    let mut obj = match crate::json::from_slice_lenient::<Value>(bytes) {
+    let mut obj = match crate::basics::json::from_slice_lenient::<Value>(bytes) {
         _ if bytes.iter().all(u8::is_ascii_whitespace) => {
             repaired.push("the file is empty; a default state is used".into());
             return Loaded { state: AutoState::default(), repaired };
@@ -291,7 +291,7 @@ pub fn load(bytes: Option<&[u8]>) -> Loaded {
         Err(e) => {
             repaired.push(format!(
                 "the file does not parse ({}); a default state is used",
-                crate::json::describe_error(&e)
+                crate::basics::json::describe_error(&e)
             ));
             return Loaded { state: AutoState::default(), repaired };
         }
@@ -399,7 +399,7 @@ impl AutoState {
     /// missing, unknown or of the wrong shape takes the default `Settings`
     /// owns (the checks, with every reason, are [`settings::validate`]).
     pub fn settings_read(&self) -> settings::Settings {
-        crate::json::object_lenient::<settings::Settings>(&self.settings, "settings").0.unwrap_or_default()
+        crate::basics::json::object_lenient::<settings::Settings>(&self.settings, "settings").0.unwrap_or_default()
     }
 
     /// Where the lane `lane` (served by `endpoint`, if local) stands at `now`.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::campaign::{CampaignConfig, ModelKind};
-use crate::matrix::{value_text, Matrix};
+use crate::console::matrix::{value_text, Matrix};
 
 /// The most batches a paid model may be given per UTC day by the autopilot.
 pub const MAX_DAILY_CAP: u32 = 50;
@@ -99,7 +99,7 @@ impl Default for Settings {
 pub fn validate(raw: &Value, cfg: &CampaignConfig, matrix: &Matrix) -> Result<Settings, Vec<String>> {
     // Unknown keys and wrong shapes are named, and the rest is still checked:
     // one bad key never hides the other reasons.
-    let (s, mut bad) = crate::json::object_lenient::<Settings>(raw, "settings");
+    let (s, mut bad) = crate::basics::json::object_lenient::<Settings>(raw, "settings");
     let Some(s) = s else { return Err(bad) };
     let levels = matrix.levels();
     let level_texts = |f: &str| -> Option<Vec<String>> { levels.get(f).map(|v| v.iter().map(value_text).collect()) };
@@ -171,14 +171,14 @@ pub fn validate(raw: &Value, cfg: &CampaignConfig, matrix: &Matrix) -> Result<Se
     if !prefix_ok {
         bad.push(format!(
             "label_prefix {:?}: must be 1-40 letters, digits, '-', '_' or '.'",
-            crate::spec::shorten(&s.label_prefix)
+            crate::console::spec::shorten(&s.label_prefix)
         ));
     }
     if !(s.wait_minutes.is_finite() && (0.0..=1440.0).contains(&s.wait_minutes)) {
         bad.push("wait_minutes must be between 0 and 1440".into());
     }
-    if !(1..=crate::draft::MAX_DRAFT_CELLS).contains(&s.max_cells) {
-        bad.push(format!("max_cells must be between 1 and {}", crate::draft::MAX_DRAFT_CELLS));
+    if !(1..=crate::console::draft::MAX_DRAFT_CELLS).contains(&s.max_cells) {
+        bad.push(format!("max_cells must be between 1 and {}", crate::console::draft::MAX_DRAFT_CELLS));
     }
     if !(s.endpoint_retry_minutes.is_finite() && (1.0..=1440.0).contains(&s.endpoint_retry_minutes)) {
         bad.push("endpoint_retry_minutes must be between 1 and 1440".into());
@@ -214,7 +214,7 @@ pub(crate) mod tests {
             ..Default::default()
         }];
         let csv = "condition,task,phase,seed,repetition\nbase,t1,main,1,0\ntreat,t1,main,1,0\nbase,t2,main,1,0\n";
-        (c, crate::matrix::parse(csv.as_bytes()))
+        (c, crate::console::matrix::parse(csv.as_bytes()))
     }
 
     #[test]

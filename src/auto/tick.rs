@@ -27,11 +27,11 @@ use super::{
     Iteration, LaneOutcome, LogEvent, Mode,
 };
 use crate::campaign::{CampaignConfig, ModelKind};
-use crate::coverage::{CellCoverage, CellState, Coverage};
-use crate::draft::{Draft, DraftRequest};
+use crate::console::coverage::{CellCoverage, CellState, Coverage};
+use crate::console::draft::{Draft, DraftRequest};
+use crate::console::matrix::{value_text, Matrix};
 use crate::drive::records::BatchStatus;
 use crate::live::{LiveKind, Observation};
-use crate::matrix::{value_text, Matrix};
 use crate::Timestamp;
 
 /// The lane of a serial autopilot (one batch at a time).
@@ -408,7 +408,7 @@ fn wait_between_batches(run: &mut Run, settings: &Settings) -> Step {
         run.state.last_batch_finished_at.map(|t| Timestamp(t.0 + (settings.wait_minutes * 60_000.0) as i64));
     match waits_until {
         Some(until) if until > now && !settings.parallel_lanes => {
-            let left = crate::timefmt::duration_words((until.0 - now.0) as f64 / 1000.0);
+            let left = crate::basics::timefmt::duration_words((until.0 - now.0) as f64 / 1000.0);
             run.guard("wait", false, format!("{} min between batches; {left} left", settings.wait_minutes));
             run.held(
                 HoldReason::Waiting,
@@ -959,7 +959,7 @@ fn draft_best(
             continue;
         }
         request.label = format!("{}-{}", settings.label_prefix, iteration + out.len());
-        match crate::draft::from_gaps(obs.matrix, obs.coverage, obs.cfg, &request) {
+        match crate::console::draft::from_gaps(obs.matrix, obs.coverage, obs.cfg, &request) {
             Ok(draft) => out.push(Planned {
                 lane,
                 model: slot.model.clone(),
@@ -1085,7 +1085,7 @@ pub fn record_launch(state: &mut AutoState, planned: &Planned, result: &LaunchRe
 #[cfg(test)]
 pub(crate) mod tests_support {
     use super::*;
-    use crate::coverage::RunSetCells;
+    use crate::console::coverage::RunSetCells;
     use serde_json::json;
 
     pub fn now() -> Timestamp {
@@ -1108,7 +1108,7 @@ pub(crate) mod tests_support {
             request_preset: Some("p".into()),
             ..Default::default()
         });
-        let coverage = crate::coverage::compute(&matrix, &[] as &[RunSetCells]);
+        let coverage = crate::console::coverage::compute(&matrix, &[] as &[RunSetCells]);
         World { cfg, matrix, coverage }
     }
 

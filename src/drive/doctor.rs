@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{ClusterConfig, RunnerConfig};
 use super::plan::{fill, pool_assignment, route_vars, runner_vars, BatchVars, FIXED_VARS};
-use crate::spec::BatchSpec;
+use crate::console::spec::BatchSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -194,7 +194,7 @@ pub fn diagnose(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::parse;
+    use crate::console::spec::parse;
 
     fn spec() -> BatchSpec {
         parse("s.json", br#"{"schema_version":1,"label":"b","model":"qwen","cells":[{"factors":{"task":"t1"}}]}"#)

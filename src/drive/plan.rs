@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::records::{CellRecord, CellStatus};
-use crate::spec::Cell;
+use crate::console::spec::Cell;
 
 /// The cells of `planned` that no completion record marks done, in plan order.
 /// A failed, stopped or still-"running" (interrupted) cell runs again.
@@ -81,7 +81,7 @@ pub fn runner_vars(
 
 /// The batch's route as template variables (`{model}`, `{backend}`,
 /// `{endpoint}`, `{prompt_variant}`, `{request_preset}`), those the spec gives.
-pub fn route_vars(spec: &crate::spec::BatchSpec) -> BTreeMap<String, String> {
+pub fn route_vars(spec: &crate::console::spec::BatchSpec) -> BTreeMap<String, String> {
     [
         ("model", &spec.model),
         ("backend", &spec.backend),
@@ -97,7 +97,7 @@ pub fn route_vars(spec: &crate::spec::BatchSpec) -> BTreeMap<String, String> {
 /// A resource pool's assignment: each cell's endpoint, by the cell's place in
 /// the spec (`endpoints[i mod n]`) — the same on a resume, which runs only
 /// some of the cells. Empty when the spec has no pool.
-pub fn pool_assignment(spec: &crate::spec::BatchSpec) -> BTreeMap<String, String> {
+pub fn pool_assignment(spec: &crate::console::spec::BatchSpec) -> BTreeMap<String, String> {
     if spec.endpoints.is_empty() {
         return BTreeMap::new();
     }
@@ -122,7 +122,7 @@ pub fn cell_vars(route: &BTreeMap<String, String>, cell: &Cell) -> BTreeMap<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::cell_id;
+    use crate::console::spec::cell_id;
     use serde_json::json;
 
     fn cell(task: &str) -> Cell {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::Cell;
+use crate::console::spec::Cell;
 
 use super::result::{CellResult, Samples};
 
@@ -111,7 +111,7 @@ pub struct Counted {
     pub unsplit_tokens: u64,
     /// Calls whose answer reported no usage (`"usage": "missing"`): counted
     /// as calls, their tokens unknown and in none of the counts above.
-    #[serde(default, skip_serializing_if = "crate::json::is_zero")]
+    #[serde(default, skip_serializing_if = "crate::basics::json::is_zero")]
     pub unmetered_calls: u64,
     pub source: CountSource,
 }

@@ -78,9 +78,13 @@ impl SamplesSoFar {
     pub fn words(&self) -> String {
         let of = match self.total {
             Some(t) => {
-                format!("{} of {} samples", crate::numfmt::thousands(self.finished), crate::numfmt::thousands(t))
+                format!(
+                    "{} of {} samples",
+                    crate::basics::numfmt::thousands(self.finished),
+                    crate::basics::numfmt::thousands(t)
+                )
             }
-            None => crate::numfmt::count(self.finished, "sample"),
+            None => crate::basics::numfmt::count(self.finished, "sample"),
         };
         match self.score {
             Some(s) if (0.0..=1.0).contains(&s) => format!("{of}, {:.0} % so far", s * 100.0),
@@ -98,7 +102,7 @@ impl CellResult {
     /// is named in the problems. Not a JSON object: nothing kept, one problem.
     pub fn parse(bytes: &[u8]) -> (Self, Vec<String>) {
         let mut problems = Vec::new();
-        let v = match crate::json::from_slice_lenient::<Value>(bytes) {
+        let v = match crate::basics::json::from_slice_lenient::<Value>(bytes) {
             Ok(Value::Object(m)) => m,
             Ok(_) => return (Self::default(), vec!["result.json: not a JSON object".into()]),
             Err(e) => return (Self::default(), vec![format!("result.json: {e}")]),
@@ -108,8 +112,10 @@ impl CellResult {
             if ok(x) {
                 Some(x.clone())
             } else {
-                problems
-                    .push(format!("result.json: {name}: must be {want}, not {}", crate::spec::shorten(&x.to_string())));
+                problems.push(format!(
+                    "result.json: {name}: must be {want}, not {}",
+                    crate::console::spec::shorten(&x.to_string())
+                ));
                 None
             }
         };

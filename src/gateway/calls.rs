@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::timefmt::{duration_words, Timestamp};
+use crate::basics::timefmt::{duration_words, Timestamp};
 
 /// A gateway's calls now.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

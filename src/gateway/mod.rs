@@ -265,11 +265,11 @@ impl StreamTap {
 }
 
 /// One call as a line of the cell's `progress.jsonl` (the format
-/// [`crate::spend::progress_line`] reads): its end, model, tokens by kind
+/// [`crate::live::spend::progress_line`] reads): its end, model, tokens by kind
 /// and latency; a call whose answer said no usage is a line with none and
 /// `"usage": "missing"`.
 pub fn progress_line(
-    ended: crate::timefmt::Timestamp,
+    ended: crate::basics::timefmt::Timestamp,
     model: Option<&str>,
     usage: Option<Usage>,
     latency_s: f64,
@@ -388,14 +388,14 @@ mod tests {
 
     #[test]
     fn a_call_is_one_progress_line_the_spend_reader_counts() {
-        let at = crate::timefmt::Timestamp::parse_rfc3339("2026-12-06T10:00:03Z").unwrap();
+        let at = crate::basics::timefmt::Timestamp::parse_rfc3339("2026-12-06T10:00:03Z").unwrap();
         let line = progress_line(at, Some("m"), Some(Usage { input: 400, cached: 800, output: 310 }), 1.23456);
-        let call = crate::spend::progress_line(line.trim_end().as_bytes()).unwrap();
+        let call = crate::live::spend::progress_line(line.trim_end().as_bytes()).unwrap();
         assert_eq!((call.tokens.input, call.tokens.cached, call.tokens.output), (400, 800, 310));
         assert_eq!((call.model.as_deref(), call.latency_s, call.at), (Some("m"), Some(1.235), Some(at)));
         // No usage: a call all the same, with none, and said.
         let missing = progress_line(at, None, None, 0.5);
         assert!(missing.contains("\"usage\":\"missing\""), "{missing}");
-        assert_eq!(crate::spend::progress_line(missing.trim_end().as_bytes()).unwrap().tokens.total(), 0);
+        assert_eq!(crate::live::spend::progress_line(missing.trim_end().as_bytes()).unwrap().tokens.total(), 0);
     }
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::campaign::Budget;
-use crate::spend::{self, CapUse, SpendNow};
+use crate::live::spend::{self, CapUse, SpendNow};
 
 /// Spend in both measures.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -117,7 +117,7 @@ impl Purse {
             campaign_tokens: campaign.tokens,
             campaign_cost: campaign.cost,
         };
-        spend::check_caps(&self.budget, &now, |x| crate::numfmt::money(x, &self.currency))
+        spend::check_caps(&self.budget, &now, |x| crate::basics::numfmt::money(x, &self.currency))
     }
 
     /// The first cap reached now, if any: a new call is refused.

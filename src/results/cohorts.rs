@@ -70,7 +70,8 @@ pub fn parse(bytes: Option<&[u8]>) -> Result<Presets, String> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Presets::default());
     }
-    let p: Presets = crate::json::from_slice_lenient(bytes).map_err(|e| crate::json::describe_error(&e))?;
+    let p: Presets =
+        crate::basics::json::from_slice_lenient(bytes).map_err(|e| crate::basics::json::describe_error(&e))?;
     if p.schema_version != 1 {
         return Err(format!("schema_version {} is not 1", p.schema_version));
     }

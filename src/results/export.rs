@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Outcome;
-use crate::matrix::value_text;
+use crate::console::matrix::value_text;
 use crate::Timestamp;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,7 +21,7 @@ pub struct Provenance {
     pub run_sets: Vec<String>,
     /// Their committed specs (from the run index).
     pub specs: Vec<String>,
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub generated_at: Timestamp,
     pub runboard_version: String,
     /// FNV-1a (64 bit, hex) over the columns and rows as compact JSON: equal
@@ -120,7 +120,7 @@ pub fn export(
             specs,
             generated_at: now,
             runboard_version: version.to_owned(),
-            content_hash: format!("{:016x}", crate::hash::fnv1a(&content)),
+            content_hash: format!("{:016x}", crate::basics::hash::fnv1a(&content)),
             private_factors: private.to_vec(),
             scope: String::new(),
         },

@@ -225,8 +225,8 @@ pub fn cells_to_settle(p1: f64, p2: f64, power: f64) -> Option<u64> {
     // SplitMix64, seeded: the same campaigns every call.
     let mut rng = 0x5eed_u64;
     let mut draw = |p: f64| {
-        rng = rng.wrapping_add(crate::hash::GOLDEN_GAMMA);
-        ((crate::hash::mix64(rng) >> 11) as f64 / (1u64 << 53) as f64) < p
+        rng = rng.wrapping_add(crate::basics::hash::GOLDEN_GAMMA);
+        ((crate::basics::hash::mix64(rng) >> 11) as f64 / (1u64 << 53) as f64) < p
     };
     let mut settled_at: Vec<u64> = (0..SETTLE_CAMPAIGNS)
         .map(|_| {

@@ -32,8 +32,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::campaign::{CountUnit, ResultsConfig};
+use crate::console::matrix::value_text;
 use crate::drive::records::{CellRecord, CellStatus};
-use crate::matrix::value_text;
 use stats::{difference, Interval, Proportion, Z95};
 
 /// Percent-encodes a path segment or query value for a link (letters,
@@ -263,7 +263,7 @@ impl Family {
             0 => "No comparison on this page yet.".into(),
             n => format!(
                 "{}: the chance that {} called clear where nothing differs is at most {:.0} %, however often this page is read (always-valid p-values{}).",
-                crate::numfmt::count(n as u64, "comparison"),
+                crate::basics::numfmt::count(n as u64, "comparison"),
                 if n == 1 { "it is" } else { "any is" },
                 self.alpha * 100.0,
                 if n == 1 { "" } else { ", Holm's correction across them" },
@@ -604,7 +604,7 @@ mod tests {
                 .collect();
         CellRecord {
             schema_version: 1,
-            cell: crate::spec::cell_id(&factors),
+            cell: crate::console::spec::cell_id(&factors),
             factors,
             status,
             attempts: 1,

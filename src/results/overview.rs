@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::auto::AutoState;
+use crate::basics::timefmt::Timestamp;
 use crate::drive::records::{CellRecord, CellStatus};
 use crate::live::LiveState;
 use crate::results::timing::secs;
 use crate::runsets::RunSetSummary;
-use crate::timefmt::Timestamp;
 
 /// How many batches the overview lists.
 pub const LATEST: usize = 8;

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use super::sequential::{self, AlwaysValid, Discordant};
 use super::stats::{paired_difference, Interval, PairTable, Z95};
 use super::Outcome;
-use crate::matrix::value_text;
+use crate::console::matrix::value_text;
 
 /// One pair whose outcomes differ (the concordant ones are only counted).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -32,10 +32,10 @@ use super::impact::{best_comparison, cells_needed, cells_to_settle, narrowing as
 use super::stats::Interval;
 use super::Outcome;
 use crate::campaign::{CampaignConfig, CountUnit};
-use crate::coverage::{CellState, Coverage};
-use crate::draft::{DraftRequest, HeldBack, DEFAULT_DRAFT_CELLS, MAX_DRAFT_CELLS};
-use crate::matrix::{value_text, Matrix};
-use crate::preflight::{History, Prediction};
+use crate::console::coverage::{CellState, Coverage};
+use crate::console::draft::{DraftRequest, HeldBack, DEFAULT_DRAFT_CELLS, MAX_DRAFT_CELLS};
+use crate::console::matrix::{value_text, Matrix};
+use crate::console::preflight::{History, Prediction};
 use crate::runview::trials::BadQuery;
 
 /// How many candidates are drafted and answered when `top` is left out.
@@ -98,7 +98,7 @@ impl ProposeParams {
                 _ => Err(bad(
                     field,
                     &t,
-                    format!("must be a whole number from 1 to {}", crate::numfmt::thousands(max as u64)),
+                    format!("must be a whole number from 1 to {}", crate::basics::numfmt::thousands(max as u64)),
                 )),
             },
         };
@@ -477,26 +477,27 @@ fn drafted(
     let counts: Vec<Counts> = tallies.iter().map(|t| Counts { successes: t.successes, n: t.trials }).collect();
     let (mut cells, mut narrowing, mut held_back, mut reruns) =
         (c.open_cells.min(q.max_cells), c.narrowing, Vec::new(), c.reruns_open.min(c.open_cells.min(q.max_cells)));
-    let (prediction, refused) = match crate::draft::from_gaps(input.matrix, input.coverage, input.cfg, &request) {
-        Ok(d) => {
-            if d.spec.cells.len() != cells {
-                cells = d.spec.cells.len();
-                // The same comparison, with the cells the draft really holds.
-                let k = trials(cells, c.per_cell);
-                let again = match c.level {
-                    0 => narrowing_of(counts[c.compared], counts[0], 0, k),
-                    at => narrowing_of(counts[at], counts[0], k, 0),
-                };
-                if let Some(n) = again {
-                    narrowing = n;
+    let (prediction, refused) =
+        match crate::console::draft::from_gaps(input.matrix, input.coverage, input.cfg, &request) {
+            Ok(d) => {
+                if d.spec.cells.len() != cells {
+                    cells = d.spec.cells.len();
+                    // The same comparison, with the cells the draft really holds.
+                    let k = trials(cells, c.per_cell);
+                    let again = match c.level {
+                        0 => narrowing_of(counts[c.compared], counts[0], 0, k),
+                        at => narrowing_of(counts[at], counts[0], k, 0),
+                    };
+                    if let Some(n) = again {
+                        narrowing = n;
+                    }
                 }
+                reruns = d.spec.cells.iter().filter(|x| failed.contains(x.id.as_str())).count();
+                held_back = d.held_back;
+                (Some(crate::console::preflight::predict(&d.spec, input.cfg, input.history)), Vec::new())
             }
-            reruns = d.spec.cells.iter().filter(|x| failed.contains(x.id.as_str())).count();
-            held_back = d.held_back;
-            (Some(crate::preflight::predict(&d.spec, input.cfg, input.history)), Vec::new())
-        }
-        Err(why) => (None, why),
-    };
+            Err(why) => (None, why),
+        };
     let (compared, baseline) = (levels[c.compared].clone(), levels[0].clone());
     let side = |at: usize| tallies[at].trials;
     let base_rate = counts[0].expected_rate();
@@ -610,9 +611,9 @@ fn label(parts: &[&str]) -> String {
 mod tests {
     use super::*;
     use crate::campaign::{ModelEntry, ModelKind};
-    use crate::coverage::{compute, RunSetCells};
+    use crate::console::coverage::{compute, RunSetCells};
+    use crate::console::preflight::Sample;
     use crate::drive::records::{CellRecord, CellStatus};
-    use crate::preflight::Sample;
     use crate::results::{outcomes, RunSetRecords};
 
     /// Two conditions × two tasks × six seeds. Task t1: base 5 of 6 pass,
@@ -627,7 +628,7 @@ mod tests {
                 }
             }
         }
-        let m = crate::matrix::parse(csv.as_bytes());
+        let m = crate::console::matrix::parse(csv.as_bytes());
         let cell = |cond: &str, task: &str, seed: i64| {
             m.cells
                 .iter()

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::timefmt::Timestamp;
+use crate::basics::timefmt::Timestamp;
 
 /// Where a push's files live, under the campaign root.
 pub const PUBLISH_DIR: &str = ".runboard/publish";
@@ -24,9 +24,9 @@ pub const OUTPUT_KEPT: usize = 64 * 1024;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PushRecord {
     pub schema_version: u32,
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub started_at: Timestamp,
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub ended_at: Timestamp,
     pub command: Vec<String>,
     /// Its exit code; none when it did not exit by itself.
@@ -77,7 +77,7 @@ pub fn kept_output(bytes: &[u8]) -> String {
 /// A push running now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Running {
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub started_at: Timestamp,
 }
 

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::console::spec::BatchSpec;
 use crate::drive::records::{BatchOutcome, CellRecord, CellStatus};
 use crate::results::timing::secs;
 use crate::runsets::RunSetSummary;
 use crate::runview::RunRow;
-use crate::spec::BatchSpec;
 
 /// One cell as its report lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,7 +71,7 @@ pub struct Report {
     pub cells_with_tokens: usize,
     /// The model's catalogue prices per 1,000 tokens, when it has any.
     #[serde(default)]
-    pub prices: Option<crate::spend::Prices>,
+    pub prices: Option<crate::live::spend::Prices>,
     /// The cells' tokens priced by kind (a total alone at the dearest), when priced.
     pub cost: Option<f64>,
     /// The currency of the price and the cost (the campaign's).
@@ -106,10 +106,10 @@ fn by_reason(reasons: impl Iterator<Item = String>) -> Vec<(String, u64)> {
 pub struct ReportInputs<'a> {
     pub summary: RunSetSummary,
     pub outcome: Option<BatchOutcome>,
-    pub spec: Option<&'a crate::spec::BatchSpec>,
+    pub spec: Option<&'a crate::console::spec::BatchSpec>,
     /// The cells in scope.
     pub cells: &'a [CellRecord],
-    pub prices: Option<crate::spend::Prices>,
+    pub prices: Option<crate::live::spend::Prices>,
     /// `[results] pass_score`.
     pub pass_score: Option<f64>,
     pub currency: String,
@@ -118,7 +118,7 @@ pub struct ReportInputs<'a> {
     pub runs: &'a [RunRow],
     pub problems: Vec<String>,
     pub scope: String,
-    pub now: crate::timefmt::Timestamp,
+    pub now: crate::basics::timefmt::Timestamp,
 }
 
 pub fn report(i: ReportInputs) -> Report {
@@ -129,7 +129,7 @@ pub fn report(i: ReportInputs) -> Report {
         .map(|c| {
             let start = c.started_at.as_deref().and_then(secs);
             let end = c.ended_at.as_deref().and_then(secs).or((c.status == CellStatus::Running).then_some(now));
-            let spent = crate::spend::cell_spend(Some(c), None, i.prices, "");
+            let spent = crate::live::spend::cell_spend(Some(c), None, i.prices, "");
             let ran = matches!(c.status, CellStatus::Done | CellStatus::Failed);
             let (passed, why_not) = crate::results::verdict(c, i.pass_score);
             ReportCell {
@@ -141,7 +141,7 @@ pub fn report(i: ReportInputs) -> Report {
                 ended_at: c.ended_at.clone(),
                 duration_s: start.zip(end).map(|(a, b)| (b - a).max(0.0)),
                 tokens: c.tokens_total(),
-                cost: spent.cost.filter(|_| spent.source != crate::spend::SpendSource::None),
+                cost: spent.cost.filter(|_| spent.source != crate::live::spend::SpendSource::None),
                 score: c.score,
                 passed: ran.then_some(passed),
                 exit_code: c.exit_code,
@@ -251,13 +251,13 @@ mod tests {
             outcome: None,
             spec: None,
             cells: &cells,
-            prices: Some(crate::spend::Prices { input: 0.5, output: 0.5, cached: 0.5 }),
+            prices: Some(crate::live::spend::Prices { input: 0.5, output: 0.5, cached: 0.5 }),
             pass_score: None,
             currency: "USD".into(),
             runs: &runs,
             problems: vec![],
             scope: String::new(),
-            now: crate::timefmt::Timestamp::from_millis(0),
+            now: crate::basics::timefmt::Timestamp::from_millis(0),
         });
         assert_eq!((r.tokens, r.cells_with_tokens, r.cost), (2000, 2, Some(1.0)));
         assert_eq!((r.passed, r.not_passed.len()), (1, 0));
@@ -289,13 +289,13 @@ mod tests {
             outcome: None,
             spec: None,
             cells: &cells,
-            prices: Some(crate::spend::Prices { input: 0.01, output: 0.02, cached: 0.0 }),
+            prices: Some(crate::live::spend::Prices { input: 0.01, output: 0.02, cached: 0.0 }),
             pass_score: Some(0.5),
             currency: "USD".into(),
             runs: &[],
             problems: vec![],
             scope: String::new(),
-            now: crate::timefmt::Timestamp::from_millis(0),
+            now: crate::basics::timefmt::Timestamp::from_millis(0),
         });
         assert_eq!((r.tokens, r.cells_with_tokens), (121_000, 2));
         // 60 × 0.01 + 60 × 0.02 = 1.80 counted; 1,000 reported unsplit at the dearest: 0.02.

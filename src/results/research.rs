@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::basics::timefmt::Timestamp;
 use crate::results::stats::Proportion;
-use crate::timefmt::Timestamp;
 
 /// The file, under the campaign root.
 pub const RESEARCH_FILE: &str = "research/state.json";
@@ -70,7 +70,7 @@ pub struct Question {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub at: Timestamp,
     pub text: String,
     /// The question it settles or steers, by id.
@@ -90,7 +90,7 @@ pub struct ResearchState {
     /// Free-form settings (merged by [`merge_settings`]).
     #[serde(default)]
     pub settings: Map<String, Value>,
-    #[serde(default, with = "crate::timefmt::rfc3339::option")]
+    #[serde(default, with = "crate::basics::timefmt::rfc3339::option")]
     pub updated_at: Option<Timestamp>,
 }
 
@@ -117,7 +117,7 @@ pub fn replace_problems(on_disk: &ResearchState, new: &ResearchState) -> Vec<Str
             "this would drop {} recorded decision{} (e.g. {:?} of {}): decisions are kept; send every recorded one",
             lost.len(),
             if lost.len() == 1 { "" } else { "s" },
-            crate::spec::shorten(&first.text),
+            crate::console::spec::shorten(&first.text),
             first.at.to_rfc3339()
         ));
     }
@@ -177,10 +177,10 @@ pub fn load(bytes: Option<&[u8]>) -> Loaded {
         repaired.push("the file is empty; the default state is used".into());
         return Loaded { state: default_state(), repaired };
     }
-    let value: Value = match crate::json::from_slice_lenient(bytes) {
+    let value: Value = match crate::basics::json::from_slice_lenient(bytes) {
         Ok(v) => v,
         Err(e) => {
-            repaired.push(format!("not JSON ({}); the default state is used", crate::json::describe_error(&e)));
+            repaired.push(format!("not JSON ({}); the default state is used", crate::basics::json::describe_error(&e)));
             return Loaded { state: default_state(), repaired };
         }
     };

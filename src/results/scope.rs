@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::Date;
 
-use crate::matrix::value_text;
+use crate::console::matrix::value_text;
 
 /// Keys the scope gives its own meaning (a factor of the same name can only
 /// be reached through its other levels… so campaigns should avoid them).

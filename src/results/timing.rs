@@ -24,11 +24,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::basics::timefmt::Timestamp;
 use crate::charts::Phase;
+use crate::console::matrix::value_text;
+use crate::console::spec::BatchSpec;
 use crate::drive::records::{CellRecord, CellStatus};
-use crate::matrix::value_text;
-use crate::spec::BatchSpec;
-use crate::timefmt::Timestamp;
 
 /// The most tokens per second one cell's timing may claim and count: well
 /// above what one agent run gets from any model server (a few thousand at
@@ -184,10 +184,10 @@ pub fn timings(run_sets: &[RunSetTiming], now: Timestamp) -> Vec<CellTiming> {
                 if rate > MAX_PLAUSIBLE_TOKENS_PER_S {
                     why_not.push(format!(
                         "implausible: {} tokens in {} is {} tokens/s (more than {} tokens/s is not a real timing)",
-                        crate::numfmt::thousands(t),
-                        crate::timefmt::span_words(d),
-                        crate::numfmt::thousands(rate.round() as u64),
-                        crate::numfmt::thousands(MAX_PLAUSIBLE_TOKENS_PER_S as u64)
+                        crate::basics::numfmt::thousands(t),
+                        crate::basics::timefmt::span_words(d),
+                        crate::basics::numfmt::thousands(rate.round() as u64),
+                        crate::basics::numfmt::thousands(MAX_PLAUSIBLE_TOKENS_PER_S as u64)
                     ));
                 }
             }
@@ -610,7 +610,7 @@ mod tests {
     }
 
     fn spec(endpoint: &str) -> BatchSpec {
-        crate::spec::parse(
+        crate::console::spec::parse(
             "s.json",
             json!({"schema_version": 1, "label": "b", "endpoint": endpoint, "cells": [{"factors": {"task": "t1"}}]})
                 .to_string()
@@ -735,7 +735,7 @@ mod tests {
 
     #[test]
     fn pool_cells_run_on_their_endpoint_by_position() {
-        let s = crate::spec::parse(
+        let s = crate::console::spec::parse(
             "s.json",
             json!({"schema_version": 1, "label": "b", "endpoints": ["e0", "e1"],
                    "cells": [{"factors": {"task": "t1"}}, {"factors": {"task": "t2"}}]})

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::json::{describe_error, from_slice_lenient};
+use crate::basics::json::{describe_error, from_slice_lenient};
 
 /// One opening of the hold-out segment, as the hold-out lock recorded it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

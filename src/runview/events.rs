@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::plans::{plan_slots, PlanSlot};
 use super::rows::CallEvent;
-use crate::json::from_slice_lenient;
+use crate::basics::json::from_slice_lenient;
 
 /// One line of the events file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

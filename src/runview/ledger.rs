@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::events::{EventsDigest, RunEvent};
 use super::rows::{RoundView, TrialView};
-use crate::json::{describe_error, from_slice_lenient};
+use crate::basics::json::{describe_error, from_slice_lenient};
 
 /// The operators the gate's graph for a trial uses: every `"op"` string in it,
 /// at any depth, sorted and without repeats. The graph's shape beyond that is

@@ -49,7 +49,7 @@ pub fn plan_slots(event: &Value) -> Vec<PlanSlot> {
             Value::Number(n) => Some(PlanSlot { slot: u32::try_from(n.as_u64()?).ok()?, picked: None }),
             Value::Object(_) => Some(PlanSlot {
                 slot: u32::try_from(item["slot"].as_u64()?).ok()?,
-                picked: item["parents"].is_array().then(|| crate::json::strings(&item["parents"])),
+                picked: item["parents"].is_array().then(|| crate::basics::json::strings(&item["parents"])),
             }),
             _ => None,
         })

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::json::{describe_error, from_slice_lenient};
+use crate::basics::json::{describe_error, from_slice_lenient};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GraphNode {
@@ -74,7 +74,7 @@ pub fn parse(round: u32, bytes: &[u8]) -> Result<TrialGraph, String> {
         nodes.push(GraphNode {
             trial: trial.to_owned(),
             round: n["round"].as_u64().and_then(|r| u32::try_from(r).ok()),
-            parents: crate::json::strings(&n["parents"]),
+            parents: crate::basics::json::strings(&n["parents"]),
             score: n["score"].as_f64().filter(|f| f.is_finite()),
             accepted: n["accepted"].as_bool(),
             rank: None,

@@ -63,7 +63,7 @@ pub struct BadQuery {
 
 impl std::fmt::Display for BadQuery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}={:?}: {}", self.field, crate::spec::shorten(&self.value), self.problem)
+        write!(f, "{}={:?}: {}", self.field, crate::console::spec::shorten(&self.value), self.problem)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::hash::Fnv1a;
+use crate::basics::hash::Fnv1a;
 
 /// What `stat` says of one file: enough to notice any write. `None` fields mean
 /// the file does not exist.

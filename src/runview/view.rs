@@ -19,7 +19,7 @@ use super::memory::MemoryLog;
 use super::plans::{plans, PlanView};
 use super::records::StateFile;
 use super::summary::{summarise, ListInputs, ProcessCheck, RunRow};
-use crate::json::{describe_error, from_slice_lenient};
+use crate::basics::json::{describe_error, from_slice_lenient};
 use crate::Timestamp;
 
 // The rows a run is read into live in `rows`, below every part that makes

@@ -22,7 +22,7 @@ pub fn AutoPage() -> impl IntoView {
     let form_data = crate::codec::resource(|| (), |_| api::draft_form(api::Nothing {}));
     let controls = crate::codec::resource(
         move || refresh.get(),
-        |_| api::audit(runboard::audit::AuditQuery { limit: Some(CONTROLS_SHOWN), ..Default::default() }),
+        |_| api::audit(runboard::access::audit::AuditQuery { limit: Some(CONTROLS_SHOWN), ..Default::default() }),
     );
 
     #[cfg(feature = "hydrate")]
@@ -230,12 +230,12 @@ const CONTROLS_SHOWN: usize = 20;
 
 /// The audit log's newest lines: every control, from any page, the command
 /// line or REST, refused ones too.
-fn controls_table(p: &runboard::audit::AuditPage) -> impl IntoView {
+fn controls_table(p: &runboard::access::audit::AuditPage) -> impl IntoView {
     view! {
         <h2>"Controls"</h2>
         <p class="hint">{format!(
             "Every state-changing request — from a page, the command line or REST, refused ones too — newest first ({} recorded; all of them: runboard audit).",
-            runboard::numfmt::thousands(p.total as u64)
+            runboard::basics::numfmt::thousands(p.total as u64)
         )}</p>
         {if p.entries.is_empty() {
             view! { <p class="empty">"No control recorded yet."</p> }.into_any()

@@ -6,7 +6,7 @@
 //! "Probe again" asks every endpoint now.
 
 use leptos::prelude::*;
-use runboard::catalogue::{CatalogueView, EndpointRow, ModelRow, Use};
+use runboard::console::catalogue::{CatalogueView, EndpointRow, ModelRow, Use};
 
 use crate::api;
 use crate::api::CatalogueQuery;
@@ -47,8 +47,8 @@ pub fn CataloguePage() -> impl IntoView {
 fn used_cells(u: &Use) -> impl IntoView {
     view! {
         <td class="num run-sets">{u.run_sets}</td>
-        <td class="num cells">{runboard::numfmt::thousands(u.cells as u64)}</td>
-        <td class="num tokens">{runboard::numfmt::thousands(u.tokens)}</td>
+        <td class="num cells">{runboard::basics::numfmt::thousands(u.cells as u64)}</td>
+        <td class="num tokens">{runboard::basics::numfmt::thousands(u.tokens)}</td>
         <td class="last-used">{u.last_used.map(|t| t.to_display()).unwrap_or_else(|| "never".into())}</td>
     }
 }
@@ -71,7 +71,7 @@ fn model_row(m: &ModelRow, currency: &str) -> impl IntoView {
             }}</td>
             <td class="endpoints">{if m.endpoints.is_empty() { "–".to_owned() } else { m.endpoints.join(", ") }}</td>
             {used_cells(&m.used)}
-            <td class="num cost">{m.used.cost.map(|c| runboard::numfmt::money(c, &currency)).unwrap_or_else(|| "–".into())}</td>
+            <td class="num cost">{m.used.cost.map(|c| runboard::basics::numfmt::money(c, &currency)).unwrap_or_else(|| "–".into())}</td>
             {availability(m.available, &m.words)}
         </tr>
     }

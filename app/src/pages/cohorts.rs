@@ -6,8 +6,8 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
+use runboard::basics::timefmt::span_words;
 use runboard::results::cohorts::{Comparison, DeleteRequest, Preset, RenameRequest};
-use runboard::timefmt::span_words;
 
 use crate::api;
 use crate::api::{ApiError, CompareQuery};
@@ -196,11 +196,11 @@ fn comparison_view(c: &Comparison) -> impl IntoView {
                             <td>{f.name.clone()}</td>
                             <td><code>{f.scope.clone()}</code></td>
                             <td>{f.run_sets}</td>
-                            <td class="num n">{runboard::numfmt::thousands(f.passes.n)}</td>
+                            <td class="num n">{runboard::basics::numfmt::thousands(f.passes.n)}</td>
                             <td class="passes">{f.passes.successes}</td>
                             <td class="rate">{format!("{}{ci}", pct(f.passes.rate))}</td>
                             <td class="difference">{d}</td>
-                            <td class="num">{runboard::numfmt::thousands(f.tokens)}</td>
+                            <td class="num">{runboard::basics::numfmt::thousands(f.tokens)}</td>
                             <td>{format!("{} / {}", f.validity.counted, f.validity.not_counted)}</td>
                             <td>{f.timing.median_s.map(span_words).unwrap_or_else(|| "—".into())}</td>
                             <td>{f.timing.p90_s.map(span_words).unwrap_or_else(|| "—".into())}</td>

@@ -6,10 +6,10 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::{query_signal, use_navigate};
-use runboard::coverage::{CoverageView, Grid, StateCounts};
-use runboard::draft::{DraftPreview, DraftRequest, SavedDraft};
-use runboard::launch::LaunchRequest;
-use runboard::preflight::Preflight;
+use runboard::console::coverage::{CoverageView, Grid, StateCounts};
+use runboard::console::draft::{DraftPreview, DraftRequest, SavedDraft};
+use runboard::console::launch::LaunchRequest;
+use runboard::console::preflight::Preflight;
 
 use super::live::refusal;
 use crate::api;
@@ -177,7 +177,7 @@ fn Drafting() -> impl IntoView {
     let form = crate::codec::resource(|| (), |_| api::draft_form(api::Nothing {}));
     let req = RwSignal::new(DraftRequest {
         label: "batch".into(),
-        max_cells: Some(runboard::draft::DEFAULT_DRAFT_CELLS as f64),
+        max_cells: Some(runboard::console::draft::DEFAULT_DRAFT_CELLS as f64),
         ..Default::default()
     });
     let preview = Action::new(|r: &DraftRequest| {
@@ -316,7 +316,7 @@ fn draft_preview(p: DraftPreview) -> impl IntoView {
                 <thead><tr><th>"Cell"</th><th>"Factors"</th></tr></thead>
                 <tbody>{d.spec.cells.iter().map(|c| view! {
                     <tr data-cell=c.id.clone()><td><code>{c.id.clone()}</code></td>
-                    <td>{c.factors.iter().map(|(k, v)| format!("{k}={}", runboard::matrix::value_text(v))).collect::<Vec<_>>().join(" ")}</td></tr>
+                    <td>{c.factors.iter().map(|(k, v)| format!("{k}={}", runboard::console::matrix::value_text(v))).collect::<Vec<_>>().join(" ")}</td></tr>
                 }).collect_view()}</tbody>
             </table>
         </div>

@@ -91,7 +91,7 @@ fn rates_table(class: &'static str, title: String, groups: &[Group]) -> impl Int
                     <tr data-level=g.level.clone()>
                         <td>{g.level.clone()}</td>
                         <td class="passes">{g.passes.successes}</td>
-                        <td class="num n">{runboard::numfmt::thousands(g.passes.n)}</td>
+                        <td class="num n">{runboard::basics::numfmt::thousands(g.passes.n)}</td>
                         <td class="rate">{rate_words(&g.passes)}</td>
                     </tr>
                 }).collect_view()}

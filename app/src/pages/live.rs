@@ -7,9 +7,9 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
-use runboard::launch::{PauseRequest, ResumeRequest, StopCellRequest, StopReport, StopRequest};
+use runboard::basics::timefmt::duration_words;
+use runboard::console::launch::{PauseRequest, ResumeRequest, StopCellRequest, StopReport, StopRequest};
 use runboard::live::{LiveCell, LiveCellStatus, LiveParams, LiveState, LiveView, DEFAULT_LIVE_CELLS};
-use runboard::timefmt::duration_words;
 
 use crate::api;
 use crate::api::ApiError;
@@ -274,7 +274,7 @@ fn tail_into(url: &str, el: web_sys::HtmlPreElement, note: RwSignal<String>) {
                 note.set(format!("The log cannot be read: {data}"));
                 break;
             }
-            let Ok(chunk) = serde_json::from_slice::<runboard::logs::LogChunk>(data.as_bytes()) else { continue };
+            let Ok(chunk) = serde_json::from_slice::<runboard::live::logs::LogChunk>(data.as_bytes()) else { continue };
             let at_end = el.scroll_top() + el.client_height() >= el.scroll_height() - 8;
             kept.push_str(&chunk.text);
             if kept.len() > LOG_KEPT_BYTES {
@@ -345,8 +345,8 @@ fn Endpoints(run_set: String) -> impl IntoView {
     }
 }
 
-fn endpoint_row(e: runboard::telemetry::EndpointTelemetry) -> impl IntoView {
-    use runboard::numfmt::decimal;
+fn endpoint_row(e: runboard::live::telemetry::EndpointTelemetry) -> impl IntoView {
+    use runboard::basics::numfmt::decimal;
     let c = &e.calls;
     let one = |x: f64| decimal(x, if x < 10.0 { 1 } else { 0 });
     let opt = |x: Option<f64>| x.map(one).unwrap_or_else(|| "–".into());
@@ -370,7 +370,7 @@ fn endpoint_row(e: runboard::telemetry::EndpointTelemetry) -> impl IntoView {
     view! {
         <tr class=if e.busy.is_some() { "endpoint busy" } else { "endpoint" } data-endpoint=e.endpoint.clone() title=e.words.clone()>
             <td>{e.endpoint.clone()}{e.busy.clone().map(|b| view! { <span class="badge busy" title=b>"busy"</span> })}</td>
-            <td class="num calls">{runboard::numfmt::thousands(c.calls)}</td>
+            <td class="num calls">{runboard::basics::numfmt::thousands(c.calls)}</td>
             <td class="num tokens-per-s">{one(c.tokens_per_s)}</td>
             <td class="num latency">{latency}</td>
             <td class="num in-flight">{opt(c.in_flight)}</td>
@@ -390,7 +390,7 @@ fn ProcessLogs(run_set: String, open_log: RwSignal<Option<String>>) -> impl Into
     let rs = run_set.clone();
     let logs = crate::codec::resource(
         move || ask.get(),
-        move |_| api::logs(runboard::logs::LogsQuery { run_set: rs.clone() }),
+        move |_| api::logs(runboard::live::logs::LogsQuery { run_set: rs.clone() }),
     );
     #[cfg(feature = "hydrate")]
     crate::live::every_while_visible(std::time::Duration::from_secs(10), move || {
@@ -405,7 +405,7 @@ fn ProcessLogs(run_set: String, open_log: RwSignal<Option<String>>) -> impl Into
                         <strong>"Other logs"</strong>
                         {others.into_iter().map(|l| {
                             let name = l.name.clone();
-                            let size = l.bytes.map(|b| format!(" ({} bytes)", runboard::numfmt::thousands(b))).unwrap_or_default();
+                            let size = l.bytes.map(|b| format!(" ({} bytes)", runboard::basics::numfmt::thousands(b))).unwrap_or_default();
                             view! {
                                 <button class="log open-log" data-log=l.name.clone()
                                     on:click=move |_| open_log.set(Some(name.clone()))>{format!("{}{size}", l.name)}</button>
@@ -514,7 +514,7 @@ fn summary(v: &LiveView, end_cell: Action<(String, String), Result<String, ApiEr
     let t = v.totals;
     let pct = (v.progress * 100.0).round();
     let unit = v.unit.as_ref().map(|u| format!("{} ({}), spec {}", u.unit, u.backend, u.spec));
-    let cost = t.cost.map(|c| runboard::numfmt::money(c, &v.currency)).unwrap_or_else(|| "–".into());
+    let cost = t.cost.map(|c| runboard::basics::numfmt::money(c, &v.currency)).unwrap_or_else(|| "–".into());
     view! {
         <dl class="facts live-facts">
             <dt>"Run set"</dt><dd class="run-set">{v.run_set.clone().unwrap_or_else(|| "none".into())}</dd>
@@ -526,9 +526,9 @@ fn summary(v: &LiveView, end_cell: Action<(String, String), Result<String, ApiEr
                     t.done + t.failed, t.planned, t.done, t.failed, t.running, t.pending, t.stopped)}
             </dd>
             <dt>"Time left"</dt><dd class="eta">{v.eta_s.map(duration_words).map(|d| format!("about {d}")).unwrap_or_else(|| "–".into())}</dd>
-            <dt>"Tokens"</dt><dd class="tokens">{runboard::numfmt::thousands(t.tokens)}{v.spend.as_ref().map(split_words)}</dd>
+            <dt>"Tokens"</dt><dd class="tokens">{runboard::basics::numfmt::thousands(t.tokens)}{v.spend.as_ref().map(split_words)}</dd>
             <dt>"Cost"</dt><dd class="cost">{cost}</dd>
-            {v.spend.as_ref().and_then(|s| runboard::spend::unmetered_words(s.unmetered_calls)).map(|w| view! { <dt>"Unmetered"</dt><dd class="unmetered">{w}</dd> })}
+            {v.spend.as_ref().and_then(|s| runboard::live::spend::unmetered_words(s.unmetered_calls)).map(|w| view! { <dt>"Unmetered"</dt><dd class="unmetered">{w}</dd> })}
             {v.spend.as_ref().and_then(|s| rate_words(s, &v.currency)).map(|r| view! { <dt>"Average rate"</dt><dd class="rate">{r}</dd> })}
             {v.spend.as_ref().and_then(|s| projection_words(s, &v.currency)).map(|p| view! { <dt>"At its end"</dt><dd class="projection">{p}</dd> })}
             {v.spend.as_ref().filter(|s| !s.caps.is_empty()).map(|s| view! {
@@ -583,10 +583,10 @@ fn limit_words(name: &str, e: &runboard::gateway::calls::EndpointCalls, now: run
         (Some(l), Some(m)) if l < m => {
             format!(
                 "{} at once (max_concurrency {m}, lowered after overloads)",
-                runboard::numfmt::count(l.into(), "call")
+                runboard::basics::numfmt::count(l.into(), "call")
             )
         }
-        (Some(l), _) => format!("{} at once", runboard::numfmt::count(l.into(), "call")),
+        (Some(l), _) => format!("{} at once", runboard::basics::numfmt::count(l.into(), "call")),
         (None, _) => "no limit".to_owned(),
     };
     let mut out = format!("{name}: {limit}, {} in flight, {} waiting", e.in_flight, e.waiting);
@@ -600,25 +600,27 @@ fn limit_words(name: &str, e: &runboard::gateway::calls::EndpointCalls, now: run
 }
 
 /// Tokens by kind, when any was counted apart: " (12,000 in, 3,400 out, 800 cached; 42 calls)".
-fn split_words(s: &runboard::spend::BatchSpend) -> Option<String> {
-    s.tokens.split_words().map(|w| format!(" ({w}; {} calls)", runboard::numfmt::thousands(s.calls)))
+fn split_words(s: &runboard::live::spend::BatchSpend) -> Option<String> {
+    s.tokens.split_words().map(|w| format!(" ({w}; {} calls)", runboard::basics::numfmt::thousands(s.calls)))
 }
 
 /// "38.3 tokens/s, 1.20 USD/h — this batch's average since its first call":
 /// in tokens/s, as the endpoints' figures are, and saying its window (theirs
 /// is the last minute, every batch on the endpoint).
-fn rate_words(s: &runboard::spend::BatchSpend, currency: &str) -> Option<String> {
+fn rate_words(s: &runboard::live::spend::BatchSpend, currency: &str) -> Option<String> {
     let tps = s.tokens_per_min? / 60.0;
-    let per_hour = s.cost_per_hour.map(|c| format!(", {}/h", runboard::numfmt::money(c, currency))).unwrap_or_default();
-    let tps = runboard::numfmt::decimal(tps, if tps < 10.0 { 1 } else { 0 });
+    let per_hour =
+        s.cost_per_hour.map(|c| format!(", {}/h", runboard::basics::numfmt::money(c, currency))).unwrap_or_default();
+    let tps = runboard::basics::numfmt::decimal(tps, if tps < 10.0 { 1 } else { 0 });
     Some(format!("{tps} tokens/s{per_hour} — this batch's average since its first call"))
 }
 
 /// "about 48,000 tokens, 2.40 USD".
-fn projection_words(s: &runboard::spend::BatchSpend, currency: &str) -> Option<String> {
+fn projection_words(s: &runboard::live::spend::BatchSpend, currency: &str) -> Option<String> {
     let tokens = s.projected_tokens?;
-    let cost = s.projected_cost.map(|c| format!(", {}", runboard::numfmt::money(c, currency))).unwrap_or_default();
-    Some(format!("about {} tokens{cost}, at the rate so far", runboard::numfmt::thousands(tokens)))
+    let cost =
+        s.projected_cost.map(|c| format!(", {}", runboard::basics::numfmt::money(c, currency))).unwrap_or_default();
+    Some(format!("about {} tokens{cost}, at the rate so far", runboard::basics::numfmt::thousands(tokens)))
 }
 
 fn cells_table(cells: Vec<LiveCell>, currency: String, open_log: RwSignal<Option<String>>) -> impl IntoView {
@@ -642,7 +644,7 @@ fn cells_table(cells: Vec<LiveCell>, currency: String, open_log: RwSignal<Option
             </tr></thead>
             <tbody>
                 {cells.into_iter().map(|c| {
-                    let factors = c.factors.iter().map(|(k, v)| format!("{k}={}", runboard::matrix::value_text(v))).collect::<Vec<_>>().join(" ");
+                    let factors = c.factors.iter().map(|(k, v)| format!("{k}={}", runboard::console::matrix::value_text(v))).collect::<Vec<_>>().join(" ");
                     let run = c.run.map(|r| {
                         let rounds = match (r.rounds_written, r.rounds_planned) {
                             (Some(w), Some(p)) => format!("round {w} of {p}"),
@@ -680,13 +682,13 @@ fn cells_table(cells: Vec<LiveCell>, currency: String, open_log: RwSignal<Option
                             <td class="factors">{factors}</td>
                             <td><span class=badge_class title=stall_title>{status}</span>{quiet}</td>
                             <td>{c.attempts}</td>
-                            <td class="num">{c.tokens.map(runboard::numfmt::thousands).unwrap_or_default()}
+                            <td class="num">{c.tokens.map(runboard::basics::numfmt::thousands).unwrap_or_default()}
                                 {c.spend.as_ref().filter(|s| s.unmetered_calls > 0).map(|s| view! {
                                     <span class="unmetered" title="calls whose answer reported no usage: their tokens are not counted">
-                                        {format!(" + {} without usage", runboard::numfmt::count(s.unmetered_calls, "call"))}
+                                        {format!(" + {} without usage", runboard::basics::numfmt::count(s.unmetered_calls, "call"))}
                                     </span>
                                 })}</td>
-                            <td class="num">{c.cost.map(|x| runboard::numfmt::money(x, &currency)).unwrap_or_default()}</td>
+                            <td class="num">{c.cost.map(|x| runboard::basics::numfmt::money(x, &currency)).unwrap_or_default()}</td>
                             <td>{c.duration_s.map(duration_words).unwrap_or_default()}</td>
                             <td class="score">{score_words(c.score, c.samples)}{c.so_far.map(|r| view! { <span class="so-far">{r.words()}</span> })}</td>
                             <td>{run}{c.failure.map(|f| view! { <span class="failure">{f}</span> })}</td>

@@ -105,7 +105,7 @@ fn body(p: Proposals, spec_path: RwSignal<String>) -> impl IntoView {
 }
 
 fn proposal(x: Proposal, by: &str, delta: f64, spec_path: RwSignal<String>) -> impl IntoView {
-    let save = Action::new(|r: &runboard::draft::DraftRequest| {
+    let save = Action::new(|r: &runboard::console::draft::DraftRequest| {
         let r = r.clone();
         async move { api::draft_save(r).await }
     });

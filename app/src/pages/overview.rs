@@ -81,7 +81,7 @@ fn body(o: &OverviewView) -> impl IntoView {
                                 <td>{r.planned.unwrap_or(r.cells)}</td>
                                 <td>{r.done}</td>
                                 <td>{r.failed}</td>
-                                <td>{r.started_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</td>
+                                <td>{r.started_at.as_deref().map(runboard::basics::timefmt::display_rfc3339).unwrap_or_default()}</td>
                             </tr>
                         }).collect_view()}
                     </tbody>

@@ -5,8 +5,8 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
+use runboard::basics::timefmt::span_words;
 use runboard::results::report::Report;
-use runboard::timefmt::span_words;
 
 use crate::api;
 use crate::api::ScopeQuery;
@@ -37,7 +37,7 @@ pub fn ReportsPage() -> impl IntoView {
                                             <td><a href=href>{r.name.clone()}</a></td>
                                             <td>{r.status.map(runboard::live::outcome_words).unwrap_or("no outcome")}</td>
                                             <td class="num">{r.cells}</td><td class="num">{r.done}</td><td class="num">{r.failed}</td>
-                                            <td>{r.started_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</td>
+                                            <td>{r.started_at.as_deref().map(runboard::basics::timefmt::display_rfc3339).unwrap_or_default()}</td>
                                             <td><TagEditor run_set=r.name.clone() tags=r.tags.clone()/></td>
                                         </tr>
                                     }
@@ -78,8 +78,8 @@ fn opt_secs(s: Option<f64>) -> String {
 }
 
 /// "at 1.00 USD per 1,000 tokens", or each kind's price when they differ.
-fn price_words(p: &runboard::spend::Prices, currency: &str) -> String {
-    let m = |x| runboard::numfmt::money(x, currency);
+fn price_words(p: &runboard::live::spend::Prices, currency: &str) -> String {
+    let m = |x| runboard::basics::numfmt::money(x, currency);
     if p.input == p.output && p.input == p.cached {
         format!("at {} per 1,000 tokens", m(p.input))
     } else {
@@ -107,7 +107,9 @@ fn body(r: &Report) -> impl IntoView {
         None => "no outcome written".into(),
     };
     let cost = match (r.cost, r.prices) {
-        (Some(c), Some(p)) => format!("{} ({})", runboard::numfmt::money(c, &r.currency), price_words(&p, &r.currency)),
+        (Some(c), Some(p)) => {
+            format!("{} ({})", runboard::basics::numfmt::money(c, &r.currency), price_words(&p, &r.currency))
+        }
         _ => "not priced (the catalogue gives this model no price)".into(),
     };
     let ran = r.cells.iter().filter(|c| c.passed.is_some()).count();
@@ -120,13 +122,13 @@ fn body(r: &Report) -> impl IntoView {
             <dt>"Endpoints"</dt><dd>{if r.endpoints.is_empty() { "—".into() } else { r.endpoints.join(", ") }}</dd>
             <dt>"Spec"</dt><dd>{s.spec.clone().unwrap_or_else(|| "—".into())}</dd>
             <dt>"Tags"</dt><dd class="tags"><span class="print-only">{s.tags.join(", ")}</span><span class="no-print"><TagEditor run_set=s.name.clone() tags=s.tags.clone()/></span></dd>
-            <dt>"Started"</dt><dd>{s.started_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</dd>
-            <dt>"Ended"</dt><dd>{s.ended_at.as_deref().map(runboard::timefmt::display_rfc3339).unwrap_or_default()}</dd>
+            <dt>"Started"</dt><dd>{s.started_at.as_deref().map(runboard::basics::timefmt::display_rfc3339).unwrap_or_default()}</dd>
+            <dt>"Ended"</dt><dd>{s.ended_at.as_deref().map(runboard::basics::timefmt::display_rfc3339).unwrap_or_default()}</dd>
             <dt>"Wall time"</dt><dd class="wall">{opt_secs(r.wall_s)}</dd>
-            <dt>"Cell time"</dt><dd>{runboard::timefmt::duration_words(r.cell_hours * 3600.0)}</dd>
+            <dt>"Cell time"</dt><dd>{runboard::basics::timefmt::duration_words(r.cell_hours * 3600.0)}</dd>
             <dt>"Cells"</dt><dd class="cell-counts">{format!("{} listed: {} done, {} failed", r.cells.len(), s.done, s.failed)}</dd>
             <dt>"Passed"</dt><dd class="pass-counts">{format!("{} of the {ran} that ended passed; {} did not pass", r.passed, ran - r.passed)}</dd>
-            <dt>"Tokens"</dt><dd class="tokens">{format!("{} (from {} cells: reported, or counted of their calls)", runboard::numfmt::thousands(r.tokens), r.cells_with_tokens)}</dd>
+            <dt>"Tokens"</dt><dd class="tokens">{format!("{} (from {} cells: reported, or counted of their calls)", runboard::basics::numfmt::thousands(r.tokens), r.cells_with_tokens)}</dd>
             <dt>"Cost"</dt><dd class="cost">{cost}</dd>
         </dl>
         {(!r.problems.is_empty()).then(|| view! {
@@ -143,7 +145,7 @@ fn body(r: &Report) -> impl IntoView {
             <thead><tr><th>"Cell"</th><th>"Factors"</th><th>"Status"</th><th>"Attempts"</th><th>"Duration"</th><th>"Tokens"</th><th>"Score"</th><th>"Passed"</th><th>"Failure or why not passed"</th><th>"Log"</th></tr></thead>
             <tbody>
                 {r.cells.iter().map(|c| {
-                    let factors: Vec<String> = c.factors.iter().map(|(k, v)| format!("{k}={}", runboard::matrix::value_text(v))).collect();
+                    let factors: Vec<String> = c.factors.iter().map(|(k, v)| format!("{k}={}", runboard::console::matrix::value_text(v))).collect();
                     view! {
                         <tr data-cell=c.cell.clone()>
                             <td>{c.cell.clone()}</td>
@@ -151,7 +153,7 @@ fn body(r: &Report) -> impl IntoView {
                             <td class="status">{format!("{:?}", c.status).to_lowercase()}</td>
                             <td>{c.attempts}</td>
                             <td>{opt_secs(c.duration_s)}</td>
-                            <td class="num">{c.tokens.map(runboard::numfmt::thousands).unwrap_or_default()}</td>
+                            <td class="num">{c.tokens.map(runboard::basics::numfmt::thousands).unwrap_or_default()}</td>
                             <td>{c.score.map(|t| format!("{t:.2}")).unwrap_or_default()}</td>
                             <td class="passed">{match c.passed { Some(true) => "yes", Some(false) => "no", None => "–" }}</td>
                             <td class="failure">{c.failure.clone().or_else(|| c.not_passed.clone()).unwrap_or_default()}</td>

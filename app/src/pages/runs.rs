@@ -7,9 +7,9 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
+use runboard::basics::timefmt::ago;
 use runboard::runview::listing::STATUSES;
 use runboard::runview::RunRow;
-use runboard::timefmt::ago;
 
 use crate::api;
 use crate::api::ListParams;

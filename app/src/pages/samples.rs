@@ -73,7 +73,7 @@ fn body(s: CellSamples, set_offset: SignalSetter<Option<usize>>) -> impl IntoVie
     view! {
         <p class="summary">{format!(
             "{} in {} ({}); {} of {} scored passed{}.",
-            runboard::numfmt::count(s.total as u64, "sample"), s.log, s.format, s.passed, s.scored,
+            runboard::basics::numfmt::count(s.total as u64, "sample"), s.log, s.format, s.passed, s.scored,
             s.against.as_ref().map(|a| format!("; {} flipped against {a}", s.flipped)).unwrap_or_default()
         )}</p>
         {s.problems.iter().map(|p| view! { <p class="problem">{p.clone()}</p> }).collect_view()}

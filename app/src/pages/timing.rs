@@ -6,8 +6,8 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
+use runboard::basics::timefmt::span_words;
 use runboard::results::timing::{CellTiming, TimingSummary, TimingView};
-use runboard::timefmt::span_words;
 
 use crate::api;
 use crate::api::TimingQuery;
@@ -69,7 +69,7 @@ fn summary_row(name: String, s: &TimingSummary) -> impl IntoView {
             <td>{secs(s.median_s)}</td>
             <td>{secs(s.p90_s)}</td>
             <td class="tokens-per-s">{rate(s.tokens_per_s)}</td>
-            <td>{runboard::timefmt::duration_words(s.cell_hours * 3600.0)}</td>
+            <td>{runboard::basics::timefmt::duration_words(s.cell_hours * 3600.0)}</td>
         </tr>
     }
 }

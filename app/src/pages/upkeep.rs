@@ -5,8 +5,8 @@
 //! if the finding is unchanged (its token) — and the disk each run set uses.
 
 use leptos::prelude::*;
-use runboard::numfmt::thousands;
-use runboard::upkeep::{Finding, UpkeepRequest, UpkeepView};
+use runboard::basics::numfmt::thousands;
+use runboard::live::upkeep::{Finding, UpkeepRequest, UpkeepView};
 
 use crate::api;
 use crate::pages::live::{confirm, refusal};
@@ -33,7 +33,7 @@ pub fn UpkeepPage() -> impl IntoView {
             </div>
             {move || act.value().get().map(|r| match r {
                 Ok(d) => {
-                    let freed = (d.freed_bytes > 0).then(|| format!(" ({} freed)", runboard::numfmt::bytes(d.freed_bytes)));
+                    let freed = (d.freed_bytes > 0).then(|| format!(" ({} freed)", runboard::basics::numfmt::bytes(d.freed_bytes)));
                     view! { <p class="said ok">{format!("Done: {}{}.", d.words, freed.unwrap_or_default())}</p> }.into_any()
                 }
                 Err(e) => refusal(&e).into_any(),
@@ -50,7 +50,7 @@ pub fn UpkeepPage() -> impl IntoView {
 
 fn body(
     v: UpkeepView,
-    act: Action<Finding, Result<runboard::upkeep::UpkeepDone, runboard::api::ApiError>>,
+    act: Action<Finding, Result<runboard::live::upkeep::UpkeepDone, runboard::api::ApiError>>,
 ) -> impl IntoView {
     let pending = act.pending();
     view! {
@@ -76,15 +76,15 @@ fn body(
             }.into_any()
         }}
         <h2>"Disk use"</h2>
-        <p class="total">{format!("{} in {}", runboard::numfmt::bytes(v.total_bytes), runboard::numfmt::count(v.disk.len() as u64, "run set"))}</p>
+        <p class="total">{format!("{} in {}", runboard::basics::numfmt::bytes(v.total_bytes), runboard::basics::numfmt::count(v.disk.len() as u64, "run set"))}</p>
         <table class="disk">
             <thead><tr><th>"run set"</th><th>"size"</th><th>"files"</th><th>"of it logs"</th><th>"state"</th></tr></thead>
             <tbody>{v.disk.into_iter().map(|d| view! {
                 <tr data-run-set=d.run_set.clone()>
                     <td><a href=format!("/reports/{}", runboard::results::url_segment(&d.run_set))>{d.run_set.clone()}</a></td>
-                    <td class="num">{format!("{}{}", runboard::numfmt::bytes(d.bytes), if d.partial { "+" } else { "" })}</td>
+                    <td class="num">{format!("{}{}", runboard::basics::numfmt::bytes(d.bytes), if d.partial { "+" } else { "" })}</td>
                     <td class="num">{thousands(d.files)}</td>
-                    <td class="num">{runboard::numfmt::bytes(d.log_bytes)}</td>
+                    <td class="num">{runboard::basics::numfmt::bytes(d.log_bytes)}</td>
                     <td>{d.state.word()}</td>
                 </tr>
             }).collect_view()}</tbody>

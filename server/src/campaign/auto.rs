@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use runboard::auto::tick::{LiveNow, OutcomeNow, UnitNow};
 use runboard::auto::{AutoState, Backfill};
 use runboard::campaign::CampaignConfig;
-use runboard::launch::{LaunchRequest, Launched};
+use runboard::console::launch::{LaunchRequest, Launched};
+use runboard::console::spec::BatchSpec;
 use runboard::runsets;
-use runboard::spec::BatchSpec;
 use serde_json::Value;
 
 use runboard::runsets::DRAFTS_DIR;
@@ -89,7 +89,7 @@ impl Campaign {
         let mut out = Vec::new();
         for rs in self.records.run_sets() {
             let Ok(bytes) = self.records.within().read(&rs.dir.join(CLOSEOUT_FILE)) else { continue };
-            let Ok(v) = runboard::json::from_slice_lenient::<Value>(&bytes) else { continue };
+            let Ok(v) = runboard::basics::json::from_slice_lenient::<Value>(&bytes) else { continue };
             let stage = v.get("stages").and_then(|s| s.get(PUBLISH_STAGE));
             if stage.and_then(|s| s.get("status")).and_then(Value::as_str) == Some("failed") {
                 let text = |k: &str| stage.and_then(|s| s.get(k)).and_then(Value::as_str).unwrap_or("").to_owned();

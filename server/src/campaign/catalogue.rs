@@ -1,5 +1,5 @@
 //! `GET /api/catalogue`: the provider catalogue with what the campaign knows
-//! of each model and endpoint now (the decision is `runboard::catalogue`).
+//! of each model and endpoint now (the decision is `runboard::console::catalogue`).
 //! The endpoints are probed at `/models` all at once, each bounded by
 //! [`super::pool::PROBE_TIMEOUT`], and the probes are kept for
 //! [`PROBES_KEPT`]: a page polled by many does not probe for each.
@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use runboard::catalogue::{self, CatalogueInputs, CatalogueView, RunSetUse};
+use runboard::basics::timefmt::Timestamp;
+use runboard::console::catalogue::{self, CatalogueInputs, CatalogueView, RunSetUse};
+use runboard::console::pool::Probe;
 use runboard::drive::records::CellStatus;
-use runboard::pool::Probe;
-use runboard::timefmt::Timestamp;
 
 use super::Campaign;
 use runboard::api::ApiError;
@@ -49,11 +49,14 @@ impl Campaign {
                 let model = spec
                     .and_then(|s| s.model.clone())
                     .or_else(|| launch.map(|e| e.model.clone()).filter(|m| !m.is_empty()));
-                let prices = runboard::spend::prices_of(&cfg, model.as_deref());
+                let prices = runboard::live::spend::prices_of(&cfg, model.as_deref());
                 RunSetUse {
                     run_set: rs.name.clone(),
                     cost: prices.map(|p| {
-                        ended.clone().filter_map(|c| runboard::spend::cell_spend(Some(c), None, Some(p), "").cost).sum()
+                        ended
+                            .clone()
+                            .filter_map(|c| runboard::live::spend::cell_spend(Some(c), None, Some(p), "").cost)
+                            .sum()
                     }),
                     model,
                     endpoints: match spec {

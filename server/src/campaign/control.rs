@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use runboard::api::ApiError;
 use runboard::campaign::CampaignConfig;
-use runboard::launch::{HookResult, PauseRequest, StopCellReport, StopCellRequest, StopReport, StopRequest};
+use runboard::console::launch::{HookResult, PauseRequest, StopCellReport, StopCellRequest, StopReport, StopRequest};
 use runboard::live::{ActiveMarker, MarkerStatus};
 use runboard::runsets::UnitRecord;
 
@@ -82,7 +82,7 @@ impl Campaign {
         for n in names {
             let t = n.trim();
             if let Some(why) = runboard::runsets::run_set_name_problem(t) {
-                bad.push(format!("run set {:?}: {why}", runboard::spec::shorten(t)));
+                bad.push(format!("run set {:?}: {why}", runboard::console::spec::shorten(t)));
             } else if !out.iter().any(|o: &String| o == t) {
                 out.push(t.to_owned());
             }
@@ -107,7 +107,7 @@ impl Campaign {
             .run_set(&run_set)
             .ok_or_else(|| ApiError::not_found(format!("no run set {run_set:?} under runsets/")))?;
         let rec = rs.cells.iter().find(|c| c.cell == cell).ok_or_else(|| {
-            ApiError::not_found(format!("run set {run_set} has no cell {:?}", runboard::spec::shorten(cell)))
+            ApiError::not_found(format!("run set {run_set} has no cell {:?}", runboard::console::spec::shorten(cell)))
         })?;
         if rec.status != runboard::drive::records::CellStatus::Running || !self.records.is_live(&rs) {
             return Err(ApiError::busy(format!("cell {cell} of {run_set} is not running: nothing to end")));
@@ -124,7 +124,7 @@ impl Campaign {
             processes: pids,
             words: format!(
                 "Sent SIGTERM to {} of cell {cell}; the rest of {run_set} runs on. The cell will be recorded failed (exit 143): Resume runs it again once its batch has ended.",
-                runboard::numfmt::count(pids as u64, "process")
+                runboard::basics::numfmt::count(pids as u64, "process")
             ),
         })
     }

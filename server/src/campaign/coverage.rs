@@ -2,7 +2,7 @@
 //! cells, and the run sets' summaries.
 
 use runboard::api::ApiError;
-use runboard::coverage::{CellPage, CellParams, CoverageView};
+use runboard::console::coverage::{CellPage, CellParams, CoverageView};
 use runboard::drive::records::CellStatus;
 use runboard::runsets::{RunSetSummary, RUNSETS_DIR};
 
@@ -11,8 +11,10 @@ use super::records::{self};
 use super::Campaign;
 
 /// The matrix's and each run set's shared value (compared by pointer), and liveness.
-type CoverageKey = (std::sync::Arc<runboard::matrix::Matrix>, Vec<(std::sync::Arc<records::RunSetRead>, bool)>);
-type CoverageMade = std::sync::Arc<(std::sync::Arc<runboard::matrix::Matrix>, runboard::coverage::Coverage, usize)>;
+type CoverageKey =
+    (std::sync::Arc<runboard::console::matrix::Matrix>, Vec<(std::sync::Arc<records::RunSetRead>, bool)>);
+type CoverageMade =
+    std::sync::Arc<(std::sync::Arc<runboard::console::matrix::Matrix>, runboard::console::coverage::Coverage, usize)>;
 
 /// The coverage as last computed, and what it was computed from.
 #[derive(Default)]
@@ -25,7 +27,8 @@ impl Campaign {
     /// unchanged one is the same shared value, compared by pointer).
     pub fn coverage(
         &self,
-    ) -> std::sync::Arc<(std::sync::Arc<runboard::matrix::Matrix>, runboard::coverage::Coverage, usize)> {
+    ) -> std::sync::Arc<(std::sync::Arc<runboard::console::matrix::Matrix>, runboard::console::coverage::Coverage, usize)>
+    {
         let matrix = self.records.matrix();
         let sets = self.records.run_sets();
         // The key holds the values it compares by pointer, so an address is
@@ -42,16 +45,16 @@ impl Campaign {
                 return c.clone();
             }
         }
-        let input: Vec<runboard::coverage::RunSetCells> = sets
+        let input: Vec<runboard::console::coverage::RunSetCells> = sets
             .iter()
             .zip(&key.1)
-            .map(|(rs, (_, live))| runboard::coverage::RunSetCells {
+            .map(|(rs, (_, live))| runboard::console::coverage::RunSetCells {
                 name: rs.name.clone(),
                 live: *live,
                 cells: rs.cells.clone(),
             })
             .collect();
-        let cov = runboard::coverage::compute(&matrix, &input);
+        let cov = runboard::console::coverage::compute(&matrix, &input);
         let c = std::sync::Arc::new((matrix, cov, input.len()));
         *made = Some((key, c.clone()));
         c
@@ -82,7 +85,7 @@ impl Campaign {
         let (matrix, cov, run_sets) = (&made.0, &made.1, made.2);
         let (mut problems, of_run_sets) = self.record_problems();
         problems.extend(of_run_sets);
-        runboard::coverage::view(matrix, cov, rows, cols, run_sets, problems).map_err(|e| {
+        runboard::console::coverage::view(matrix, cov, rows, cols, run_sets, problems).map_err(|e| {
             ApiError::bad_query(&runboard::runview::trials::BadQuery {
                 field: "rows/cols".into(),
                 value: String::new(),

@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use runboard::api::ApiError;
 use runboard::campaign::CampaignConfig;
-use runboard::draft::{self, DraftPreview, DraftRequest, SavedDraft};
+use runboard::console::draft::{self, DraftPreview, DraftRequest, SavedDraft};
+use runboard::console::launch::{check_spec_path, unit_name, LaunchRequest, Launched, ResumeRequest};
+use runboard::console::preflight::{self, History, Prediction, Preflight, Sample};
+use runboard::console::spec::BatchSpec;
 use runboard::drive::records::CellStatus;
-use runboard::launch::{check_spec_path, unit_name, LaunchRequest, Launched, ResumeRequest};
 use runboard::live::{ActiveMarker, MarkerStatus};
-use runboard::preflight::{self, History, Prediction, Preflight, Sample};
 use runboard::runsets::{self, RunIndexEntry, RunKind, COMMITTED_DIR, RUNSETS_DIR, UNITS_DIR};
-use runboard::spec::BatchSpec;
 
 use super::launcher::{Launcher, LocalLauncher, UnitRequest};
 
@@ -53,7 +53,7 @@ impl Campaign {
         let timings = self.scope(None).and_then(|s| self.scoped(s)).map(|s| self.timings_of(&s)).unwrap_or_default();
         for t in timings.iter().filter(|t| matches!(t.status, CellStatus::Done | CellStatus::Failed)) {
             let sample = Sample { tokens: t.tokens, seconds: t.duration_s.filter(|_| t.counts) };
-            h.add(&t.cell, t.factors.get("task").map(runboard::matrix::value_text), sample);
+            h.add(&t.cell, t.factors.get("task").map(runboard::console::matrix::value_text), sample);
         }
         h
     }
@@ -80,8 +80,8 @@ impl Campaign {
         // Read exactly as the driver reads it (parse, then the same checks
         // `runboard drive` makes of a spec: a cell planned twice, no cells), so
         // nothing the driver would refuse is committed or launched.
-        let spec = runboard::spec::parse(rel, &bytes)
-            .and_then(|s| runboard::spec::merge(vec![(rel.to_owned(), s)]))
+        let spec = runboard::console::spec::parse(rel, &bytes)
+            .and_then(|s| runboard::console::spec::merge(vec![(rel.to_owned(), s)]))
             .map_err(|e| ApiError::refused(vec![e.to_string()]))?;
         Ok((path, bytes, spec))
     }
@@ -120,7 +120,7 @@ impl Campaign {
             .1
             .cells
             .iter()
-            .filter(|c| c.state == runboard::coverage::CellState::Covered)
+            .filter(|c| c.state == runboard::console::coverage::CellState::Covered)
             .map(|c| c.cell.as_str())
             .collect();
         let covered = spec.cells.iter().filter(|c| covered_ids.contains(c.id.as_str())).map(|c| c.id.clone()).collect();
@@ -162,7 +162,7 @@ impl Campaign {
             return Vec::new();
         }
         let probes = pool::probe(cfg, &spec.endpoints);
-        runboard::pool::check(spec, cfg, &probes)
+        runboard::console::pool::check(spec, cfg, &probes)
     }
 
     /// The static preflight as a gate: every refusal, or the prediction
@@ -199,7 +199,7 @@ impl Campaign {
         if !runsets::valid_tag(&tag) {
             return Err(ApiError::refused(vec![format!(
                 "tag {:?}: must be 1-40 letters, digits, '-', '_' or '.'",
-                runboard::spec::shorten(&tag)
+                runboard::console::spec::shorten(&tag)
             )]));
         }
         let (_, bytes, spec) = self.load_spec(&req.path)?;
@@ -217,7 +217,7 @@ impl Campaign {
         let name = req.run_set.trim();
         let _lock = self.lock()?;
         let rs = self.records.run_set(name).ok_or_else(|| {
-            ApiError::refused(vec![format!("run_set {:?}: no such run set", runboard::spec::shorten(name))])
+            ApiError::refused(vec![format!("run_set {:?}: no such run set", runboard::console::spec::shorten(name))])
         })?;
         if self.records.is_live(&rs) {
             return Err(ApiError::busy(format!("{name} is running; pause it before resuming")));

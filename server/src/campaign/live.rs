@@ -160,8 +160,9 @@ impl Campaign {
         let spec = rs
             .and_then(|r| r.spec.as_ref().and_then(|s| s.as_ref().ok()).cloned())
             .or_else(|| obs.unit.as_ref().and_then(|u| self.load_spec(&u.spec).ok().map(|(_, _, s)| s)));
-        let price =
-            cfg.as_ref().and_then(|c| runboard::spend::prices_of(c, spec.as_ref().and_then(|s| s.model.as_deref())));
+        let price = cfg
+            .as_ref()
+            .and_then(|c| runboard::live::spend::prices_of(c, spec.as_ref().and_then(|s| s.model.as_deref())));
         let parallel = cfg.as_ref().and_then(|c| c.runner.as_ref()).map_or(1, |r| r.parallel.max(1) as usize);
         let records = rs.map(|r| r.cells.as_slice()).unwrap_or_default();
         let planned = spec.as_ref().map(|s| s.cells.as_slice()).unwrap_or_default();
@@ -176,7 +177,8 @@ impl Campaign {
                 match kept.as_ref() {
                     Some((name, at, t)) if name == rs && at.elapsed() < TYPICAL_KEPT => *t,
                     _ => {
-                        let t = runboard::preflight::predict(spec, cfg, &self.history()).typical_cell_s(parallel);
+                        let t =
+                            runboard::console::preflight::predict(spec, cfg, &self.history()).typical_cell_s(parallel);
                         *kept = Some((rs.clone(), Instant::now(), t));
                         t
                     }
@@ -261,7 +263,7 @@ impl Campaign {
         let cfg = self.config().ok();
         let current = cfg.as_ref().and_then(|c| self.current_unit(c)).map(|(_, u)| u);
         let in_flight = cfg.as_ref().map(|c| self.in_flight(c)).unwrap_or_default();
-        let mut h = runboard::hash::Fnv1a::new();
+        let mut h = runboard::basics::hash::Fnv1a::new();
         let stamp = |p: &Path| format!("{:?}", crate::fsread::stamp_of(p));
         for f in [runsets::ACTIVE_MARKER_FILE, UNITS_DIR, RUNSETS_DIR, CONFIG_FILE] {
             h.write(stamp(&self.root.join(f)).as_bytes());

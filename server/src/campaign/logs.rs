@@ -1,5 +1,5 @@
 //! A run set's logs, read while the driver writes them: which there are, and
-//! the next chunk of one from the reader's position (`runboard::logs` decides
+//! the next chunk of one from the reader's position (`runboard::live::logs` decides
 //! what to read; this reads it, inside the root). A systemd unit's own output
 //! is in the user journal: read on from a journal cursor.
 
@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 use runboard::api::ApiError;
 use runboard::campaign::LauncherKind;
-use runboard::logs::{self, FileId, Found, LogChunk, LogEntry, LogName, LogQuery, LogsView, Part, Plan, Position};
+use runboard::live::logs::{
+    self, FileId, Found, LogChunk, LogEntry, LogName, LogQuery, LogsView, Part, Plan, Position,
+};
 use runboard::runsets::{UnitRecord, RUNSETS_DIR};
 
 use super::Campaign;
@@ -42,7 +44,7 @@ impl Campaign {
             logs.push(LogEntry {
                 source: format!("{RUNSETS_DIR}/{run_set}/logs/{name}.log"),
                 name,
-                kind: runboard::logs::LogKind::Process,
+                kind: runboard::live::logs::LogKind::Process,
                 bytes: Some(bytes),
                 rotated_bytes: rotated,
                 modified: modified(&file),
@@ -58,7 +60,7 @@ impl Campaign {
             };
             logs.push(LogEntry {
                 name: format!("unit:{}", unit.unit),
-                kind: runboard::logs::LogKind::Unit,
+                kind: runboard::live::logs::LogKind::Unit,
                 source,
                 bytes,
                 rotated_bytes: None,
@@ -73,7 +75,7 @@ impl Campaign {
         let name = logs::parse_name(&q.name).ok_or_else(|| {
             ApiError::refused(vec![format!(
                 "name {:?}: a process's log (letters, digits, '-', '_', '.'), or unit:<unit>",
-                runboard::spec::shorten(&q.name)
+                runboard::console::spec::shorten(&q.name)
             )])
         })?;
         let after = q.after.as_deref().map(str::trim).filter(|a| !a.is_empty());
@@ -218,7 +220,7 @@ fn not_a_position(after: &str) -> ApiError {
 /// When an open file was last written, for people.
 fn modified(file: &std::fs::File) -> Option<String> {
     let md = file.metadata().ok()?;
-    Some(runboard::timefmt::Timestamp((crate::fsread::mtime_ns(&md) / 1_000_000) as i64).to_rfc3339())
+    Some(runboard::basics::timefmt::Timestamp((crate::fsread::mtime_ns(&md) / 1_000_000) as i64).to_rfc3339())
 }
 
 /// Bytes `[start, end)` of an open file (fewer if it is shorter now).

@@ -1,9 +1,9 @@
-//! The batch events not yet said (`runboard::notice` over the unit
+//! The batch events not yet said (`runboard::live::notice` over the unit
 //! records), as notification objects; `crate::notify` delivers them.
 
 use std::collections::BTreeMap;
 
-use runboard::notice::{self, Phase, Said, Step};
+use runboard::live::notice::{self, Phase, Said, Step};
 use runboard::runsets::RunKind;
 use serde_json::{json, Value};
 

@@ -1,12 +1,12 @@
 //! Probing a resource pool's endpoints: `GET <url>/models` on each, at once,
-//! each bounded by [`PROBE_TIMEOUT`]; the decision is `runboard::pool::check`.
+//! each bounded by [`PROBE_TIMEOUT`]; the decision is `runboard::console::pool::check`.
 //! [`get_all`] is the bounded `GET` of many URLs at once (the metrics reads use it too).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use runboard::campaign::CampaignConfig;
-use runboard::pool::{ModelsAnswer, Probe};
+use runboard::console::pool::{ModelsAnswer, Probe};
 
 /// How long one endpoint may take to answer `/models`.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -88,7 +88,10 @@ async fn get(client: &reqwest::Client, url: &str, timeout: Duration, max_bytes: 
     let mut body = Vec::new();
     while let Some(chunk) = res.chunk().await.map_err(words)? {
         if body.len() + chunk.len() > max_bytes {
-            return Err(format!("its answer is larger than {} bytes", runboard::numfmt::thousands(max_bytes as u64)));
+            return Err(format!(
+                "its answer is larger than {} bytes",
+                runboard::basics::numfmt::thousands(max_bytes as u64)
+            ));
         }
         body.extend_from_slice(&chunk);
     }

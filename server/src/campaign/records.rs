@@ -13,16 +13,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use runboard::basics::json::{describe_error, from_slice_lenient};
+use runboard::console::matrix::{self, Matrix, MATRIX_FILE};
+use runboard::console::spec::BatchSpec;
 use runboard::drive::records::{BatchOutcome, BatchStatus, CellRecord};
-use runboard::json::{describe_error, from_slice_lenient};
 use runboard::live::ActiveMarker;
-use runboard::matrix::{self, Matrix, MATRIX_FILE};
 use runboard::results::timing::TimedEvent;
 use runboard::runsets::{
     self, RunIndexEntry, RunTags, UnitRecord, ACTIVE_MARKER_FILE, RUNSETS_DIR, RUN_INDEX_FILE, RUN_TAGS_FILE, UNITS_DIR,
 };
 use runboard::runview::FileStamp;
-use runboard::spec::BatchSpec;
 
 use crate::atomic::write_atomic;
 use crate::fsread::{stamp_of, ProcessProbe, Within};
@@ -207,7 +207,7 @@ impl Records {
                 .map_err(|e| format!("batch_outcome.json: {e}"))
         });
         rs.spec = self.within.read_opt(&dir.join("spec.json")).map(|r| {
-            r.and_then(|b| runboard::spec::parse("spec.json", &b).map_err(|e| e.to_string())).map_err(|e| {
+            r.and_then(|b| runboard::console::spec::parse("spec.json", &b).map_err(|e| e.to_string())).map_err(|e| {
                 if e.starts_with("spec.json") {
                     e
                 } else {

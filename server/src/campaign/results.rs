@@ -32,7 +32,7 @@ pub struct Scoped {
 /// the matrix, and the question (factor, scope, pass score).
 struct MemoKey {
     sets: Vec<Arc<RunSetRead>>,
-    matrix: Arc<runboard::matrix::Matrix>,
+    matrix: Arc<runboard::console::matrix::Matrix>,
     question: String,
 }
 
@@ -76,7 +76,7 @@ fn cells_of<'a>(rs: &'a RunSetRead, kept: &'a InScope) -> &'a [CellRecord] {
 /// The factor evidence is grouped by: `condition` unless one is asked for,
 /// which must be a factor of the matrix or `model` (the default is always
 /// answered: an empty campaign has no factors yet).
-fn by_factor<'a>(matrix: &runboard::matrix::Matrix, by: Option<&'a str>) -> Result<&'a str, ApiError> {
+fn by_factor<'a>(matrix: &runboard::console::matrix::Matrix, by: Option<&'a str>) -> Result<&'a str, ApiError> {
     let Some(asked) = by.map(str::trim).filter(|b| !b.is_empty()) else { return Ok("condition") };
     if asked == "model" || matrix.factors.iter().any(|f| f == asked) {
         return Ok(asked);
@@ -92,8 +92,12 @@ fn by_factor<'a>(matrix: &runboard::matrix::Matrix, by: Option<&'a str>) -> Resu
 }
 
 /// Each factor's levels as text, in the matrix's order (how groups are listed).
-fn level_order(matrix: &runboard::matrix::Matrix) -> BTreeMap<String, Vec<String>> {
-    matrix.levels().into_iter().map(|(k, v)| (k, v.iter().map(runboard::matrix::value_text).collect())).collect()
+fn level_order(matrix: &runboard::console::matrix::Matrix) -> BTreeMap<String, Vec<String>> {
+    matrix
+        .levels()
+        .into_iter()
+        .map(|(k, v)| (k, v.iter().map(runboard::console::matrix::value_text).collect()))
+        .collect()
 }
 
 impl Campaign {
@@ -382,7 +386,7 @@ impl Campaign {
                 kind: AttentionKind::NextStep,
                 words: format!(
                     "{} planned cell{} {} gaps: see what the next cells would resolve, and draft the next batch, on the proposal guide (Next).",
-                    runboard::numfmt::thousands(gaps as u64),
+                    runboard::basics::numfmt::thousands(gaps as u64),
                     if gaps == 1 { "" } else { "s" },
                     if gaps == 1 { "is a" } else { "are" }
                 ),
@@ -450,7 +454,7 @@ impl Campaign {
             outcome: rs.outcome_ok().cloned(),
             spec,
             cells: &cells,
-            prices: runboard::spend::prices_of(&cfg, model_of(&rs)),
+            prices: runboard::live::spend::prices_of(&cfg, model_of(&rs)),
             pass_score: cfg.results.pass_score,
             currency: cfg.currency.clone(),
             runs,

@@ -30,7 +30,7 @@ impl Campaign {
     pub fn samples(&self, q: &SamplesQuery) -> Result<CellSamples, ApiError> {
         let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
         if limit == 0 || limit > MAX_LIMIT {
-            let most = runboard::numfmt::thousands(MAX_LIMIT as u64);
+            let most = runboard::basics::numfmt::thousands(MAX_LIMIT as u64);
             return Err(ApiError::refused(vec![format!("limit {limit}: 1 to {most} samples")]));
         }
         let flipped_only = match q.flipped.as_deref().map(str::trim) {

@@ -1,4 +1,4 @@
-//! Live spend and stalls (`runboard::spend`): each running cell's calls
+//! Live spend and stalls (`runboard::live::spend`): each running cell's calls
 //! counted from what it writes — only the bytes appended to its progress
 //! file since the last read, or the call files added since — the caps
 //! checked against the batch's, today's and the campaign's spend, and the
@@ -7,12 +7,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
+use runboard::basics::timefmt::Timestamp;
 use runboard::campaign::{CampaignConfig, StallAction};
 use runboard::drive::records::{CellRecord, CellStatus};
 use runboard::gateway::calls::{self, CallsNow, EndpointCalls, Quiet};
-use runboard::spend::{self, BatchSpend, CapUse, CellSpend, SpendNow, Stall};
-use runboard::telemetry::CallTime;
-use runboard::timefmt::Timestamp;
+use runboard::live::spend::{self, BatchSpend, CapUse, CellSpend, SpendNow, Stall};
+use runboard::live::telemetry::CallTime;
 
 use crate::tally::CellReader;
 
@@ -81,7 +81,7 @@ pub struct LiveSpend {
     pub problems: Vec<String>,
 }
 
-fn model_of(spec: Option<&runboard::spec::BatchSpec>, rec: Option<&CellRecord>) -> Option<String> {
+fn model_of(spec: Option<&runboard::console::spec::BatchSpec>, rec: Option<&CellRecord>) -> Option<String> {
     spend::cell_model(spec.and_then(|s| s.model.as_deref()), rec.map(|r| &r.factors))
 }
 
@@ -92,7 +92,7 @@ impl Campaign {
         &self,
         cfg: &CampaignConfig,
         rs: &RunSetRead,
-        spec: Option<&runboard::spec::BatchSpec>,
+        spec: Option<&runboard::console::spec::BatchSpec>,
         running: bool,
         eta_s: Option<f64>,
         now: Timestamp,
@@ -104,14 +104,14 @@ impl Campaign {
                 .cells
                 .iter()
                 .map(|c| {
-                    let task = c.factors.get("task").map(runboard::matrix::value_text);
+                    let task = c.factors.get("task").map(runboard::console::matrix::value_text);
                     (c.id.clone(), by_id.get(c.id.as_str()).copied(), task)
                 })
                 .collect(),
             None => rs
                 .cells
                 .iter()
-                .map(|r| (r.cell.clone(), Some(r), r.factors.get("task").map(runboard::matrix::value_text)))
+                .map(|r| (r.cell.clone(), Some(r), r.factors.get("task").map(runboard::console::matrix::value_text)))
                 .collect(),
         };
         // The gateway's word on the calls under way, when it is fresh.
@@ -392,8 +392,10 @@ impl Campaign {
                     (None, true) => String::new(),
                 };
                 let reason = format!("paused by the budget: {}{by}", cap.words);
-                let paused =
-                    self.pause_with_reason(&runboard::launch::PauseRequest { run_set: Some(rs.name.clone()) }, &reason);
+                let paused = self.pause_with_reason(
+                    &runboard::console::launch::PauseRequest { run_set: Some(rs.name.clone()) },
+                    &reason,
+                );
                 out.push(GuardEvent::BudgetPaused {
                     run_set: rs.name.clone(),
                     cap: cap.key.clone(),

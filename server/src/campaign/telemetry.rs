@@ -1,17 +1,17 @@
-//! Endpoint telemetry's reads (`runboard::telemetry`): the calls the live
+//! Endpoint telemetry's reads (`runboard::live::telemetry`): the calls the live
 //! batches' cells wrote in the last minute, by endpoint, and each endpoint's
 //! Prometheus metrics — read at most once per [`METRICS_KEPT`], one reader at
 //! a time, each read bounded by [`METRICS_TIMEOUT`] and
-//! [`runboard::telemetry::METRICS_MAX_BYTES`].
+//! [`runboard::live::telemetry::METRICS_MAX_BYTES`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use runboard::api::ApiError;
+use runboard::basics::timefmt::Timestamp;
 use runboard::campaign::CampaignConfig;
-use runboard::telemetry::{self, Engine, EngineRead, TelemetryView, WINDOW_S};
-use runboard::timefmt::Timestamp;
+use runboard::live::telemetry::{self, Engine, EngineRead, TelemetryView, WINDOW_S};
 
 use super::Campaign;
 

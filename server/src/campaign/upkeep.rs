@@ -1,4 +1,4 @@
-//! Upkeep's reads and actions (`runboard::upkeep`): the facts gathered from
+//! Upkeep's reads and actions (`runboard::live::upkeep`): the facts gathered from
 //! the campaign folder (file stamps, each unit's observation, each run set's
 //! driver alive or gone, disk use walked within a bound), the findings made
 //! from them, and one action done under the campaign lock on a finding found
@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use runboard::api::ApiError;
 use runboard::campaign::CampaignConfig;
 use runboard::drive::records::{BatchStatus, CellStatus};
+use runboard::live::upkeep::{
+    self, Action, Driver, Facts, FileFact, Finding, RunSetFact, UnitFact, UpkeepDone, UpkeepRequest, UpkeepView,
+};
 use runboard::live::MarkerStatus;
 use runboard::live::Observation;
 use runboard::runsets::{CONSOLE_DIR, DRAFTS_DIR};
 use runboard::runview::ProcessCheck;
-use runboard::upkeep::{
-    self, Action, Driver, Facts, FileFact, Finding, RunSetFact, UnitFact, UpkeepDone, UpkeepRequest, UpkeepView,
-};
 
 use super::Campaign;
 

@@ -12,10 +12,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use runboard::console::spec::{BatchSpec, Cell};
 use runboard::drive::config::{ClusterConfig, ServiceConfig, PLAYER_DELAY_S, ROOM_DELAY_S};
 use runboard::drive::plan::fill;
 use runboard::drive::records::{BatchStatus, ProcessStatus};
-use runboard::spec::{BatchSpec, Cell};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

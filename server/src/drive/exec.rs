@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use runboard::console::spec::Cell;
 use runboard::drive::config::RunnerConfig;
 use runboard::drive::plan::{fill, runner_vars};
 use runboard::drive::records::{BatchStatus, CellRecord, CellStatus, ProcessStatus};
 use runboard::drive::result::{CellResult, RESULT_FILE};
-use runboard::spec::Cell;
 use serde_json::json;
 
 use super::monitor::Monitor;
@@ -192,7 +192,7 @@ async fn drive_cells(
             _ = stop.cancelled() => {}
         }
     }
-    Ok((BatchStatus::Completed, format!("ran {}", runboard::numfmt::count(cells.len() as u64, "cell"))))
+    Ok((BatchStatus::Completed, format!("ran {}", runboard::basics::numfmt::count(cells.len() as u64, "cell"))))
 }
 
 /// Takes what a cell reported in `result.json`, if it wrote one; a field

@@ -29,12 +29,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
+use runboard::basics::timefmt::Timestamp;
 use runboard::gateway::calls::{CallsNow, CellCalls, EndpointCalls, CALLS_FILE};
 use runboard::gateway::limiter::{Answer, Limiter, Ticket, Turn};
 use runboard::gateway::purse::{self, Others, Purse, Spent};
 use runboard::gateway::{self, Api, StreamTap};
-use runboard::spend::{Prices, Tokens};
-use runboard::timefmt::Timestamp;
+use runboard::live::spend::{Prices, Tokens};
 use tokio_util::sync::CancellationToken;
 
 /// The most of a request body the gateway reads (a prompt larger than this
@@ -341,7 +341,7 @@ impl Shared {
     }
 
     /// The cap reached now, if any; the first time, the batch's stop is asked for.
-    fn cap_reached(&self) -> Option<runboard::spend::CapUse> {
+    fn cap_reached(&self) -> Option<runboard::live::spend::CapUse> {
         let today = crate::clock::now().day_key();
         let cap = self.purse.lock().unwrap_or_else(|p| p.into_inner()).reached(&today)?;
         let mut capped = self.capped.lock().unwrap_or_else(|p| p.into_inner());
@@ -566,7 +566,7 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
         parts.next().unwrap_or(""),
     );
     // Without the secret nothing is said, not even which endpoints there are.
-    if !crate::auth::same(secret, &g.secret) || !runboard::logs::plain_name(cell) {
+    if !crate::auth::same(secret, &g.secret) || !runboard::live::logs::plain_name(cell) {
         return refusal(StatusCode::NOT_FOUND, "not_found", "no such path on this runboard gateway".into());
     }
     let Some(base) = g.endpoints.get(endpoint) else {
@@ -777,7 +777,10 @@ impl Record {
             std::collections::hash_map::Entry::Occupied(o) => Ok(o.into_mut()),
             std::collections::hash_map::Entry::Vacant(v) => std::fs::create_dir_all(&dir)
                 .and_then(|_| {
-                    std::fs::OpenOptions::new().create(true).append(true).open(dir.join(runboard::spend::PROGRESS_FILE))
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(dir.join(runboard::live::spend::PROGRESS_FILE))
                 })
                 .map(|f| v.insert(f)),
         };
@@ -860,7 +863,7 @@ mod tests {
         assert_eq!(a.len(), 32);
         assert_ne!(a, b);
         assert!(crate::auth::same(&a, &a.clone()) && !crate::auth::same(&a, &b) && !crate::auth::same(&a, &a[..31]));
-        let plain = runboard::logs::plain_name;
+        let plain = runboard::live::logs::plain_name;
         assert!(plain("c-3f9a0c1b2d4e") && !plain("..") && !plain("a/b") && !plain(""));
     }
 }

@@ -28,10 +28,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
+use runboard::console::spec::{self, BatchSpec, Cell};
 use runboard::drive::doctor::{self, Facts, Severity};
 use runboard::drive::plan::remaining;
 use runboard::drive::records::{BatchOutcome, BatchStatus, CellRecord, CellStatus, DriverProcess};
-use runboard::spec::{self, BatchSpec, Cell};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -181,8 +181,8 @@ fn gateway_setup(
     let mut prices = BTreeMap::new();
     let (mut before, mut before_today) = (Spent::default(), Spent::default());
     for cell in &spec.cells {
-        let model = runboard::spend::cell_model(spec.model.as_deref(), Some(&cell.factors));
-        let priced = runboard::spend::prices_of(cfg, model.as_deref());
+        let model = runboard::live::spend::cell_model(spec.model.as_deref(), Some(&cell.factors));
+        let priced = runboard::live::spend::prices_of(cfg, model.as_deref());
         if let Some(p) = priced {
             prices.insert(cell.id.clone(), p);
         }
@@ -190,7 +190,7 @@ fn gateway_setup(
         // again by now; its earlier calls were spent all the same).
         let rec = records.get(&cell.id);
         let reader = crate::tally::read_cell(&runset.out_dir().join(&cell.id), now);
-        let s = runboard::spend::cell_spend(rec, Some((&reader.tally, reader.source)), priced, &today);
+        let s = runboard::live::spend::cell_spend(rec, Some((&reader.tally, reader.source)), priced, &today);
         before.add(Spent { cost: s.cost, tokens: s.tokens.total() });
         before_today.add(Spent { cost: s.today_cost, tokens: s.today_tokens });
     }
@@ -298,10 +298,10 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         }
         None => match &opts.run_set {
             Some(name) => {
-                if !runboard::spec::valid_label(name) {
+                if !runboard::console::spec::valid_label(name) {
                     return Ok(Err(Refusal::Input(format!(
                         "--run-set {:?}: must be 1-80 letters, digits, '-', '_' or '.'",
-                        runboard::spec::shorten(name)
+                        runboard::console::spec::shorten(name)
                     ))));
                 }
                 let dir = root.join("runsets").join(name);

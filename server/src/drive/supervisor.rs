@@ -103,7 +103,7 @@ fn copy_log(mut from: std::io::PipeReader, log: PathBuf, opened: File, max: u64)
                     None => 0,
                 };
                 if fits == 0 {
-                    let _ = std::fs::rename(&log, runboard::logs::rotated_path(&log));
+                    let _ = std::fs::rename(&log, runboard::live::logs::rotated_path(&log));
                     file = open(&log).ok();
                     size = 0;
                     continue;

@@ -224,8 +224,8 @@ pub fn read_run(
 pub fn read_call(within: &Within, dir: &Path, n: u32, view: &RunView) -> Result<CallView, String> {
     let path = dir.join(files::CALLS_DIR).join(format!("{n:04}.json"));
     let bytes = within.read(&path).map_err(|e| format!("calls/{n:04}.json: {e}"))?;
-    let record: Value = runboard::json::from_slice_lenient(&bytes)
-        .map_err(|e| format!("calls/{n:04}.json: {}", runboard::json::describe_error(&e)))?;
+    let record: Value = runboard::basics::json::from_slice_lenient(&bytes)
+        .map_err(|e| format!("calls/{n:04}.json: {}", runboard::basics::json::describe_error(&e)))?;
     Ok(CallView { call: n, record, concerned: view.calls.iter().find(|c| c.call == n).cloned() })
 }
 

@@ -13,7 +13,7 @@ pub fn factors(i: usize) -> serde_json::Value {
 pub fn cell_record(i: usize, status: &str) -> serde_json::Value {
     let f = factors(i);
     let map: std::collections::BTreeMap<String, serde_json::Value> = serde_json::from_value(f.clone()).unwrap();
-    json!({"schema_version": 1, "cell": runboard::spec::cell_id(&map), "factors": f, "status": status,
+    json!({"schema_version": 1, "cell": runboard::console::spec::cell_id(&map), "factors": f, "status": status,
            "attempts": 1, "started_at": "2026-12-01T00:00:00.000Z", "ended_at": "2026-12-01T00:01:00.000Z",
            "exit_code": 0, "tokens": 1000, "score": 0.5, "log": null})
 }

@@ -85,7 +85,7 @@ fn token_cli(data: &Path, args: &[&str]) -> String {
 }
 
 fn audit_lines(root: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(root.join(runboard::audit::AUDIT_FILE)).unwrap_or_default();
+    let text = std::fs::read_to_string(root.join(runboard::access::audit::AUDIT_FILE)).unwrap_or_default();
     text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 

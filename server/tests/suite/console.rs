@@ -627,7 +627,7 @@ fn a_resource_pool_is_refused_with_every_reason_or_spreads_its_cells_over_its_en
     let spec: Value = serde_json::from_slice(&std::fs::read(root.join(l["spec"].as_str().unwrap())).unwrap()).unwrap();
     let mut used = std::collections::BTreeMap::new();
     for (i, cell) in spec["cells"].as_array().unwrap().iter().enumerate() {
-        let id = runboard::spec::cell_id(&serde_json::from_value(cell["factors"].clone()).unwrap());
+        let id = runboard::console::spec::cell_id(&serde_json::from_value(cell["factors"].clone()).unwrap());
         let out = root.join("runsets").join(&run_set).join("out").join(&id).join("endpoint.txt");
         let endpoint = std::fs::read_to_string(&out).unwrap().trim().to_owned();
         assert_eq!(endpoint, ["gpu-b", "gpu-c"][i % 2], "cell {i} runs on endpoints[i mod 2]");
@@ -797,7 +797,7 @@ fn evidence_over_an_empty_campaign_and_a_broken_cell_record_answers() {
     let cells = root.join("runsets/rs1/cells");
     std::fs::create_dir_all(&cells).unwrap();
     let factors = json!({"condition": "base", "task": "t1", "phase": "warmup", "seed": 1, "repetition": 0});
-    let id = runboard::spec::cell_id(&serde_json::from_value(factors.clone()).unwrap());
+    let id = runboard::console::spec::cell_id(&serde_json::from_value(factors.clone()).unwrap());
     std::fs::write(
         cells.join(format!("{id}.json")),
         json!({"schema_version": 1, "cell": id, "factors": factors, "status": "done", "attempts": 1,

@@ -877,7 +877,7 @@ async fn every_operation_answers_alike_over_rest_and_server_functions() {
 /// and every `generated_at` and `history` left out.
 fn drop_times(v: &mut Value) {
     match v {
-        Value::String(s) if runboard::timefmt::Timestamp::parse_rfc3339(s).is_some() => *v = Value::Null,
+        Value::String(s) if runboard::basics::timefmt::Timestamp::parse_rfc3339(s).is_some() => *v = Value::Null,
         Value::Array(items) => items.iter_mut().for_each(drop_times),
         Value::Object(fields) => {
             // The run list says when it was made in milliseconds; the

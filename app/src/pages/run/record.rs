@@ -84,7 +84,7 @@ fn call_table<V: IntoView + 'static>(
                             <td>{c.round.map(|r| r.to_string())}</td>
                             <td>{c.slots.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")}</td>
                             <td>{c.purpose.clone()}</td>
-                            <td class="num">{c.tokens.map(runboard::numfmt::thousands)}</td>
+                            <td class="num">{c.tokens.map(runboard::basics::numfmt::thousands)}</td>
                             <td>{match c.truncated { Some(true) => "yes", Some(false) => "no", None => "–" }}</td>
                             <td><a class="open-call" href=format!("?tab=calls&call={n}")>"reasoning"</a></td>
                         </tr>

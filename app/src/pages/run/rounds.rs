@@ -79,7 +79,7 @@ fn round_table(r: RunRounds, open: bool) -> impl IntoView {
                                 <td>{c.attempts}</td>
                                 <td>{c.scored}</td>
                                 <td>{c.accepted}</td>
-                                <td class="num">{runboard::numfmt::thousands(c.tokens)}</td>
+                                <td class="num">{runboard::basics::numfmt::thousands(c.tokens)}</td>
                                 <td class="threshold" title=source(th.and_then(|t| t.source))>{num(th.and_then(|t| t.t))}</td>
                                 <td class="plan">{plan.unwrap_or_else(|| "no plan recorded".into())}</td>
                             </tr>
@@ -191,7 +191,7 @@ fn trial_table(p: TrialPage, page: usize, link: impl Fn(usize) -> String) -> imp
                             <td>{t.attempt.map(|a| a.to_string())}</td>
                             <td>{num(row.directed_t)}</td>
                             <td>{num(t.max_abs_corr)}</td>
-                            <td class="num">{t.tokens.map(runboard::numfmt::thousands)}</td>
+                            <td class="num">{t.tokens.map(runboard::basics::numfmt::thousands)}</td>
                             <td>{t.stage.clone()}</td>
                             <td class="outcome">{t.outcome_text()}</td>
                             <td>{row.intraday.then(|| view! { <span class="badge intraday">"intraday"</span> })}

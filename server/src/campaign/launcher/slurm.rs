@@ -216,7 +216,7 @@ impl Launcher for SlurmLauncher {
             never(&rec);
             return Err(format!(
                 "sbatch did not print a job id (it printed {:?})",
-                runboard::spec::shorten(text.trim())
+                runboard::console::spec::shorten(text.trim())
             ));
         }
         rec.handle = UnitHandle::Slurm { job_id: Some(id) };

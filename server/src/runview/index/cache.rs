@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use runboard::json::{describe_error, from_slice_lenient};
+use runboard::basics::json::{describe_error, from_slice_lenient};
 use runboard::runview::files::{self, VERSIONED};
 use runboard::runview::jsonl::tail_lines;
 use runboard::runview::records::{Snapshot, StateFile};

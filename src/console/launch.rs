@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::preflight::Prediction;
+use crate::console::preflight::Prediction;
 
 /// `POST /api/control/start`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -128,17 +128,20 @@ pub fn check_spec_path(path: &str) -> Result<(), String> {
         return Err("path: missing (give the spec's path under specs/)".into());
     }
     if p.starts_with('/') || p.contains('\\') {
-        return Err(format!("path {:?}: must be relative to the campaign root, under specs/", crate::spec::shorten(p)));
+        return Err(format!(
+            "path {:?}: must be relative to the campaign root, under specs/",
+            crate::console::spec::shorten(p)
+        ));
     }
     let parts: Vec<&str> = p.split('/').collect();
     if parts.iter().any(|c| c.is_empty() || *c == "." || *c == "..") {
-        return Err(format!("path {:?}: no '..', '.' or empty parts", crate::spec::shorten(p)));
+        return Err(format!("path {:?}: no '..', '.' or empty parts", crate::console::spec::shorten(p)));
     }
     if parts.first() != Some(&"specs") || parts.len() < 2 {
-        return Err(format!("path {:?}: must be under specs/", crate::spec::shorten(p)));
+        return Err(format!("path {:?}: must be under specs/", crate::console::spec::shorten(p)));
     }
     if !p.ends_with(".json") {
-        return Err(format!("path {:?}: a spec is a .json file", crate::spec::shorten(p)));
+        return Err(format!("path {:?}: a spec is a .json file", crate::console::spec::shorten(p)));
     }
     Ok(())
 }

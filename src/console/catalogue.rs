@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::auto::{CreditFlag, EndpointFailure};
+use crate::basics::timefmt::Timestamp;
 use crate::campaign::{CampaignConfig, ModelKind};
-use crate::pool::Probe;
-use crate::timefmt::Timestamp;
+use crate::console::pool::Probe;
 
 /// What one run set used: its model, its endpoint(s) and what its cells spent.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -63,7 +63,7 @@ pub struct Use {
     pub tokens: u64,
     /// At the catalogue's price (models with a price only).
     pub cost: Option<f64>,
-    #[serde(with = "crate::timefmt::rfc3339::option")]
+    #[serde(with = "crate::basics::timefmt::rfc3339::option")]
     pub last_used: Option<Timestamp>,
     /// Run sets with a unit in flight now.
     pub in_flight: Vec<String>,
@@ -121,9 +121,9 @@ pub struct EndpointRow {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CatalogueView {
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub generated_at: Timestamp,
-    #[serde(with = "crate::timefmt::rfc3339::option")]
+    #[serde(with = "crate::basics::timefmt::rfc3339::option")]
     pub probed_at: Option<Timestamp>,
     pub models: Vec<ModelRow>,
     pub endpoints: Vec<EndpointRow>,
@@ -305,7 +305,7 @@ pub fn catalogue(i: &CatalogueInputs) -> CatalogueView {
 mod tests {
     use super::*;
     use crate::campaign::{EndpointEntry, ModelEntry};
-    use crate::pool::ServedModel;
+    use crate::console::pool::ServedModel;
 
     fn cfg() -> CampaignConfig {
         let mut c = CampaignConfig::unnamed("x");

@@ -1,7 +1,7 @@
 //! Drafting: the next batch filled from the matrix's gaps, in matrix order,
 //! under the task library's chain rules, for a route (model, endpoint, prompt
 //! variant, retry feedback) from the catalogue. A draft is a plan shown before
-//! it is saved; launching it is [`crate::launch`]'s business.
+//! it is saved; launching it is [`crate::console::launch`]'s business.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::campaign::CampaignConfig;
-use crate::coverage::{CellState, Coverage};
-use crate::matrix::{value_text, Matrix};
-use crate::spec::{cell_id, valid_label, BatchSpec, Cell, SCHEMA_VERSION};
+use crate::console::coverage::{CellState, Coverage};
+use crate::console::matrix::{value_text, Matrix};
+use crate::console::spec::{cell_id, valid_label, BatchSpec, Cell, SCHEMA_VERSION};
 
 /// The most cells one draft may hold.
 pub const MAX_DRAFT_CELLS: usize = 10_000;
@@ -77,7 +77,7 @@ pub struct Draft {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DraftPreview {
     pub draft: Draft,
-    pub prediction: crate::preflight::Prediction,
+    pub prediction: crate::console::preflight::Prediction,
 }
 
 /// `POST /api/drafts`: where the draft was saved, and how to launch it.
@@ -102,7 +102,7 @@ pub fn from_gaps(
     if !valid_label(&req.label) {
         bad.push(format!(
             "label {:?}: must be 1-80 letters, digits, '-', '_' or '.'",
-            crate::spec::shorten(&req.label)
+            crate::console::spec::shorten(&req.label)
         ));
     }
     let max_cells = match req.max_cells {
@@ -111,7 +111,7 @@ pub fn from_gaps(
         Some(n) => {
             bad.push(format!(
                 "max_cells {n}: must be a whole number from 1 to {} (left out: {DEFAULT_DRAFT_CELLS})",
-                crate::numfmt::thousands(MAX_DRAFT_CELLS as u64)
+                crate::basics::numfmt::thousands(MAX_DRAFT_CELLS as u64)
             ));
             0
         }
@@ -126,8 +126,9 @@ pub fn from_gaps(
         }
         // A planned value is usually met in the first rows; only a wrong one
         // reads the whole matrix.
-        let planned =
-            |v: &str| matrix.cells.iter().any(|c| c.factors.get(factor).is_some_and(|x| crate::matrix::value_is(x, v)));
+        let planned = |v: &str| {
+            matrix.cells.iter().any(|c| c.factors.get(factor).is_some_and(|x| crate::console::matrix::value_is(x, v)))
+        };
         for v in values.iter().filter(|v| !planned(v)) {
             bad.push(format!("filters: no planned cell has {factor} = {v:?}"));
         }
@@ -165,7 +166,7 @@ pub fn from_gaps(
     for (at, cell) in matrix.cells.iter().enumerate() {
         let keeps = req.filters.iter().all(|(f, values)| {
             values.is_empty()
-                || cell.factors.get(f).is_some_and(|v| values.iter().any(|t| crate::matrix::value_is(v, t)))
+                || cell.factors.get(f).is_some_and(|v| values.iter().any(|t| crate::console::matrix::value_is(v, t)))
         });
         if !keeps {
             continue;
@@ -292,9 +293,9 @@ pub fn chain_block(cell: &Cell, cfg: &CampaignConfig, state_of: &dyn Fn(&str) ->
 mod tests {
     use super::*;
     use crate::campaign::{EndpointEntry, ModelEntry, ModelKind, TaskEntry};
-    use crate::coverage::{compute, RunSetCells};
+    use crate::console::coverage::{compute, RunSetCells};
+    use crate::console::matrix;
     use crate::drive::records::{CellRecord, CellStatus};
-    use crate::matrix;
 
     fn cfg() -> CampaignConfig {
         let mut c = CampaignConfig::unnamed("t");
@@ -366,10 +367,10 @@ mod tests {
         }
         // As a request body: left out, null, or a number.
         for body in [r#"{"label": "b"}"#, r#"{"label": "b", "max_cells": null}"#] {
-            let r: DraftRequest = crate::json::from_body(body.as_bytes()).unwrap();
+            let r: DraftRequest = crate::basics::json::from_body(body.as_bytes()).unwrap();
             assert_eq!(r.max_cells, None);
         }
-        let r: DraftRequest = crate::json::from_body(br#"{"label": "b", "max_cells": -3}"#).unwrap();
+        let r: DraftRequest = crate::basics::json::from_body(br#"{"label": "b", "max_cells": -3}"#).unwrap();
         assert_eq!(r.max_cells, Some(-3.0));
     }
 

@@ -46,7 +46,7 @@ crate::display_as_word!(Surface);
 /// One control, as the audit log keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditEntry {
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub at: Timestamp,
     /// The operation (`stop`, `auto_mode`, …); `POST /path` for a request
     /// no operation answers.

@@ -1,6 +1,6 @@
 //! The matrix: every planned cell of a campaign, one row of `matrix.csv` each
 //! (see `docs/formats.md`). A column per factor; the cell's id is derived from
-//! its factors exactly as the driver derives it ([`crate::spec::cell_id`]), so a
+//! its factors exactly as the driver derives it ([`crate::console::spec::cell_id`]), so a
 //! run set's cell records match the matrix by id.
 //!
 //! Reading never fails as a whole: a row that cannot be a cell is reported
@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::spec::{cell_id, Cell};
+use crate::console::spec::{cell_id, Cell};
 
 /// The matrix's file name at the campaign root.
 pub const MATRIX_FILE: &str = "matrix.csv";

@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::campaign::{CampaignConfig, ModelKind};
+use crate::console::spec::BatchSpec;
 use crate::drive::doctor::Finding;
-use crate::spec::BatchSpec;
 
 /// One earlier finished attempt of a cell: what it cost.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -103,7 +103,9 @@ impl Prediction {
     pub fn words(&self) -> String {
         let cost = self
             .cost
-            .map(|c| format!(", {} in cost", crate::numfmt::money(c, self.currency.as_deref().unwrap_or("USD"))))
+            .map(|c| {
+                format!(", {} in cost", crate::basics::numfmt::money(c, self.currency.as_deref().unwrap_or("USD")))
+            })
             .unwrap_or_default();
         let known = self.from_cell_history + self.from_task_history + self.from_any_history;
         if known == 0 {
@@ -114,15 +116,15 @@ impl Prediction {
         }
         let tokens = match self.tokened {
             0 => "tokens not known (no earlier cell reported or was counted any)".to_owned(),
-            n if n < known => format!("at least {} tokens", crate::numfmt::thousands(self.tokens)),
-            _ => format!("about {} tokens", crate::numfmt::thousands(self.tokens)),
+            n if n < known => format!("at least {} tokens", crate::basics::numfmt::thousands(self.tokens)),
+            _ => format!("about {} tokens", crate::basics::numfmt::thousands(self.tokens)),
         };
         let time = match self.timed {
             0 => "time not known (no timing in history that Timing counts)".to_owned(),
             n if n < known => {
-                format!("at least {} ({n} of them timed)", crate::timefmt::duration_words(self.hours * 3600.0))
+                format!("at least {} ({n} of them timed)", crate::basics::timefmt::duration_words(self.hours * 3600.0))
             }
-            _ => crate::timefmt::duration_words(self.hours * 3600.0),
+            _ => crate::basics::timefmt::duration_words(self.hours * 3600.0),
         };
         format!("{tokens}{cost}, {time} ({known} of {} cells from history)", self.cells)
     }
@@ -140,7 +142,7 @@ impl Prediction {
         let currency = self.currency.as_deref().unwrap_or("USD");
         let cost = match (low.cost, high.cost) {
             (Some(l), Some(h)) => {
-                format!(", {}–{}", crate::numfmt::money(l, currency), crate::numfmt::money(h, currency))
+                format!(", {}–{}", crate::basics::numfmt::money(l, currency), crate::basics::numfmt::money(h, currency))
             }
             _ => String::new(),
         };
@@ -150,8 +152,8 @@ impl Prediction {
         } else {
             format!(
                 ", {}–{}",
-                crate::timefmt::duration_words(low.hours * 3600.0),
-                crate::timefmt::duration_words(high.hours * 3600.0)
+                crate::basics::timefmt::duration_words(low.hours * 3600.0),
+                crate::basics::timefmt::duration_words(high.hours * 3600.0)
             )
         };
         if self.tokened == 0 {
@@ -160,8 +162,8 @@ impl Prediction {
         }
         Some(format!(
             "{}–{} tokens{cost}{time}",
-            crate::numfmt::thousands(low.tokens),
-            crate::numfmt::thousands(high.tokens)
+            crate::basics::numfmt::thousands(low.tokens),
+            crate::basics::numfmt::thousands(high.tokens)
         ))
     }
 }
@@ -200,7 +202,7 @@ pub fn warnings(spec: &BatchSpec, cfg: &CampaignConfig, prediction: &Prediction,
     if !now.covered.is_empty() {
         out.push(format!(
             "re-runs {} cell{} already covered (e.g. {})",
-            crate::numfmt::thousands(now.covered.len() as u64),
+            crate::basics::numfmt::thousands(now.covered.len() as u64),
             if now.covered.len() == 1 { "" } else { "s" },
             now.covered[0]
         ));
@@ -214,7 +216,7 @@ pub fn warnings(spec: &BatchSpec, cfg: &CampaignConfig, prediction: &Prediction,
         }
     }
     let model = spec.model.as_deref().and_then(|m| cfg.model(m));
-    let paid = model.is_some_and(|m| m.kind == ModelKind::Paid || crate::spend::Prices::of(m).any());
+    let paid = model.is_some_and(|m| m.kind == ModelKind::Paid || crate::live::spend::Prices::of(m).any());
     if paid {
         let name = model.map(|m| m.name.as_str()).unwrap_or_default();
         out.push(match prediction.cost {
@@ -242,8 +244,8 @@ pub fn check(
     if let Some(cap) = b.max_tokens.filter(|cap| prediction.tokens > *cap) {
         refusals.push(format!(
             "budget: {} tokens predicted, {over} of {} per batch",
-            crate::numfmt::thousands(prediction.tokens),
-            crate::numfmt::thousands(cap)
+            crate::basics::numfmt::thousands(prediction.tokens),
+            crate::basics::numfmt::thousands(cap)
         ));
     }
     if let (Some(cap), Some(cost)) = (b.max_cost, prediction.cost) {
@@ -272,7 +274,7 @@ fn catalogue(spec: &BatchSpec, cfg: &CampaignConfig, launches_today: &BTreeMap<S
         Some(m) => vec![m.clone()],
         None => {
             let per_cell: Vec<Option<String>> =
-                spec.cells.iter().map(|c| c.factors.get("model").map(crate::matrix::value_text)).collect();
+                spec.cells.iter().map(|c| c.factors.get("model").map(crate::console::matrix::value_text)).collect();
             if per_cell.iter().any(Option::is_none) {
                 if !cfg.models.is_empty() {
                     out.push("the spec names no model (no `model`, and not every cell has a model factor)".into());
@@ -319,7 +321,7 @@ pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Pre
     let mut sums = [(0.0f64, 0.0f64); 3];
     for cell in &spec.cells {
         let own = history.by_cell.get(&cell.id).filter(|s| !s.is_empty());
-        let task = cell.factors.get("task").map(crate::matrix::value_text);
+        let task = cell.factors.get("task").map(crate::console::matrix::value_text);
         let (samples, central): (&[Sample], Central) = if let Some(samples) = own {
             p.from_cell_history += 1;
             (samples, mean)
@@ -354,12 +356,12 @@ pub fn predict(spec: &BatchSpec, cfg: &CampaignConfig, history: &History) -> Pre
     // History gives each cell's tokens as a total: priced at the dearest of
     // the model's prices (by kind, or the one price), so a cap is never
     // under-predicted.
-    let prices = crate::spend::prices_of(cfg, spec.model.as_deref())
+    let prices = crate::live::spend::prices_of(cfg, spec.model.as_deref())
         // No cell predicted from history: the cost is unknown, not zero.
         .filter(|_| p.unknown < p.cells);
     let [expected, low, high] = sums.map(|(tokens, secs)| Estimate {
         tokens: tokens as u64,
-        cost: prices.map(|p| p.cost(&crate::spend::Tokens { unsplit: tokens as u64, ..Default::default() })),
+        cost: prices.map(|p| p.cost(&crate::live::spend::Tokens { unsplit: tokens as u64, ..Default::default() })),
         hours: secs / parallel / 3600.0,
     });
     p.tokens = expected.tokens;
@@ -387,8 +389,8 @@ fn median(xs: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::campaign::{Budget, EndpointEntry, ModelEntry};
+    use crate::console::spec::{cell_id, Cell};
     use crate::drive::doctor::Severity;
-    use crate::spec::{cell_id, Cell};
     use serde_json::json;
 
     fn cell(task: &str, seed: i64) -> Cell {

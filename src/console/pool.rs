@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::campaign::CampaignConfig;
-use crate::spec::BatchSpec;
+use crate::console::spec::BatchSpec;
 
 /// One model an endpoint reports at `GET <url>/models` (OpenAI-compatible:
 /// `{"data": [{"id", "root"?, "max_model_len"?}, …]}`; vLLM gives `root`,
@@ -132,7 +132,7 @@ pub fn check(spec: &BatchSpec, cfg: &CampaignConfig, probes: &BTreeMap<String, P
 mod tests {
     use super::*;
     use crate::campaign::{EndpointEntry, ModelEntry, ModelKind};
-    use crate::spec::Cell;
+    use crate::console::spec::Cell;
 
     fn cfg() -> CampaignConfig {
         let mut c = CampaignConfig::unnamed("x");

@@ -14,6 +14,8 @@
 //! This module holds the book, its rules and the refusal's words; making,
 //! hashing and keeping tokens is the server's (`server::tokens`).
 
+pub mod audit;
+
 use serde::{Deserialize, Serialize};
 
 use crate::Timestamp;
@@ -58,7 +60,7 @@ pub struct TokenEntry {
     pub role: Role,
     /// SHA-256 of the token, lower-case hex.
     pub sha256: String,
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub created: Timestamp,
 }
 

@@ -28,7 +28,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::timefmt::Timestamp;
+use crate::basics::timefmt::Timestamp;
 
 /// A draft not changed for this many days is stale.
 pub const STALE_DRAFT_DAYS: i64 = 14;
@@ -236,7 +236,7 @@ impl Finding {
     /// was found from), so it names this finding alone, and stops naming
     /// anything once that changed.
     pub fn id(&self) -> String {
-        format!("u-{:08x}", crate::hash::fnv1a(self.token.as_bytes()) as u32)
+        format!("u-{:08x}", crate::basics::hash::fnv1a(self.token.as_bytes()) as u32)
     }
 }
 
@@ -299,11 +299,11 @@ pub fn temp_writer(file_name: &str) -> Option<u32> {
 }
 
 fn ago(then: Timestamp, now: Timestamp) -> String {
-    crate::timefmt::ago(then, now)
+    crate::basics::timefmt::ago(then, now)
 }
 
 fn size(bytes: u64) -> String {
-    format!("{} bytes", crate::numfmt::thousands(bytes))
+    format!("{} bytes", crate::basics::numfmt::thousands(bytes))
 }
 
 fn finding(kind: FindingKind, target: &str, action: Action, token: &str, bytes: Option<u64>, words: String) -> Finding {
@@ -311,7 +311,7 @@ fn finding(kind: FindingKind, target: &str, action: Action, token: &str, bytes: 
         kind,
         target: target.to_owned(),
         action,
-        token: format!("{:016x}", crate::hash::fnv1a(format!("{kind:?}|{target}|{token}").as_bytes())),
+        token: format!("{:016x}", crate::basics::hash::fnv1a(format!("{kind:?}|{target}|{token}").as_bytes())),
         bytes,
         words,
         question: action.question(target),
@@ -406,7 +406,7 @@ pub fn upkeep(f: &Facts) -> UpkeepView {
                 format!(
                     "run set {} has ended; its {} process log(s) hold {}",
                     r.name,
-                    crate::numfmt::thousands(r.log_files),
+                    crate::basics::numfmt::thousands(r.log_files),
                     size(r.log_bytes)
                 ),
             ));

@@ -97,7 +97,7 @@ pub fn shorten(text: &str) -> String {
 /// The stable id of a cell: `c-` and 12 hex digits of a hash over its factors in
 /// name order (so the same factors always give the same id, on any machine).
 pub fn cell_id(factors: &BTreeMap<String, Value>) -> String {
-    let mut h = crate::hash::Fnv1a::new();
+    let mut h = crate::basics::hash::Fnv1a::new();
     for (k, v) in factors {
         h.write(k.as_bytes());
         h.write(&[0]);
@@ -110,7 +110,7 @@ pub fn cell_id(factors: &BTreeMap<String, Value>) -> String {
 /// Parses one spec document. `file` names it in errors.
 pub fn parse(file: &str, bytes: &[u8]) -> Result<BatchSpec, SpecError> {
     let doc: Value =
-        serde_json::from_slice(bytes).map_err(|e| err(file, "(document)", crate::json::describe_error(&e)))?;
+        serde_json::from_slice(bytes).map_err(|e| err(file, "(document)", crate::basics::json::describe_error(&e)))?;
     let obj = doc.as_object().ok_or_else(|| err(file, "(document)", "must be a JSON object"))?;
     let version = obj.get("schema_version").ok_or_else(|| err(file, "schema_version", "missing"))?;
     match version.as_u64() {

@@ -29,8 +29,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::basics::timefmt::Timestamp;
 use crate::campaign::{Budget, CampaignConfig, ModelEntry, StallConfig};
-use crate::timefmt::Timestamp;
 
 /// A cell's progress file, in its own folder (`{out}/progress.jsonl`).
 pub const PROGRESS_FILE: &str = "progress.jsonl";
@@ -57,7 +57,7 @@ impl Tokens {
             [(self.input, "in"), (self.output, "out"), (self.cached, "cached"), (self.unsplit, "not split")]
                 .into_iter()
                 .filter(|(n, _)| *n > 0)
-                .map(|(n, what)| format!("{} {what}", crate::numfmt::thousands(n)))
+                .map(|(n, what)| format!("{} {what}", crate::basics::numfmt::thousands(n)))
                 .collect();
         (parts.len() > 1 || self.unsplit == 0 && !parts.is_empty()).then(|| parts.join(", "))
     }
@@ -111,7 +111,9 @@ pub fn cell_model(
     spec_model: Option<&str>,
     factors: Option<&std::collections::BTreeMap<String, serde_json::Value>>,
 ) -> Option<String> {
-    spec_model.map(str::to_owned).or_else(|| factors.and_then(|f| f.get("model")).map(crate::matrix::value_text))
+    spec_model
+        .map(str::to_owned)
+        .or_else(|| factors.and_then(|f| f.get("model")).map(crate::console::matrix::value_text))
 }
 
 /// The prices of `model` in `cfg` (none: not in the catalogue, or free).
@@ -143,7 +145,7 @@ fn whole(v: &serde_json::Value, field: &str) -> Result<u64, String> {
 }
 
 fn object(bytes: &[u8]) -> Result<serde_json::Value, String> {
-    let v: serde_json::Value = crate::json::from_slice_lenient(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    let v: serde_json::Value = crate::basics::json::from_slice_lenient(bytes).map_err(|e| format!("not JSON: {e}"))?;
     if v.is_object() {
         Ok(v)
     } else {
@@ -218,8 +220,8 @@ pub struct CellTally {
     pub gaps_s: Vec<f64>,
     /// Lines or files that could not be read, with why (the newest 5).
     pub problems: Vec<String>,
-    /// The newest calls ([`crate::telemetry::RECENT_KEPT`]), for endpoint telemetry.
-    pub recent: std::collections::VecDeque<crate::telemetry::CallTime>,
+    /// The newest calls ([`crate::live::telemetry::RECENT_KEPT`]), for endpoint telemetry.
+    pub recent: std::collections::VecDeque<crate::live::telemetry::CallTime>,
 }
 
 impl CellTally {
@@ -238,10 +240,10 @@ impl CellTally {
             }
             self.gaps_s.push(g);
         }
-        if self.recent.len() == crate::telemetry::RECENT_KEPT {
+        if self.recent.len() == crate::live::telemetry::RECENT_KEPT {
             self.recent.pop_front();
         }
-        self.recent.push_back(crate::telemetry::CallTime {
+        self.recent.push_back(crate::live::telemetry::CallTime {
             at,
             latency_s: call.latency_s,
             output_tokens: call.tokens.output,
@@ -473,7 +475,7 @@ pub fn unmetered_words(calls: u64) -> Option<String> {
     (calls > 0).then(|| {
         format!(
             "{} reported no usage (a stream the endpoint ended without it): their tokens are in none of these figures",
-            crate::numfmt::count(calls, "call")
+            crate::basics::numfmt::count(calls, "call")
         )
     })
 }
@@ -575,9 +577,9 @@ pub fn check_caps(b: &Budget, now: &SpendNow, money: impl Fn(f64) -> String) -> 
                 reached: tokens >= limit,
                 words: format!(
                     "the cap of {} tokens {}: {} used",
-                    crate::numfmt::thousands(limit),
+                    crate::basics::numfmt::thousands(limit),
                     scope.words(),
-                    crate::numfmt::thousands(tokens)
+                    crate::basics::numfmt::thousands(tokens)
                 ),
             });
         }
@@ -620,8 +622,8 @@ pub fn refusals_for_left(
     if let Some(left) = left.1.filter(|l| predicted_tokens > *l) {
         out.push(format!(
             "budget: {} tokens predicted, more than the {} left under the day's and the campaign's caps",
-            crate::numfmt::thousands(predicted_tokens),
-            crate::numfmt::thousands(left)
+            crate::basics::numfmt::thousands(predicted_tokens),
+            crate::basics::numfmt::thousands(left)
         ));
     }
     out
@@ -652,8 +654,8 @@ pub fn stall_after(cfg: &StallConfig, task: Option<&str>, gaps_s: &[f64]) -> (f6
             s,
             format!(
                 "3 × the 95th percentile gap between its task's calls ({}), at least {}",
-                crate::timefmt::duration_words(p95),
-                crate::timefmt::duration_words(floor)
+                crate::basics::timefmt::duration_words(p95),
+                crate::basics::timefmt::duration_words(floor)
             ),
         );
     }
@@ -689,15 +691,15 @@ pub fn stalled(
         return None;
     }
     let last_wrote = match last {
-        Some((t, what)) => format!("{what}, {}", crate::timefmt::ago(t, now)),
+        Some((t, what)) => format!("{what}, {}", crate::basics::timefmt::ago(t, now)),
         None => "nothing since it started".into(),
     };
     Some(Stall {
         cell: cell.to_owned(),
         words: format!(
             "{cell} has written nothing for {} (more than {}); last: {last_wrote}",
-            crate::timefmt::duration_words(silent_s),
-            crate::timefmt::duration_words(threshold.0)
+            crate::basics::timefmt::duration_words(silent_s),
+            crate::basics::timefmt::duration_words(threshold.0)
         ),
         silent_s,
         threshold_s: threshold.0,
@@ -760,11 +762,11 @@ mod tests {
         assert_eq!(progress_line(br#"{"tokens":5,"latency_s":1.25}"#).unwrap().latency_s, Some(1.25));
         assert!(progress_line(br#"{"tokens":5,"latency_s":-1}"#).unwrap_err().contains("latency_s"));
         let mut tally = CellTally::default();
-        for i in 0..(crate::telemetry::RECENT_KEPT + 3) {
+        for i in 0..(crate::live::telemetry::RECENT_KEPT + 3) {
             tally
                 .feed(&progress_line(br#"{"tokens":5,"output_tokens":2,"latency_s":1}"#).unwrap(), Timestamp(i as i64));
         }
-        assert_eq!(tally.recent.len(), crate::telemetry::RECENT_KEPT);
+        assert_eq!(tally.recent.len(), crate::live::telemetry::RECENT_KEPT);
         assert_eq!(tally.recent.back().map(|c| (c.at, c.tokens, c.output_tokens)), Some((Timestamp(258), 5, 2)));
     }
 

@@ -24,6 +24,27 @@
 //! A state never claims what it has no evidence for: "running" needs a live
 //! driver; "interrupted" needs the unit's end *and* an outcome left at
 //! `running`; a unit the launcher cannot see is "unknown", never "gone".
+//!
+//! Beside it, what is watched while a batch runs:
+//!
+//! - [`spend`] — what a batch spends as it runs (its cells' progress files,
+//!   its gateway's count), the caps that stop it, the silent cell named stalled.
+//! - [`telemetry`] — what an endpoint is doing now: its calls' rates and
+//!   latency over the last minute, its engine's Prometheus metrics, busy or not.
+//! - [`logs`] — a batch's logs as a reader sees them while they are written:
+//!   the next chunk from a position (file identity and offset), across a
+//!   rotation, never the whole file.
+//! - [`notice`] — a word for every batch event: each unit's phase, what was
+//!   already said of it, and which events to say next; where a webhook may go.
+//! - [`upkeep`] — what a campaign left lying about (stale drafts, temporary
+//!   files of killed writers, units and run sets whose process is gone,
+//!   orphaned logs, disk use) and the one safe action for each.
+
+pub mod logs;
+pub mod notice;
+pub mod spend;
+pub mod telemetry;
+pub mod upkeep;
 
 use serde::{Deserialize, Serialize};
 
@@ -100,7 +121,7 @@ pub struct ActiveMarker {
     pub unit: Option<String>,
     pub status: MarkerStatus,
     pub planned: usize,
-    #[serde(with = "crate::timefmt::rfc3339")]
+    #[serde(with = "crate::basics::timefmt::rfc3339")]
     pub updated_at: Timestamp,
     /// Why, in words (`paused by the operator`).
     #[serde(default)]
@@ -395,13 +416,13 @@ pub struct LiveCell {
     pub run: Option<OwnedRun>,
     /// What it spent, by kind and where it was counted from (`runboard::spend`).
     #[serde(default)]
-    pub spend: Option<crate::spend::CellSpend>,
+    pub spend: Option<crate::live::spend::CellSpend>,
     /// Its newest write (a call, a progress, ledger or events line), while known.
     #[serde(default)]
     pub last_write: Option<Timestamp>,
     /// Running, but silent past its threshold.
     #[serde(default)]
-    pub stall: Option<crate::spend::Stall>,
+    pub stall: Option<crate::live::spend::Stall>,
     /// Running and quiet for a reason its gateway knows: a call in flight
     /// (for how long) or calls held by its endpoint's rate limit.
     #[serde(default)]
@@ -459,11 +480,11 @@ pub struct LiveView {
     /// What the batch has spent as its cells write: tokens by kind, cost,
     /// the rates, the projection to its end and each cap of `[budget]`.
     #[serde(default)]
-    pub spend: Option<crate::spend::BatchSpend>,
+    pub spend: Option<crate::live::spend::BatchSpend>,
     /// Its running cells that have written nothing for too long (never one
     /// with a call in flight or held at its gateway: see `cells[].quiet`).
     #[serde(default)]
-    pub stalls: Vec<crate::spend::Stall>,
+    pub stalls: Vec<crate::live::spend::Stall>,
     /// Which of its calls its gateway does not see, in words (none: every
     /// call made at `{endpoint_url}` is seen).
     #[serde(default)]
@@ -626,9 +647,9 @@ impl LiveView {
 /// each cell not started — so it moves down as cells run, not only when one
 /// ends. None when nothing is typical yet, or every cell left has run past it.
 pub fn cell_rows(
-    planned: &[crate::spec::Cell],
+    planned: &[crate::console::spec::Cell],
     records: &[crate::drive::records::CellRecord],
-    prices: Option<crate::spend::Prices>,
+    prices: Option<crate::live::spend::Prices>,
     parallel: usize,
     typical_s: Option<f64>,
     now: Timestamp,
@@ -641,8 +662,9 @@ pub fn cell_rows(
     let mut running_secs = Vec::new();
     // Tokens without their split here: priced at the dearest (the spend,
     // attached after, prices each kind).
-    let cost_of =
-        |t: Option<u64>| prices.zip(t).map(|(p, t)| p.cost(&crate::spend::Tokens { unsplit: t, ..Default::default() }));
+    let cost_of = |t: Option<u64>| {
+        prices.zip(t).map(|(p, t)| p.cost(&crate::live::spend::Tokens { unsplit: t, ..Default::default() }))
+    };
     let rows: Vec<LiveCell> = planned
         .iter()
         .map(|c| {
@@ -706,7 +728,7 @@ pub fn cell_rows(
 /// gateway's calls file is fresh (none: not running, nothing to say).
 pub fn calls_unseen(
     cfg: &crate::campaign::CampaignConfig,
-    spec: &crate::spec::BatchSpec,
+    spec: &crate::console::spec::BatchSpec,
     gateway_up: Option<bool>,
 ) -> Option<String> {
     const ONLY: &str = "only what its cells write is counted";
@@ -730,7 +752,7 @@ pub fn calls_unseen(
 
 /// What is said of running cells beside their spend, by cell id.
 pub struct CellWords<'a> {
-    pub stalls: &'a [crate::spend::Stall],
+    pub stalls: &'a [crate::live::spend::Stall],
     /// Why a cell is quiet, from its gateway.
     pub quiet: &'a [(String, crate::gateway::calls::Quiet)],
     /// Its live samples report.
@@ -742,14 +764,14 @@ pub struct CellWords<'a> {
 pub fn attach_spend(
     cells: &mut [LiveCell],
     totals: &mut LiveTotals,
-    spent: Vec<crate::spend::CellSpend>,
+    spent: Vec<crate::live::spend::CellSpend>,
     last_writes: &[Option<Timestamp>],
     said: CellWords<'_>,
-    batch: &crate::spend::BatchSpend,
+    batch: &crate::live::spend::BatchSpend,
 ) {
     let CellWords { stalls, quiet, so_far } = said;
     for ((c, s), w) in cells.iter_mut().zip(spent).zip(last_writes) {
-        if s.source != crate::spend::SpendSource::None {
+        if s.source != crate::live::spend::SpendSource::None {
             c.tokens = Some(s.tokens.total());
             c.cost = s.cost.or(c.cost);
             c.spend = Some(s);
@@ -932,9 +954,9 @@ mod tests {
             "schema_version = 1\nname = \"x\"\n[runner]\ncommand = [\"true\"]\n[[endpoints]]\nname = \"a\"\nurl = \"https://api.example/v1\"\nbackend = \"openai\"\nmodels = []\n[[endpoints]]\nname = \"b\"\nurl = \"http://h/v1\"\nbackend = \"vllm\"\nmodels = []\ngateway = false\n",
         )
         .unwrap();
-        let spec = |endpoint: Option<&str>| crate::spec::BatchSpec {
+        let spec = |endpoint: Option<&str>| crate::console::spec::BatchSpec {
             endpoint: endpoint.map(str::to_owned),
-            ..crate::spec::parse(
+            ..crate::console::spec::parse(
                 "b.json",
                 br#"{"schema_version": 1, "label": "b", "cells": [{"factors": {"seed": 1}}]}"#,
             )
@@ -1167,8 +1189,8 @@ mod tests {
 
     #[test]
     fn cells_join_their_records_and_the_eta_comes_from_ended_cells() {
+        use crate::console::spec::{cell_id, Cell};
         use crate::drive::records::{CellRecord, CellStatus};
-        use crate::spec::{cell_id, Cell};
         let cell = |seed: i64| {
             let f: std::collections::BTreeMap<String, serde_json::Value> = [("seed".to_owned(), seed.into())].into();
             Cell { id: cell_id(&f), factors: f }
@@ -1190,7 +1212,7 @@ mod tests {
         let (rows, totals, eta) = cell_rows(
             &cells,
             &records,
-            Some(crate::spend::Prices { input: 2.0, output: 2.0, cached: 2.0 }),
+            Some(crate::live::spend::Prices { input: 2.0, output: 2.0, cached: 2.0 }),
             2,
             Some(999.0),
             Timestamp(130_000),

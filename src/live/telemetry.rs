@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::basics::timefmt::Timestamp;
 use crate::campaign::EndpointEntry;
-use crate::timefmt::Timestamp;
 
 /// The window the call figures cover, in seconds.
 pub const WINDOW_S: f64 = 60.0;
@@ -348,7 +348,7 @@ pub fn with_gateway(mut t: EndpointTelemetry, g: Option<crate::gateway::calls::E
 }
 
 fn num(x: f64) -> String {
-    crate::numfmt::decimal(x, if x < 10.0 { 1 } else { 0 })
+    crate::basics::numfmt::decimal(x, if x < 10.0 { 1 } else { 0 })
 }
 
 /// The telemetry in one line.
@@ -360,7 +360,7 @@ pub fn words(t: &EndpointTelemetry) -> String {
     } else {
         let mut s = format!(
             "{} calls in the last {} s, {} tokens/s ({} output)",
-            crate::numfmt::thousands(c.calls),
+            crate::basics::numfmt::thousands(c.calls),
             c.window_s.round(),
             num(c.tokens_per_s),
             num(c.output_tokens_per_s)
@@ -374,9 +374,10 @@ pub fn words(t: &EndpointTelemetry) -> String {
         parts.push(s);
     }
     if let Some(g) = &t.gateway {
-        let limit = g
-            .limit
-            .map_or_else(|| "no limit".to_owned(), |l| format!("{} at once", crate::numfmt::count(l.into(), "call")));
+        let limit = g.limit.map_or_else(
+            || "no limit".to_owned(),
+            |l| format!("{} at once", crate::basics::numfmt::count(l.into(), "call")),
+        );
         parts.push(format!(
             "gateway: {limit}, {} in flight, {} held, {} × 429/503 in the last minute",
             g.in_flight, g.waiting, g.overloads_last_min
@@ -388,7 +389,7 @@ pub fn words(t: &EndpointTelemetry) -> String {
             let mut any = false;
             let mut add = |x: Option<f64>, what: &str| {
                 if let Some(v) = x {
-                    s.push_str(&format!(" {} {what},", crate::numfmt::decimal(v, 0)));
+                    s.push_str(&format!(" {} {what},", crate::basics::numfmt::decimal(v, 0)));
                     any = true;
                 }
             };

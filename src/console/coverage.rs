@@ -12,9 +12,9 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::console::matrix::{value_text, Matrix};
+use crate::console::spec::Cell;
 use crate::drive::records::{CellRecord, CellStatus};
-use crate::matrix::{value_text, Matrix};
-use crate::spec::Cell;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -351,7 +351,7 @@ pub fn grid(matrix: &Matrix, coverage: &Coverage, rows: &str, cols: &str) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix;
+    use crate::console::matrix;
 
     fn rec(cell: &Cell, status: CellStatus, attempts: u32) -> CellRecord {
         CellRecord { attempts, ..CellRecord::new(cell, status) }
