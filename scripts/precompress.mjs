@@ -1,6 +1,6 @@
 // Writes .br (quality 11) and .gz (level 9) copies beside every file under
 // the folder given (not beside copies), for the server to send by
-// Accept-Encoding (server/src/assets.rs). Node's own zlib: nothing to install.
+// Accept-Encoding (server/src/web/assets.rs). Node's own zlib: nothing to install.
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';

@@ -1,5 +1,5 @@
 //! Who opened the page: an operator steers, a viewer only reads. The server
-//! knows from the request's token (`server::auth`) and renders the page for
+//! knows from the request's token (`server::access::auth`) and renders the page for
 //! it (`<body data-role="view">`); the browser reads that mark when the app
 //! takes over, so both render the same controls. A viewer's controls are
 //! shown disabled, with why — the server refuses them anyway (403, in words).

@@ -73,15 +73,15 @@ fn main() {
             json!({"models": ["m"], "tasks": tasks, "max_cells": 20, "wait_minutes": 0, "objective": objective});
         let mut state = runboard::auto::AutoState { mode: runboard::auto::Mode::On, settings, ..Default::default() };
         state.session.started_at = Some(runboard::Timestamp(0));
-        server::auto_state::save(root, &state).unwrap();
+        server::auto::auto_state::save(root, &state).unwrap();
         let t = Instant::now();
-        let cold = server::autopilot::explain(&campaign).unwrap();
+        let cold = server::auto::autopilot::explain(&campaign).unwrap();
         let cold_s = t.elapsed().as_secs_f64();
         assert_eq!(cold.launches.len(), 1, "{}", cold.verdict);
         let mut warm = Vec::new();
         for _ in 0..5 {
             let t = Instant::now();
-            let r = server::autopilot::explain(&campaign).unwrap();
+            let r = server::auto::autopilot::explain(&campaign).unwrap();
             warm.push(t.elapsed().as_secs_f64());
             assert_eq!(r.launches.len(), 1);
         }

@@ -16,7 +16,7 @@ use server::drive::Supervisor;
 const GRACE: Duration = Duration::from_secs(2);
 
 fn survivors(marker: &str) -> usize {
-    server::signals::pids_with_env("RUNBOARD_BENCH_MARK", marker).len()
+    server::system::signals::pids_with_env("RUNBOARD_BENCH_MARK", marker).len()
 }
 
 async fn round(n: usize, stubborn_every: usize, label: &str) {

@@ -64,7 +64,7 @@ fn main() {
     let spec = rs.spec.as_ref().and_then(|s| s.as_ref().ok()).cloned();
     let poll = || {
         let t = Instant::now();
-        let made = campaign.live_spend(&cfg, &rs, spec.as_ref(), true, Some(600.0), server::clock::now());
+        let made = campaign.live_spend(&cfg, &rs, spec.as_ref(), true, Some(600.0), server::system::clock::now());
         (t.elapsed().as_secs_f64() * 1000.0, made.batch.calls)
     };
     // 1,000 calls written (one per cell), read once.

@@ -79,7 +79,7 @@ fn read_logs(dir: &Path) -> Vec<(String, LogHeader)> {
         if !name.ends_with(".json") || name.starts_with('.') {
             continue;
         }
-        let read = crate::fsread::open_file(&e.path()).and_then(|(f, len)| {
+        let read = crate::files::fsread::open_file(&e.path()).and_then(|(f, len)| {
             if len > MAX_LOG {
                 return Err(format!("{len} bytes is more than the {} MiB read", MAX_LOG >> 20));
             }
@@ -154,7 +154,7 @@ pub async fn run(opts: InspectCell) -> anyhow::Result<ExitCode> {
         }
     }
     // Made before the child starts: a stop that comes at once is still seen.
-    let stop = crate::signals::Terminated::register();
+    let stop = crate::system::signals::Terminated::register();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         // The cell failed for this reason: said in its report, not only its log.
@@ -164,7 +164,7 @@ pub async fn run(opts: InspectCell) -> anyhow::Result<ExitCode> {
                 opts.python
             );
             say(&reason);
-            crate::atomic::write_json(
+            crate::files::atomic::write_json(
                 &out.join(RESULT_FILE),
                 &CellResult { reason: Some(reason), ..CellResult::default() },
             )?;
@@ -218,6 +218,6 @@ fn report(out: &Path, logs_dir: &Path, code: Option<i32>) -> anyhow::Result<Exit
             (CellResult { reason: Some(reason), ..CellResult::default() }, false)
         }
     };
-    crate::atomic::write_json(&out.join(RESULT_FILE), &result)?;
+    crate::files::atomic::write_json(&out.join(RESULT_FILE), &result)?;
     Ok(if done { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -125,7 +125,7 @@ impl Console for LocalConsole {
 
     fn runs(&self, params: ListParams) -> Result<RunPage, ApiError> {
         let query = params.parse()?;
-        Ok(runboard::runview::listing::page(&self.runs.list_shared(), &query, crate::clock::now()))
+        Ok(runboard::runview::listing::page(&self.runs.list_shared(), &query, crate::system::clock::now()))
     }
 
     fn runs_version(&self, _: Nothing) -> Result<Version, ApiError> {
@@ -298,7 +298,7 @@ impl Console for LocalConsole {
     }
 
     fn audit(&self, q: AuditQuery) -> Result<AuditPage, ApiError> {
-        crate::audit::page(self.campaign.records().within(), &q)
+        crate::access::audit::page(self.campaign.records().within(), &q)
     }
 
     fn report(&self, q: ReportQuery) -> Result<Report, ApiError> {
@@ -341,8 +341,11 @@ impl Console for LocalConsole {
     }
 
     fn research_decide(&self, req: DecisionRequest) -> Result<ResearchView, ApiError> {
-        let decision =
-            runboard::results::research::Decision { at: crate::clock::now(), text: req.text, question: req.question };
+        let decision = runboard::results::research::Decision {
+            at: crate::system::clock::now(),
+            text: req.text,
+            question: req.question,
+        };
         self.campaign.research_edit(move |s| {
             s.decisions.push(decision);
             Ok(())
@@ -404,36 +407,36 @@ impl Console for LocalConsole {
 
     fn auto_version(&self, _: Nothing) -> Result<Version, ApiError> {
         let mut h = runboard::basics::hash::Fnv1a::new();
-        for f in [crate::auto_state::STATE_FILE, crate::auto_state::LOG_FILE, CONFIG_FILE] {
-            h.write(format!("{:?}", crate::fsread::stamp_of(&self.root().join(f))).as_bytes());
+        for f in [crate::auto::auto_state::STATE_FILE, crate::auto::auto_state::LOG_FILE, CONFIG_FILE] {
+            h.write(format!("{:?}", crate::files::fsread::stamp_of(&self.root().join(f))).as_bytes());
         }
         h.write(self.campaign.live_version().as_bytes());
         Ok(Version { version: format!("{:016x}", h.finish()) })
     }
 
     fn auto(&self, _: Nothing) -> Result<AutoView, ApiError> {
-        crate::autopilot::view(&self.campaign, self.auto_tick.map(|d| d.as_secs_f64()))
+        crate::auto::autopilot::view(&self.campaign, self.auto_tick.map(|d| d.as_secs_f64()))
     }
 
     fn auto_explain(&self, _: Nothing) -> Result<TickReport, ApiError> {
-        crate::autopilot::explain(&self.campaign)
+        crate::auto::autopilot::explain(&self.campaign)
     }
 
     fn auto_tick(&self, _: Nothing) -> Result<TickReport, ApiError> {
-        crate::autopilot::run_tick(&self.campaign)
+        crate::auto::autopilot::run_tick(&self.campaign)
     }
 
     fn auto_log(&self, q: AutoLogQuery) -> Result<LogPage, ApiError> {
-        crate::autopilot::log_page(&self.campaign, q.offset.unwrap_or(0), q.limit.unwrap_or(100))
+        crate::auto::autopilot::log_page(&self.campaign, q.offset.unwrap_or(0), q.limit.unwrap_or(100))
     }
 
     fn auto_mode(&self, req: AutoModeRequest) -> Result<AutoView, ApiError> {
-        crate::autopilot::set_mode(&self.campaign, req.mode()?)?;
+        crate::auto::autopilot::set_mode(&self.campaign, req.mode()?)?;
         self.auto(Nothing {})
     }
 
     fn auto_settings(&self, settings: Settings) -> Result<AutoView, ApiError> {
-        crate::autopilot::save_settings(&self.campaign, settings)?;
+        crate::auto::autopilot::save_settings(&self.campaign, settings)?;
         self.auto(Nothing {})
     }
 }

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use server::serve::{serve, Ended, ServeOptions};
-use server::simulate::{simulate_run, SimEnd, SimOptions};
+use server::demo::simulate::{simulate_run, SimEnd, SimOptions};
+use server::web::serve::{serve, Ended, ServeOptions};
 
 #[derive(Parser)]
 #[command(name = "runboard", version, about = "Run, watch and steer experiment campaigns.")]
@@ -55,7 +55,7 @@ enum Command {
         /// exec: cells as plain commands; inspect: cells as Inspect AI evals;
         /// cluster: a manager, rooms and a player.
         #[arg(long, value_enum, default_value = "exec")]
-        example: server::init::Example,
+        example: server::cli::init::Example,
     },
     /// Every finding in a campaign folder: campaign.toml, matrix.csv, the
     /// records, and the preflight of each spec under specs/ (exit 1 when one
@@ -93,7 +93,7 @@ enum Command {
         until: u64,
     },
     /// (Internal, for the end-to-end suite) Writes the console test campaign
-    /// into DIR (`server::fixture`).
+    /// into DIR (`server::demo::fixture`).
     #[command(name = "__console-fixture", hide = true)]
     ConsoleFixture {
         dir: PathBuf,
@@ -123,7 +123,7 @@ enum Command {
     /// Tokens for others: a viewer's (reads, never steers) or an operator's.
     Token {
         #[command(subcommand)]
-        command: server::tokens::TokenCommand,
+        command: server::access::tokens::TokenCommand,
     },
     #[command(flatten)]
     Console(server::cli::ConsoleCommand),
@@ -304,17 +304,17 @@ async fn run(command: Command, at: Place) -> anyhow::Result<ExitCode> {
         }
         Command::AutoSaveLoop { until } => {
             let root = at.root.ok_or_else(|| anyhow::anyhow!("--root is needed"))?;
-            tokio::task::spawn_blocking(move || server::auto_state::save_loop(&root, until)).await??;
+            tokio::task::spawn_blocking(move || server::auto::auto_state::save_loop(&root, until)).await??;
             Ok(ExitCode::SUCCESS)
         }
         Command::ConsoleFixture { dir, name, command, parallel, models, default_graces } => {
             let command: Vec<String> = serde_json::from_str(&command)
                 .map_err(|e| anyhow::anyhow!("--command must be a JSON array of strings: {e}"))?;
-            let f = server::fixture::ConsoleFixture { name, command, parallel, models, default_graces };
-            server::fixture::write_console_campaign(&dir, &f)?;
+            let f = server::demo::fixture::ConsoleFixture { name, command, parallel, models, default_graces };
+            server::demo::fixture::write_console_campaign(&dir, &f)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Init { dir, example } => match server::init::init(&dir, example) {
+        Command::Init { dir, example } => match server::cli::init::init(&dir, example) {
             Ok(written) => {
                 println!("runboard init: wrote {} files into {}:", written.len(), dir.display());
                 for w in &written {
@@ -330,11 +330,11 @@ async fn run(command: Command, at: Place) -> anyhow::Result<ExitCode> {
         },
         Command::Check => check(at.campaign(), at.json).await,
         Command::Open { browser, data_dir } => {
-            server::tokens::open(data_dir.as_deref(), browser)?;
+            server::access::tokens::open(data_dir.as_deref(), browser)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Token { command } => {
-            server::tokens::run(command, at.json)?;
+            server::access::tokens::run(command, at.json)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Cell { command: CellCommand::Inspect(opts) } => server::cell::run(opts).await,
@@ -366,7 +366,7 @@ async fn run(command: Command, at: Place) -> anyhow::Result<ExitCode> {
                     }
                 };
                 tokio::select! {
-                    _ = server::signals::terminated() => {}
+                    _ = server::system::signals::terminated() => {}
                     _ = parent_gone => {}
                 }
             };
@@ -384,7 +384,7 @@ async fn drive_batch(opts: server::drive::DriveOptions) -> anyhow::Result<ExitCo
     let stop = tokio_util::sync::CancellationToken::new();
     {
         let stop = stop.clone();
-        let signals = server::signals::Terminated::register();
+        let signals = server::system::signals::Terminated::register();
         tokio::spawn(async move {
             signals.wait().await;
             eprintln!("runboard drive: stopping (signal); tearing the processes down");
@@ -417,13 +417,13 @@ async fn drive_batch(opts: server::drive::DriveOptions) -> anyhow::Result<ExitCo
 /// `runboard check`: every finding; exit 1 when one would stop a batch.
 async fn check(root: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
     server::console::LocalConsole::require_campaign(&root)?;
-    let findings = tokio::task::spawn_blocking(move || server::init::check(&root)).await?;
-    let blocking = findings.iter().filter(|f| f.severity == server::init::Severity::Blocking).count();
+    let findings = tokio::task::spawn_blocking(move || server::cli::init::check(&root)).await?;
+    let blocking = findings.iter().filter(|f| f.severity == server::cli::init::Severity::Blocking).count();
     if json {
         println!("{}", serde_json::to_string_pretty(&findings)?);
     } else {
         for f in &findings {
-            let word = if f.severity == server::init::Severity::Blocking { "blocking" } else { "warning " };
+            let word = if f.severity == server::cli::init::Severity::Blocking { "blocking" } else { "warning " };
             println!("{word}  {}: {}", f.place, f.message);
         }
         println!(

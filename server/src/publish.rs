@@ -17,7 +17,7 @@ use runboard::results::publish::{
 use crate::campaign::Campaign;
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
-    let bytes = crate::fsread::read_regular(path).ok()?;
+    let bytes = crate::files::fsread::read_regular(path).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -26,9 +26,10 @@ fn running(root: &Path) -> Option<Running> {
     let file = fs::OpenOptions::new().write(true).open(root.join(LOCK_FILE)).ok()?;
     match file.try_lock() {
         Ok(()) => None,
-        Err(fs::TryLockError::WouldBlock) => {
-            Some(read_json::<Running>(&root.join(RUNNING_FILE)).unwrap_or(Running { started_at: crate::clock::now() }))
-        }
+        Err(fs::TryLockError::WouldBlock) => Some(
+            read_json::<Running>(&root.join(RUNNING_FILE))
+                .unwrap_or(Running { started_at: crate::system::clock::now() }),
+        ),
         Err(fs::TryLockError::Error(_)) => None,
     }
 }
@@ -64,13 +65,13 @@ pub fn push(campaign: &Campaign) -> Result<Started, ApiError> {
     };
     let root = campaign.root().to_path_buf();
     let dir = root.join(PUBLISH_DIR);
-    fs::create_dir_all(&dir).map_err(|e| crate::error::internal("making the publish folder", e))?;
+    fs::create_dir_all(&dir).map_err(|e| crate::web::error::internal("making the publish folder", e))?;
     let lock = fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(root.join(LOCK_FILE))
-        .map_err(|e| crate::error::internal("opening the publish lock", e))?;
+        .map_err(|e| crate::web::error::internal("opening the publish lock", e))?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
@@ -79,17 +80,18 @@ pub fn push(campaign: &Campaign) -> Result<Started, ApiError> {
                 .unwrap_or_default();
             return Err(ApiError::busy(format!("a push is running{since}; one at a time")));
         }
-        Err(fs::TryLockError::Error(e)) => return Err(crate::error::internal("taking the publish lock", e)),
+        Err(fs::TryLockError::Error(e)) => return Err(crate::web::error::internal("taking the publish lock", e)),
     }
     let export = campaign.evidence_export(None)?;
     let json_path = dir.join("evidence.json");
     let csv_path = dir.join("evidence.csv");
-    crate::atomic::write_json(&json_path, &export).map_err(|e| crate::error::internal("writing the export", e))?;
-    crate::atomic::write_atomic(&csv_path, runboard::results::export::to_csv(&export).as_bytes())
-        .map_err(|e| crate::error::internal("writing the export", e))?;
-    let started = Running { started_at: crate::clock::now() };
-    crate::atomic::write_json(&root.join(RUNNING_FILE), &started)
-        .map_err(|e| crate::error::internal("recording the push", e))?;
+    crate::files::atomic::write_json(&json_path, &export)
+        .map_err(|e| crate::web::error::internal("writing the export", e))?;
+    crate::files::atomic::write_atomic(&csv_path, runboard::results::export::to_csv(&export).as_bytes())
+        .map_err(|e| crate::web::error::internal("writing the export", e))?;
+    let started = Running { started_at: crate::system::clock::now() };
+    crate::files::atomic::write_json(&root.join(RUNNING_FILE), &started)
+        .map_err(|e| crate::web::error::internal("recording the push", e))?;
     let env: Vec<(String, String)> = vec![
         ("RUNBOARD_ROOT".into(), root.display().to_string()),
         ("RUNBOARD_EXPORT_JSON".into(), json_path.display().to_string()),
@@ -102,16 +104,16 @@ pub fn push(campaign: &Campaign) -> Result<Started, ApiError> {
     let done = std::thread::spawn(move || {
         // The lock is held by this thread until the record is written.
         let _lock = lock;
-        let ran = crate::command::run_bounded_merged(&command[0], &command[1..], &root, &env, limit);
+        let ran = crate::system::command::run_bounded_merged(&command[0], &command[1..], &root, &env, limit);
         let (exit_code, timed_out, error, output) = match ran {
             Ok((code, out)) => (code, false, None, out),
-            Err(crate::command::Failed::TimedOut { output, .. }) => (None, true, None, output),
-            Err(crate::command::Failed::NotStarted(e)) => (None, false, Some(e), Vec::new()),
+            Err(crate::system::command::Failed::TimedOut { output, .. }) => (None, true, None, output),
+            Err(crate::system::command::Failed::NotStarted(e)) => (None, false, Some(e), Vec::new()),
         };
         let record = PushRecord {
             schema_version: 1,
             started_at,
-            ended_at: crate::clock::now(),
+            ended_at: crate::system::clock::now(),
             command,
             exit_code,
             timed_out,
@@ -120,11 +122,11 @@ pub fn push(campaign: &Campaign) -> Result<Started, ApiError> {
             content_hash: export.provenance.content_hash,
             run_sets: export.provenance.run_sets,
         };
-        if let Err(e) = crate::atomic::write_json(&root.join(LAST_FILE), &record) {
+        if let Err(e) = crate::files::atomic::write_json(&root.join(LAST_FILE), &record) {
             tracing::error!("recording the push: {e}");
         }
         if record.succeeded() {
-            if let Err(e) = crate::atomic::write_json(&root.join(PUBLISHED_FILE), &record) {
+            if let Err(e) = crate::files::atomic::write_json(&root.join(PUBLISHED_FILE), &record) {
                 tracing::error!("recording the publication: {e}");
             }
         }

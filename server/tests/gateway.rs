@@ -27,14 +27,14 @@ fn sdk_campaign(tmp: &Path, script: &Path, args: &[&str], parallel: u32, catalog
         "{out}".into(),
     ];
     command.extend(args.iter().map(|a| a.to_string()));
-    let f = server::fixture::ConsoleFixture {
+    let f = server::demo::fixture::ConsoleFixture {
         name: "gateway test".into(),
         command,
         parallel,
         models: catalogue,
         default_graces: false,
     };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    server::demo::fixture::write_console_campaign(&root, &f).unwrap();
     root
 }
 

@@ -434,7 +434,7 @@ fn a_real_engine_through_the_gateway_counts_an_inspect_eval_to_the_token_and_say
     let script = tmp.path().join("streamer.py");
     std::fs::write(&script, STREAMER).unwrap();
     let root = tmp.path().join("sdk");
-    let f = server::fixture::ConsoleFixture {
+    let f = server::demo::fixture::ConsoleFixture {
         name: "engine stream".into(),
         command: vec![
             common::standin::harness_python().display().to_string(),
@@ -446,7 +446,7 @@ fn a_real_engine_through_the_gateway_counts_an_inspect_eval_to_the_token_and_say
         models: String::new(),
         default_graces: false,
     };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    server::demo::fixture::write_console_campaign(&root, &f).unwrap();
     let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
     std::fs::write(root.join("campaign.toml"), toml.replace("http://127.0.0.1:9/v1", &engine.url)).unwrap();
     let s = serve(&root, &tmp.path().join("data-sdk"));

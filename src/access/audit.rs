@@ -4,7 +4,7 @@
 //! which operation with which arguments, who (a token's name, the command
 //! line's user), from where, and how it was answered. A refused request is a
 //! line too. This module holds the line and the page of lines a reader asks
-//! for; writing them is the server's (`server::audit`).
+//! for; writing them is the server's (`server::access::audit`).
 
 use serde::{Deserialize, Serialize};
 

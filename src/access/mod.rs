@@ -12,7 +12,7 @@
 //! at the next request.
 //!
 //! This module holds the book, its rules and the refusal's words; making,
-//! hashing and keeping tokens is the server's (`server::tokens`).
+//! hashing and keeping tokens is the server's (`server::access::tokens`).
 
 pub mod audit;
 

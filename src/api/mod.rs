@@ -4,7 +4,7 @@
 //!
 //! - [`operations`] is the table: each operation declared once (name, method,
 //!   path, input, output, what it is doing). The [`Console`] trait, the REST
-//!   routes (`server::http`), the pages' server functions (`app::api`), the
+//!   routes (`server::web::http`), the pages' server functions (`app::api`), the
 //!   CLI's calls and the both-surfaces test are all made from it.
 //! - This module holds what every surface shares: [`ApiError`] (one kind, one
 //!   HTTP status, the reasons in words), the query and input types, and the

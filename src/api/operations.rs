@@ -17,7 +17,7 @@
 //! | [`op`] and [`Operation`] (here)            | a type per operation carrying its constants    |
 //! | [`OPERATIONS`] (here)                      | name, method, path, doing, for docs and tests  |
 //! | the server functions (`app::api`)          | `/sfn/{name}`, GET (URL) or POST (JSON), same input and output |
-//! | the REST routes (`server::http`)           | `{method} {path}`, one generic handler         |
+//! | the REST routes (`server::web::http`)           | `{method} {path}`, one generic handler         |
 //! | the both-surfaces test (`server/tests/suite/http.rs`) | every row asked on both surfaces          |
 //! | the commands (`server::cli`)               | `runboard <cli>`: arguments from the input (its `clap::Args`, feature `cli`), the answer in words ([`ForTerminal`](super::terminal::ForTerminal)) or `--json` |
 //!
@@ -26,7 +26,7 @@
 //! refused, every reason at once). Path parameters are named like the input's
 //! fields.
 //!
-//! Not operations (written by hand in `server::http`, each said there): the
+//! Not operations (written by hand in `server::web::http`, each said there): the
 //! version streams and the log stream (server-sent events) and the server's
 //! own debug figures.
 

@@ -102,23 +102,23 @@ impl Campaign {
     /// Today's launches per model, every launcher's.
     pub fn launches_today(&self) -> BTreeMap<String, u32> {
         let (index, _) = self.records.run_index();
-        runsets::launches_today(&index, crate::clock::now())
+        runsets::launches_today(&index, crate::system::clock::now())
     }
 
     /// Writes a spec as a draft (`specs/drafts/<label>-<stamp>.json`) while
     /// the lock is held; its path under the root.
     pub fn write_draft_locked(&self, spec: &BatchSpec, _lock: &CampaignLock) -> Result<String, ApiError> {
         let dir = self.root.join(DRAFTS_DIR);
-        std::fs::create_dir_all(&dir).map_err(|e| crate::error::internal("making specs/drafts", e))?;
-        let stamp = crate::clock::now().to_rfc3339().replace([':', '-'], "");
+        std::fs::create_dir_all(&dir).map_err(|e| crate::web::error::internal("making specs/drafts", e))?;
+        let stamp = crate::system::clock::now().to_rfc3339().replace([':', '-'], "");
         let base = format!("{}-{}", spec.label, &stamp[..15.min(stamp.len())]);
         let name = (1..)
             .map(|n| if n == 1 { format!("{base}.json") } else { format!("{base}-{n}.json") })
             .find(|n| !dir.join(n).exists())
             .unwrap_or_else(|| format!("{base}.json"));
-        let bytes = serde_json::to_vec_pretty(spec).map_err(|e| crate::error::internal("encoding a draft", e))?;
-        crate::atomic::write_atomic(&dir.join(&name), &bytes)
-            .map_err(|e| crate::error::internal("writing a draft", e))?;
+        let bytes = serde_json::to_vec_pretty(spec).map_err(|e| crate::web::error::internal("encoding a draft", e))?;
+        crate::files::atomic::write_atomic(&dir.join(&name), &bytes)
+            .map_err(|e| crate::web::error::internal("writing a draft", e))?;
         Ok(format!("{DRAFTS_DIR}/{name}"))
     }
 

@@ -25,13 +25,13 @@ impl Campaign {
     /// The catalogue view; `fresh` probes the endpoints again now.
     pub fn catalogue(&self, fresh: bool) -> Result<CatalogueView, ApiError> {
         let cfg = self.config()?;
-        let now = crate::clock::now();
+        let now = crate::system::clock::now();
         let (index, _) = self.records.run_index();
         let launches_today = runboard::runsets::launches_today(&index, now);
         // The autopilot's state as it is on disk (its repairs are the Auto
         // page's to name).
-        let auto_path = self.records.root().join(crate::auto_state::STATE_FILE);
-        let auto = crate::fsread::read_regular(&auto_path).ok().map(|b| runboard::auto::load(Some(&b)).state);
+        let auto_path = self.records.root().join(crate::auto::auto_state::STATE_FILE);
+        let auto = crate::files::fsread::read_regular(&auto_path).ok().map(|b| runboard::auto::load(Some(&b)).state);
         let in_flight: Vec<String> = self.in_flight(&cfg).into_iter().map(|(rec, _)| rec.run_set).collect();
         // Each run set's launch (its first entry: a resume keeps the launch's time).
         let mut launches = std::collections::HashMap::new();

@@ -167,10 +167,10 @@ impl Campaign {
             unit: unit.map(|u| u.unit),
             status: MarkerStatus::StoppedBeforeCompletion,
             planned,
-            updated_at: crate::clock::now(),
+            updated_at: crate::system::clock::now(),
             reason: Some(reason.to_owned()),
         };
-        self.records.write_marker(&m).map_err(|e| crate::error::internal("writing the active-batch marker", e))?;
+        self.records.write_marker(&m).map_err(|e| crate::web::error::internal("writing the active-batch marker", e))?;
         let mut report = StopReport::default();
         match self.end_units(&cfg, std::slice::from_ref(&target), &mut report) {
             Some(rec) => {
@@ -183,7 +183,7 @@ impl Campaign {
                     Some(b) => self.records.write_marker(&b),
                     None => std::fs::remove_file(self.root.join(runboard::runsets::ACTIVE_MARKER_FILE)),
                 };
-                restored.map_err(|e| crate::error::internal("restoring the active-batch marker", e))?;
+                restored.map_err(|e| crate::web::error::internal("restoring the active-batch marker", e))?;
             }
         }
         Ok(report)
@@ -222,7 +222,7 @@ impl Campaign {
         // named already if that is stopped, else the last. It is written
         // before the batches are ended, so that once a driver is gone the
         // Live page says "aborted", never a passing "idle, ended stopped".
-        let now = crate::clock::now();
+        let now = crate::system::clock::now();
         let marker = self.records.marker().and_then(Result::ok);
         let about = marker
             .as_ref()
@@ -244,7 +244,7 @@ impl Campaign {
             updated_at: now,
             reason: Some("stopped and aborted by the operator".into()),
         };
-        self.records.write_marker(&m).map_err(|e| crate::error::internal("writing the active-batch marker", e))?;
+        self.records.write_marker(&m).map_err(|e| crate::web::error::internal("writing the active-batch marker", e))?;
         report.marker = Some(m.status);
         self.end_units(&cfg, &found, &mut report);
         for t in &found {
@@ -268,8 +268,8 @@ impl Campaign {
         }
         report.run_sets.clone_from(&found);
         // Whatever it was, auto mode is off now: nothing relaunches the batch.
-        crate::auto_state::turn_off(&self.root, "stop and abort by the operator")
-            .map_err(|e| crate::error::internal("turning auto mode off", e))?;
+        crate::auto::auto_state::turn_off(&self.root, "stop and abort by the operator")
+            .map_err(|e| crate::web::error::internal("turning auto mode off", e))?;
         report.auto_off = true;
         Ok(report)
     }
@@ -284,13 +284,13 @@ pub(super) fn run_hook(cmd: &[String], root: &Path) -> HookResult {
         let text = String::from_utf8_lossy(out);
         text.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect()
     };
-    match crate::command::run_bounded(program, args, Some(root), HOOK_TIMEOUT) {
+    match crate::system::command::run_bounded(program, args, Some(root), HOOK_TIMEOUT) {
         Ok(o) => HookResult {
             ok: o.status.success(),
             status: o.status.to_string(),
             output: last(&[o.stdout, o.stderr].concat()),
         },
-        Err(crate::command::Failed::TimedOut { output, .. }) => HookResult {
+        Err(crate::system::command::Failed::TimedOut { output, .. }) => HookResult {
             ok: false,
             status: format!("killed after {} s", HOOK_TIMEOUT.as_secs()),
             output: last(&output),
@@ -304,9 +304,11 @@ pub(super) fn run_hook(cmd: &[String], root: &Path) -> HookResult {
 /// naming them — and says how many: the operator's stop of one cell, and a
 /// stall's with `[stall] action = "stop"`.
 pub(super) fn end_cell(run_set: &str, cell: &str) -> usize {
-    let pids: Vec<u32> = crate::signals::pids_with_env("RUNBOARD_CELL", cell)
+    let pids: Vec<u32> = crate::system::signals::pids_with_env("RUNBOARD_CELL", cell)
         .into_iter()
-        .filter(|p| crate::signals::env_of(*p, "RUNBOARD_RUNSET").is_some_and(|d| Path::new(&d).ends_with(run_set)))
+        .filter(|p| {
+            crate::system::signals::env_of(*p, "RUNBOARD_RUNSET").is_some_and(|d| Path::new(&d).ends_with(run_set))
+        })
         .collect();
     for p in &pids {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p as i32), nix::sys::signal::Signal::SIGTERM);

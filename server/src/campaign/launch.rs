@@ -102,7 +102,7 @@ impl Campaign {
     ) -> Preflight {
         let findings = crate::drive::doctor_findings(cfg, &self.root, spec, resume_label);
         let (index, _) = self.records.run_index();
-        let today = runsets::launches_today(&index, crate::clock::now());
+        let today = runsets::launches_today(&index, crate::system::clock::now());
         let mut pf = preflight::check(spec, cfg, &findings, &today, &self.history());
         pf.refusals.extend(self.pool_refusals(spec, cfg));
         pf.refusals.extend(self.budget_refusals(cfg, pf.prediction.cost, pf.prediction.tokens));
@@ -208,7 +208,7 @@ impl Campaign {
         let prediction = self.gate(&spec, &cfg, req.skip_preflight)?;
         self.harvest(&cfg);
         let committed = self.commit(req.path.trim(), &bytes, &spec.label)?;
-        let run_set = runsets::run_set_name(&spec.label, crate::clock::now(), &|n| self.run_set_taken(n));
+        let run_set = runsets::run_set_name(&spec.label, crate::system::clock::now(), &|n| self.run_set_taken(n));
         self.launch_unit(launcher.as_ref(), &cfg, &spec, &committed, &run_set, None, &tag, prediction)
     }
 
@@ -237,7 +237,7 @@ impl Campaign {
         let cfg = self.config()?;
         // A cap it reached holds until the cap is raised (or, for the
         // day's, the day is over): resuming would only be paused again.
-        let spent = self.live_spend(&cfg, &rs, Some(&spec), false, None, crate::clock::now());
+        let spent = self.live_spend(&cfg, &rs, Some(&spec), false, None, crate::system::clock::now());
         let reached: Vec<String> = spent
             .batch
             .caps
@@ -284,7 +284,7 @@ impl Campaign {
             return Ok(rel.to_owned());
         }
         let dir = self.root.join(COMMITTED_DIR);
-        fs::create_dir_all(&dir).map_err(|e| crate::error::internal("making specs/committed", e))?;
+        fs::create_dir_all(&dir).map_err(|e| crate::web::error::internal("making specs/committed", e))?;
         let existing: Vec<String> = fs::read_dir(&dir)
             .map(|r| r.flatten().filter_map(|e| e.file_name().into_string().ok()).collect())
             .unwrap_or_default();
@@ -294,8 +294,10 @@ impl Campaign {
             .write(true)
             .create_new(true)
             .open(dir.join(&name))
-            .map_err(|e| crate::error::internal("committing a spec", e))?;
-        f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| crate::error::internal("committing a spec", e))?;
+            .map_err(|e| crate::web::error::internal("committing a spec", e))?;
+        f.write_all(bytes)
+            .and_then(|_| f.sync_all())
+            .map_err(|e| crate::web::error::internal("committing a spec", e))?;
         Ok(format!("{COMMITTED_DIR}/{name}"))
     }
 
@@ -384,7 +386,7 @@ impl Campaign {
             unit: Some(unit.clone()),
             status: MarkerStatus::Launched,
             planned: spec.cells.len(),
-            updated_at: crate::clock::now(),
+            updated_at: crate::system::clock::now(),
             reason: Some(
                 match kind {
                     RunKind::Launch => "launched through the console",

@@ -114,7 +114,7 @@ impl Campaign {
     /// not show, and the page would keep the older state for good (seen: an
     /// idle view kept after the budget's pause wrote its marker).
     fn live(&self, version: String) -> LiveView {
-        let now = crate::clock::now();
+        let now = crate::system::clock::now();
         let cfg = self.config().ok();
         let mut problems = Vec::new();
         let current = cfg.as_ref().and_then(|c| self.current_unit(c));
@@ -264,7 +264,7 @@ impl Campaign {
         let current = cfg.as_ref().and_then(|c| self.current_unit(c)).map(|(_, u)| u);
         let in_flight = cfg.as_ref().map(|c| self.in_flight(c)).unwrap_or_default();
         let mut h = runboard::basics::hash::Fnv1a::new();
-        let stamp = |p: &Path| format!("{:?}", crate::fsread::stamp_of(p));
+        let stamp = |p: &Path| format!("{:?}", crate::files::fsread::stamp_of(p));
         for f in [runsets::ACTIVE_MARKER_FILE, UNITS_DIR, RUNSETS_DIR, CONFIG_FILE] {
             h.write(stamp(&self.root.join(f)).as_bytes());
         }
@@ -279,7 +279,7 @@ impl Campaign {
             // While its driver runs, the running cells' durations grow: a
             // tick every 5 s moves the version so the page shows them moving.
             if live {
-                h.write(&(crate::clock::now().millis() / LIVE_TICK_MS).to_le_bytes());
+                h.write(&(crate::system::clock::now().millis() / LIVE_TICK_MS).to_le_bytes());
             }
         }
         // What the spend guard read of the cells' files, and its stalls.

@@ -186,12 +186,13 @@ impl Campaign {
         if let Some(dir) = &cfg.launcher.systemd.journal_dir {
             args.extend(["-D".into(), dir.clone()]);
         }
-        let out = crate::command::run_bounded("journalctl", &args, None, super::launcher::systemd::JOURNAL_LIMIT)
-            .map_err(|e| ApiError::unreadable(format!("the journal could not be read: journalctl: {e}")))?;
+        let out =
+            crate::system::command::run_bounded("journalctl", &args, None, super::launcher::systemd::JOURNAL_LIMIT)
+                .map_err(|e| ApiError::unreadable(format!("the journal could not be read: journalctl: {e}")))?;
         if !out.status.success() {
             return Err(ApiError::unreadable(format!(
                 "the journal could not be read: {}",
-                crate::command::why("journalctl", &out)
+                crate::system::command::why("journalctl", &out)
             )));
         }
         let text = String::from_utf8_lossy(&out.stdout);
@@ -220,7 +221,7 @@ fn not_a_position(after: &str) -> ApiError {
 /// When an open file was last written, for people.
 fn modified(file: &std::fs::File) -> Option<String> {
     let md = file.metadata().ok()?;
-    Some(runboard::basics::timefmt::Timestamp((crate::fsread::mtime_ns(&md) / 1_000_000) as i64).to_rfc3339())
+    Some(runboard::basics::timefmt::Timestamp((crate::files::fsread::mtime_ns(&md) / 1_000_000) as i64).to_rfc3339())
 }
 
 /// Bytes `[start, end)` of an open file (fewer if it is shorter now).

@@ -115,7 +115,7 @@ impl Campaign {
         let path = self.root.join(LOCK_FILE);
         let open = fs::create_dir_all(self.root.join(runsets::CONSOLE_DIR))
             .and_then(|_| fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path));
-        let file = open.map_err(|e| crate::error::internal("opening the campaign lock", e))?;
+        let file = open.map_err(|e| crate::web::error::internal("opening the campaign lock", e))?;
         let deadline = Instant::now() + LOCK_WAIT;
         loop {
             match file.try_lock() {
@@ -129,7 +129,9 @@ impl Campaign {
                         LOCK_WAIT.as_secs()
                     )))
                 }
-                Err(fs::TryLockError::Error(e)) => return Err(crate::error::internal("taking the campaign lock", e)),
+                Err(fs::TryLockError::Error(e)) => {
+                    return Err(crate::web::error::internal("taking the campaign lock", e))
+                }
             }
         }
     }

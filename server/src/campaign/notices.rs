@@ -1,5 +1,5 @@
 //! The batch events not yet said (`runboard::live::notice` over the unit
-//! records), as notification objects; `crate::notify` delivers them.
+//! records), as notification objects; `crate::live::notify` delivers them.
 
 use std::collections::BTreeMap;
 
@@ -44,14 +44,14 @@ impl Campaign {
             .collect();
         let (steps, next) = notice::steps(&said, &phases, first);
         if next != said || first {
-            if let Err(e) = crate::atomic::write_json(&path, &next) {
+            if let Err(e) = crate::files::atomic::write_json(&path, &next) {
                 // Unrecorded, they would be said again: say nothing now.
                 tracing::error!("writing {}: {e}; the batch events are said later", notice::SAID_FILE);
                 return Vec::new();
             }
         }
         drop(lock);
-        let now = crate::clock::now();
+        let now = crate::system::clock::now();
         let (index, _) = self.records.run_index();
         steps
             .into_iter()

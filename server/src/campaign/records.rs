@@ -24,8 +24,8 @@ use runboard::runsets::{
 };
 use runboard::runview::FileStamp;
 
-use crate::atomic::write_atomic;
-use crate::fsread::{stamp_of, ProcessProbe, Within};
+use crate::files::atomic::write_atomic;
+use crate::files::fsread::{stamp_of, ProcessProbe, Within};
 
 /// One run set as read.
 #[derive(Debug, Clone, Default)]
@@ -77,7 +77,7 @@ pub struct Records {
 /// milliseconds apart may leave the same time. A folder changed within the
 /// last second is read again.
 fn settled(stamp: &Option<FileStamp>) -> bool {
-    let now = crate::clock::now_ns();
+    let now = crate::system::clock::now_ns();
     stamp.is_none_or(|s| now - s.mtime_ns > 1_000_000_000)
 }
 
@@ -362,7 +362,7 @@ impl Records {
     pub fn tail_lines(&self, rel: &str, n: usize) -> Vec<String> {
         let path = self.root.join(rel);
         let Ok((mut f, len)) = self.within.open(&path) else { return Vec::new() };
-        let Ok((bytes, start)) = crate::fsread::read_tail(&mut f, len, 16 << 10) else { return Vec::new() };
+        let Ok((bytes, start)) = crate::files::fsread::read_tail(&mut f, len, 16 << 10) else { return Vec::new() };
         let text = String::from_utf8_lossy(&bytes);
         let mut lines: Vec<&str> = text.lines().collect();
         if start > 0 && !lines.is_empty() {

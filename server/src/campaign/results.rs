@@ -233,7 +233,7 @@ impl Campaign {
         if let Some((k, x)) = made.as_ref() {
             if k.same(&key) {
                 let mut x = x.clone();
-                x.provenance.generated_at = crate::clock::now();
+                x.provenance.generated_at = crate::system::clock::now();
                 return Ok(x);
             }
         }
@@ -260,7 +260,7 @@ impl Campaign {
             &cfg.results.private_factors,
             judged,
             specs,
-            crate::clock::now(),
+            crate::system::clock::now(),
             env!("CARGO_PKG_VERSION"),
         );
         export.provenance.scope = scoped.scope.text();
@@ -283,7 +283,7 @@ impl Campaign {
                 events: ev,
             })
             .collect();
-        timing::timings(&inputs, crate::clock::now())
+        timing::timings(&inputs, crate::system::clock::now())
     }
 
     /// `GET /api/timing?scope=&run_set=`: one run set's timeline, and over
@@ -317,8 +317,8 @@ impl Campaign {
         run_sets.sort_by(|a, b| b.started_at.cmp(&a.started_at).then_with(|| b.name.cmp(&a.name)));
         // The autopilot's state as it is on disk (read quietly: this page is
         // polled, and the Auto page names repairs).
-        let auto_path = self.records.root().join(crate::auto_state::STATE_FILE);
-        let auto = crate::fsread::read_regular(&auto_path).ok().map(|b| runboard::auto::load(Some(&b)));
+        let auto_path = self.records.root().join(crate::auto::auto_state::STATE_FILE);
+        let auto = crate::files::fsread::read_regular(&auto_path).ok().map(|b| runboard::auto::load(Some(&b)));
         let mut attention = ov::attention(
             &live.state,
             &live.words,
@@ -356,7 +356,7 @@ impl Campaign {
                 href: "/live".into(),
             });
         }
-        if let Some(l) = crate::notify::last_failure(self.records.root()) {
+        if let Some(l) = crate::live::notify::last_failure(self.records.root()) {
             attention.push(Attention {
                 kind: AttentionKind::NotifyFailed,
                 words: format!("Notifying {} failed at {}: {}", l.event, l.at.to_display(), l.failed.join("; ")),
@@ -393,7 +393,7 @@ impl Campaign {
                 href: "/next".into(),
             });
         }
-        let points = ov::progress(sets.iter().flat_map(|rs| rs.cells.iter()), crate::clock::now(), ov::SAMPLES);
+        let points = ov::progress(sets.iter().flat_map(|rs| rs.cells.iter()), crate::system::clock::now(), ov::SAMPLES);
         let last = points.last().copied();
         let series = |name: &str, f: fn(&ov::ProgressPoint) -> usize| runboard::charts::Series {
             name: name.into(),
@@ -460,7 +460,7 @@ impl Campaign {
             runs,
             problems: rs.problems.clone(),
             scope: scope.text(),
-            now: crate::clock::now(),
+            now: crate::system::clock::now(),
             summary,
         }))
     }
@@ -501,8 +501,8 @@ impl Campaign {
             EditError::Refused(r) => ApiError::refused(r),
             EditError::NoSuchPreset(n) => ApiError::not_found(format!("no cohort preset named {n:?}")),
         })?;
-        crate::atomic::write_json(&self.records.root().join(runboard::results::cohorts::PRESETS_FILE), &presets)
-            .map_err(|e| crate::error::internal("writing the presets", e))?;
+        crate::files::atomic::write_json(&self.records.root().join(runboard::results::cohorts::PRESETS_FILE), &presets)
+            .map_err(|e| crate::web::error::internal("writing the presets", e))?;
         Ok(runboard::results::cohorts::CohortsView { presets: presets.presets, problem: None })
     }
 
@@ -604,9 +604,9 @@ impl Campaign {
         if !problems.is_empty() {
             return Err(ApiError::refused(problems));
         }
-        state.updated_at = Some(crate::clock::now());
-        crate::atomic::write_json(&self.records.root().join(runboard::results::research::RESEARCH_FILE), &state)
-            .map_err(|e| crate::error::internal("writing the research state", e))?;
+        state.updated_at = Some(crate::system::clock::now());
+        crate::files::atomic::write_json(&self.records.root().join(runboard::results::research::RESEARCH_FILE), &state)
+            .map_err(|e| crate::web::error::internal("writing the research state", e))?;
         Ok(self.research_view(runboard::results::research::Loaded { state, repaired: Vec::new() }))
     }
 

@@ -14,7 +14,7 @@ use runboard::gateway::calls::{self, CallsNow, EndpointCalls, Quiet};
 use runboard::live::spend::{self, BatchSpend, CapUse, CellSpend, SpendNow, Stall};
 use runboard::live::telemetry::CallTime;
 
-use crate::tally::CellReader;
+use crate::live::tally::CellReader;
 
 use super::records::RunSetRead;
 use super::Campaign;
@@ -310,7 +310,7 @@ impl Campaign {
             return;
         }
         let path = rs.dir.join(crate::drive::gateway::OTHERS_FILE);
-        match serde_json::to_vec(&o).map(|bytes| crate::atomic::write_atomic(&path, &bytes)) {
+        match serde_json::to_vec(&o).map(|bytes| crate::files::atomic::write_atomic(&path, &bytes)) {
             Ok(Ok(())) => {
                 told.insert(rs.name.clone(), o);
             }
@@ -330,7 +330,7 @@ impl Campaign {
         if !cfg.budget.caps_spend() {
             return Vec::new();
         }
-        let caps = self.caps_now(cfg, &BatchSpend::default(), crate::clock::now());
+        let caps = self.caps_now(cfg, &BatchSpend::default(), crate::system::clock::now());
         let mut out: Vec<String> = caps
             .iter()
             .filter(|c| c.reached && c.scope != spend::CapScope::Batch)
@@ -344,7 +344,7 @@ impl Campaign {
 
     /// A day or campaign cap reached now, in words (the autopilot holds on it).
     pub fn budget_reached(&self, cfg: &CampaignConfig) -> Option<String> {
-        let caps = self.caps_now(cfg, &BatchSpend::default(), crate::clock::now());
+        let caps = self.caps_now(cfg, &BatchSpend::default(), crate::system::clock::now());
         caps.into_iter().find(|c| c.reached && c.scope != spend::CapScope::Batch).map(|c| c.words)
     }
 
@@ -355,7 +355,7 @@ impl Campaign {
     /// what it did, in words.
     pub fn guard_spend(&self) -> Vec<GuardEvent> {
         let Ok(cfg) = self.config() else { return Vec::new() };
-        let now = crate::clock::now();
+        let now = crate::system::clock::now();
         let mut out = Vec::new();
         let mut stalls_now = Vec::new();
         let live_sets: Vec<Arc<RunSetRead>> =

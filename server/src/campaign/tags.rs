@@ -26,7 +26,7 @@ impl Campaign {
         let known = |rs: &str| index.iter().any(|e| e.run_set == rs) || folders.iter().any(|f| f.name == rs);
         let changed = tags.apply(edit, &known).map_err(ApiError::refused)?;
         if !changed.is_empty() {
-            self.records.write_tags(&tags).map_err(|e| crate::error::internal("writing the tags", e))?;
+            self.records.write_tags(&tags).map_err(|e| crate::web::error::internal("writing the tags", e))?;
         }
         Ok(tags.view(changed))
     }

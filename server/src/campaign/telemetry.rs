@@ -65,7 +65,7 @@ impl Campaign {
 
     fn make_telemetry(&self) -> Result<TelemetryView, ApiError> {
         let cfg = self.config()?;
-        let now = crate::clock::now();
+        let now = crate::system::clock::now();
         let since = Timestamp(now.0 - (WINDOW_S * 1000.0) as i64);
         let mut calls = self.recent_calls_by_endpoint(&cfg, since, now);
         let engines = self.engines(&cfg, cfg.endpoints.iter().map(|e| e.name.clone()).collect());
@@ -122,7 +122,7 @@ impl Campaign {
             let stale: Vec<(String, String)> =
                 urls.iter().filter(|t| !fresh(&self.telemetry_seen.held(), t)).cloned().collect();
             let got = super::pool::get_all(stale.clone(), METRICS_TIMEOUT, telemetry::METRICS_MAX_BYTES);
-            let at = crate::clock::now();
+            let at = crate::system::clock::now();
             let mut held = self.telemetry_seen.held();
             for (name, url) in stale {
                 let h = held.entry(name.clone()).or_insert_with(|| Held {

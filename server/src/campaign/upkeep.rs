@@ -28,11 +28,11 @@ const WALK_MAX_ENTRIES: u64 = 200_000;
 /// A regular file's fact (never a link, a folder, a FIFO), its path relative to `root`.
 fn file_fact(root: &Path, path: &Path) -> Option<FileFact> {
     let md = fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file())?;
-    let s = crate::fsread::stamp_of_metadata(&md);
+    let s = crate::files::fsread::stamp_of_metadata(&md);
     Some(FileFact {
         path: path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned(),
         bytes: s.len,
-        modified: crate::fsread::stamp_time(&s),
+        modified: crate::files::fsread::stamp_time(&s),
         stamp: format!("{}.{}.{}.{}", s.dev, s.ino, s.len, s.mtime_ns),
     })
 }
@@ -85,7 +85,7 @@ impl Campaign {
 
     fn upkeep_facts(&self, cfg: &CampaignConfig) -> Facts {
         let root = self.root.clone();
-        let mut f = Facts { now: crate::clock::now(), ..Default::default() };
+        let mut f = Facts { now: crate::system::clock::now(), ..Default::default() };
         f.drafts = files_in(&root.join(DRAFTS_DIR))
             .iter()
             .filter(|p| p.extension().is_some_and(|e| e == "json"))
@@ -106,7 +106,7 @@ impl Campaign {
             for p in files_in(&dir) {
                 let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 let Some(pid) = upkeep::temp_writer(&name) else { continue };
-                f.temps.extend(file_fact(&root, &p).map(|fact| (fact, crate::atomic::writer_alive(pid))));
+                f.temps.extend(file_fact(&root, &p).map(|fact| (fact, crate::files::atomic::writer_alive(pid))));
             }
         }
         let in_flight: Vec<String> = self.in_flight(cfg).into_iter().map(|(r, _)| r.run_set).collect();
@@ -140,7 +140,7 @@ impl Campaign {
                 ),
             };
             let logs = process_logs(&rs.dir);
-            let mut stamp = format!("{:?}", crate::fsread::stamp_of(&rs.dir.join("batch_outcome.json")));
+            let mut stamp = format!("{:?}", crate::files::fsread::stamp_of(&rs.dir.join("batch_outcome.json")));
             let mut log_bytes = 0;
             for l in &logs {
                 let fact = file_fact(&root, l);
@@ -223,7 +223,7 @@ impl Campaign {
                 let mut outcome = rs.outcome_ok().cloned().ok_or("its outcome cannot be read")?;
                 let driver =
                     outcome.driver.as_ref().map(|d| format!("pid {} on {}", d.pid, d.host)).unwrap_or_default();
-                let at = crate::clock::now();
+                let at = crate::system::clock::now();
                 let why = format!(
                     "interrupted: its driver ({driver}) was gone and no unit of it in flight; marked by upkeep at {}",
                     at.to_display()
@@ -236,7 +236,7 @@ impl Campaign {
                     c.status = CellStatus::Stopped;
                     c.ended_at = Some(at.to_rfc3339());
                     c.reason = Some(why.clone());
-                    crate::atomic::write_json(&rs.dir.join("cells").join(format!("{}.json", c.cell)), &c)
+                    crate::files::atomic::write_json(&rs.dir.join("cells").join(format!("{}.json", c.cell)), &c)
                         .map_err(|e| e.to_string())?;
                     cells += 1;
                 }
@@ -244,7 +244,8 @@ impl Campaign {
                 outcome.reason =
                     if outcome.reason.is_empty() { why.clone() } else { format!("{why} (was: {})", outcome.reason) };
                 outcome.ended_at = Some(at.to_rfc3339());
-                crate::atomic::write_json(&rs.dir.join("batch_outcome.json"), &outcome).map_err(|e| e.to_string())?;
+                crate::files::atomic::write_json(&rs.dir.join("batch_outcome.json"), &outcome)
+                    .map_err(|e| e.to_string())?;
                 // The Live page says it as a pause: stopped, resumable, and why.
                 if let Some(Ok(mut m)) =
                     self.records.marker().filter(|m| m.as_ref().is_ok_and(|m| m.run_set == f.target))
@@ -277,7 +278,7 @@ impl Campaign {
 
     fn log_upkeep(&self, done: &UpkeepDone) {
         let line = serde_json::json!({
-            "at": crate::clock::now().to_rfc3339(),
+            "at": crate::system::clock::now().to_rfc3339(),
             "action": done.action,
             "target": done.target,
             "words": done.words,
@@ -305,7 +306,7 @@ fn gzip_beside(path: &Path) -> Result<u64, String> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::copy(&mut input, &mut enc).map_err(err)?;
     let bytes = enc.finish().map_err(err)?;
-    crate::atomic::write_atomic(&gz, &bytes).map_err(err)?;
+    crate::files::atomic::write_atomic(&gz, &bytes).map_err(err)?;
     fs::remove_file(path).map_err(err)?;
     Ok(before.saturating_sub(bytes.len() as u64))
 }

@@ -49,7 +49,7 @@ pub(crate) async fn run(
         // Killed by our teardown: 128 + the signal, as its exit code.
         rec.exit_code = sup.procs[idx].exit_code;
         // A cell held for its verdict keeps the time it really ended.
-        rec.ended_at.get_or_insert_with(|| crate::clock::now().to_rfc3339());
+        rec.ended_at.get_or_insert_with(|| crate::system::clock::now().to_rfc3339());
         rec.status = if stopped { CellStatus::Stopped } else { CellStatus::Failed };
         read_result(ctx.runset, &mut rec);
         ctx.runset.event("cell_end", json!({"cell": rec.cell, "status": rec.status, "exit_code": rec.exit_code}));
@@ -114,7 +114,7 @@ async fn drive_cells(
             }
             let name = format!("cell-{}", cell.id);
             let mut rec = existing.get(&cell.id).cloned().unwrap_or_else(|| CellRecord::new(cell, CellStatus::Pending));
-            rec.start_attempt(crate::clock::now().to_rfc3339());
+            rec.start_attempt(crate::system::clock::now().to_rfc3339());
             rec.log = Some(format!("logs/{name}.log"));
             *attempted += 1;
             match sup.spawn(&name, &argv, &cell_env) {
@@ -140,7 +140,7 @@ async fn drive_cells(
             let p = &sup.procs[idx];
             if let Some(rec) = running.get_mut(&idx) {
                 rec.exit_code = p.exit_code;
-                rec.ended_at = Some(crate::clock::now().to_rfc3339());
+                rec.ended_at = Some(crate::system::clock::now().to_rfc3339());
                 if p.status != ProcessStatus::Done && p.exit_code == Some(TERM_EXIT) && !stop.is_cancelled() {
                     held.insert(idx, now);
                 }
@@ -202,8 +202,8 @@ async fn drive_cells(
 /// report says of tokens.
 fn read_result(runset: &super::runset::RunSet, rec: &mut CellRecord) {
     let dir = runset.out_dir().join(&rec.cell);
-    rec.counted = crate::tally::count_cell(&dir, crate::clock::now());
-    let Ok(bytes) = crate::fsread::read_regular(&dir.join(RESULT_FILE)) else { return };
+    rec.counted = crate::live::tally::count_cell(&dir, crate::system::clock::now());
+    let Ok(bytes) = crate::files::fsread::read_regular(&dir.join(RESULT_FILE)) else { return };
     let (result, problems) = CellResult::parse(&bytes);
     for p in problems {
         runset.log(&format!("cell {}: {p}", rec.cell));

@@ -259,7 +259,7 @@ impl Shared {
         let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
         let t = calls.entry(cell.to_owned()).or_default();
         t.endpoint = endpoint.to_owned();
-        t.in_flight.insert(id, crate::clock::now());
+        t.in_flight.insert(id, crate::system::clock::now());
         id
     }
 
@@ -267,7 +267,7 @@ impl Shared {
     fn call_ended(&self, cell: &str, id: u64, overloaded: bool) {
         let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(t) = calls.get_mut(cell) {
-            let now = crate::clock::now();
+            let now = crate::system::clock::now();
             t.in_flight.remove(&id);
             t.last_answered = Some(now);
             if overloaded {
@@ -278,7 +278,7 @@ impl Shared {
 
     /// The calls under way now, as the calls file says them.
     fn calls_now(&self) -> CallsNow {
-        let now = crate::clock::now();
+        let now = crate::system::clock::now();
         let ms = self.epoch.elapsed().as_millis() as u64;
         let mut out = CallsNow { at: now, ..Default::default() };
         // cell → (its endpoint, its calls held)
@@ -342,7 +342,7 @@ impl Shared {
 
     /// The cap reached now, if any; the first time, the batch's stop is asked for.
     fn cap_reached(&self) -> Option<runboard::live::spend::CapUse> {
-        let today = crate::clock::now().day_key();
+        let today = crate::system::clock::now().day_key();
         let cap = self.purse.lock().unwrap_or_else(|p| p.into_inner()).reached(&today)?;
         let mut capped = self.capped.lock().unwrap_or_else(|p| p.into_inner());
         if capped.is_none() {
@@ -363,7 +363,7 @@ impl Gateway {
     pub async fn start(setup: Setup) -> Result<Self, String> {
         let Setup { endpoints, run_set, purse, prices, stop } = setup;
         let keep = &run_set.join(KEPT_FILE);
-        let kept: Option<Kept> = crate::fsread::read_regular(keep)
+        let kept: Option<Kept> = crate::files::fsread::read_regular(keep)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .filter(|k: &Kept| k.secret.len() == 32 && k.secret.bytes().all(|b| b.is_ascii_hexdigit()));
@@ -382,7 +382,7 @@ impl Gateway {
                 .map_err(|e| format!("starting the gateway on 127.0.0.1: {e}"))?,
         };
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        crate::atomic::write_private(
+        crate::files::atomic::write_private(
             keep,
             &serde_json::to_vec(&Kept { port: addr.port(), secret: secret.clone() }).unwrap_or_default(),
         )
@@ -474,7 +474,7 @@ impl Drop for Gateway {
 async fn read_others(g: Arc<Shared>, file: PathBuf, until: CancellationToken) {
     loop {
         let others: Option<Others> =
-            crate::fsread::read_regular(&file).ok().and_then(|b| serde_json::from_slice(&b).ok());
+            crate::files::fsread::read_regular(&file).ok().and_then(|b| serde_json::from_slice(&b).ok());
         if let Some(o) = others {
             g.purse.lock().unwrap_or_else(|p| p.into_inner()).set_others(o);
             g.cap_reached();
@@ -497,7 +497,7 @@ async fn write_calls(g: Arc<Shared>, file: PathBuf, until: CancellationToken) {
         });
         if !same {
             if let Ok(bytes) = serde_json::to_vec(&now) {
-                let _ = crate::atomic::write_atomic(&file, &bytes);
+                let _ = crate::files::atomic::write_atomic(&file, &bytes);
             }
             last = Some((now, Instant::now()));
         }
@@ -520,7 +520,7 @@ struct Kept {
 
 /// 128 random bits as hex, from the kernel.
 fn secret() -> Result<String, String> {
-    crate::tokens::random_hex(16).map_err(|e| format!("reading /dev/urandom for the gateway's secret: {e}"))
+    crate::access::tokens::random_hex(16).map_err(|e| format!("reading /dev/urandom for the gateway's secret: {e}"))
 }
 
 /// An error answer in the shape OpenAI-style clients read
@@ -566,7 +566,7 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
         parts.next().unwrap_or(""),
     );
     // Without the secret nothing is said, not even which endpoints there are.
-    if !crate::auth::same(secret, &g.secret) || !runboard::live::logs::plain_name(cell) {
+    if !crate::access::auth::same(secret, &g.secret) || !runboard::live::logs::plain_name(cell) {
         return refusal(StatusCode::NOT_FOUND, "not_found", "no such path on this runboard gateway".into());
     }
     let Some(base) = g.endpoints.get(endpoint) else {
@@ -758,7 +758,7 @@ impl Record {
 
     fn write(self, usage: Option<gateway::Usage>, model: Option<String>) {
         let model = model.or(self.asked_model);
-        let now = crate::clock::now();
+        let now = crate::system::clock::now();
         let line = gateway::progress_line(now, model.as_deref(), usage, self.started.elapsed().as_secs_f64());
         let dir = self.shared.out.join(&self.cell);
         let mut files = self.shared.append.lock().unwrap_or_else(|p| p.into_inner());
@@ -862,7 +862,11 @@ mod tests {
         let (a, b) = (secret().unwrap(), secret().unwrap());
         assert_eq!(a.len(), 32);
         assert_ne!(a, b);
-        assert!(crate::auth::same(&a, &a.clone()) && !crate::auth::same(&a, &b) && !crate::auth::same(&a, &a[..31]));
+        assert!(
+            crate::access::auth::same(&a, &a.clone())
+                && !crate::access::auth::same(&a, &b)
+                && !crate::access::auth::same(&a, &a[..31])
+        );
         let plain = runboard::live::logs::plain_name;
         assert!(plain("c-3f9a0c1b2d4e") && !plain("..") && !plain("a/b") && !plain(""));
     }

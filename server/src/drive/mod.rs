@@ -143,7 +143,7 @@ pub fn load_spec(path: &Path) -> Result<BatchSpec, Refusal> {
         return Err(Refusal::Input(format!(
             "spec {}: {}; give a spec file or a folder of them",
             path.display(),
-            crate::fsread::read_regular(path).err().unwrap_or_else(|| "not a regular file".into())
+            crate::files::fsread::read_regular(path).err().unwrap_or_else(|| "not a regular file".into())
         )));
     };
     if files.is_empty() {
@@ -151,7 +151,8 @@ pub fn load_spec(path: &Path) -> Result<BatchSpec, Refusal> {
     }
     let mut docs = Vec::new();
     for f in &files {
-        let bytes = crate::fsread::read_regular(f).map_err(|e| Refusal::Input(format!("{}: {e}", f.display())))?;
+        let bytes =
+            crate::files::fsread::read_regular(f).map_err(|e| Refusal::Input(format!("{}: {e}", f.display())))?;
         let name = f.display().to_string();
         docs.push((name.clone(), spec::parse(&name, &bytes).map_err(|e| Refusal::Input(e.to_string()))?));
     }
@@ -175,7 +176,7 @@ fn gateway_setup(
     stop: &CancellationToken,
 ) -> gateway::Setup {
     use runboard::gateway::purse::{Purse, Spent};
-    let now = crate::clock::now();
+    let now = crate::system::clock::now();
     let today = now.day_key();
     let records = runset.read_cells();
     let mut prices = BTreeMap::new();
@@ -189,7 +190,7 @@ fn gateway_setup(
         // Every cell's folder, a resumed cell's too (its record says pending
         // again by now; its earlier calls were spent all the same).
         let rec = records.get(&cell.id);
-        let reader = crate::tally::read_cell(&runset.out_dir().join(&cell.id), now);
+        let reader = crate::live::tally::read_cell(&runset.out_dir().join(&cell.id), now);
         let s = runboard::live::spend::cell_spend(rec, Some((&reader.tally, reader.source)), priced, &today);
         before.add(Spent { cost: s.cost, tokens: s.tokens.total() });
         before_today.add(Spent { cost: s.today_cost, tokens: s.today_tokens });
@@ -279,7 +280,7 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         None => return Ok(Err(Refusal::Input(format!("no {CONFIG_FILE} above {}; pass --root", opts.spec.display())))),
     };
     // Read only if it is a regular file: a FIFO here would hang the driver.
-    let cfg_text = match crate::fsread::read_regular(&root.join(CONFIG_FILE)) {
+    let cfg_text = match crate::files::fsread::read_regular(&root.join(CONFIG_FILE)) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) => return Ok(Err(Refusal::Input(format!("{}: {e}", root.join(CONFIG_FILE).display())))),
     };
@@ -312,11 +313,11 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
                 }
                 dir
             }
-            None => {
-                root.join("runsets").join(runboard::runsets::run_set_name(&spec.label, crate::clock::now(), &|n| {
-                    root.join("runsets").join(n).symlink_metadata().is_ok()
-                }))
-            }
+            None => root.join("runsets").join(runboard::runsets::run_set_name(
+                &spec.label,
+                crate::system::clock::now(),
+                &|n| root.join("runsets").join(n).symlink_metadata().is_ok(),
+            )),
         },
     };
     let runset = RunSet::new(&runset_dir);
@@ -340,7 +341,7 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
     }
 
     // Resume: nothing left.
-    let started_at = crate::clock::now().to_rfc3339();
+    let started_at = crate::system::clock::now().to_rfc3339();
     // A resume keeps when the batch first started.
     let first_started_at = opts
         .resume_into
@@ -370,7 +371,7 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         outcome.reason = format!("all {} planned cells are done; nothing was started", spec.cells.len());
         outcome.attempted = 0;
         outcome.completed = spec.cells.len();
-        outcome.ended_at = Some(crate::clock::now().to_rfc3339());
+        outcome.ended_at = Some(crate::system::clock::now().to_rfc3339());
         runset.write_outcome(&outcome)?;
         runset.log(&outcome.reason);
         return Ok(Ok(DriveEnd { outcome, runset: runset_dir }));
@@ -388,7 +389,7 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         let path = runset.dir.join("spec.json");
         let bytes =
             serde_json::to_vec_pretty(&spec).map_err(|source| DriveError::Encode { what: "the spec", source })?;
-        crate::atomic::write_atomic(&path, &bytes).map_err(DriveError::io("writing", &path))?;
+        crate::files::atomic::write_atomic(&path, &bytes).map_err(DriveError::io("writing", &path))?;
     }
     runset.write_outcome(&outcome)?;
     runset.log(&format!(
@@ -524,7 +525,7 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
     };
     outcome.status = status;
     outcome.reason = reason;
-    outcome.ended_at = Some(crate::clock::now().to_rfc3339());
+    outcome.ended_at = Some(crate::system::clock::now().to_rfc3339());
     runset.write_outcome(&outcome)?;
     let word =
         serde_json::to_value(outcome.status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();

@@ -43,13 +43,13 @@ pub fn become_subreaper() -> Result<(), String> {
 
 /// A mark unique to this run of the driver.
 pub fn new_mark() -> String {
-    format!("{}-{}", std::process::id(), crate::clock::now_ns())
+    format!("{}-{}", std::process::id(), crate::system::clock::now_ns())
 }
 
 /// Live (non-zombie) processes carrying `mark`, other than this one.
 pub fn marked(mark: &str) -> Vec<i32> {
     let me = std::process::id();
-    crate::signals::pids_with_env(MARK_VAR, mark).into_iter().filter(|&p| p != me).map(|p| p as i32).collect()
+    crate::system::signals::pids_with_env(MARK_VAR, mark).into_iter().filter(|&p| p != me).map(|p| p as i32).collect()
 }
 
 /// Whether the process group `pgid` has a live member. A zombie is not one:
@@ -213,7 +213,7 @@ pub fn run_sentinel(mark: &str, grace: Duration, runset: &Path) -> u8 {
     let n = sweep(&groups, mark, grace);
     let log = runset.join("execution_log.md");
     if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&log) {
-        let at = crate::clock::now().to_rfc3339();
+        let at = crate::system::clock::now().to_rfc3339();
         let _ = writeln!(
             f,
             "- {at} the driver died without tearing down; its sentinel ended {n} process group(s) and marked process(es)"

@@ -22,7 +22,7 @@ use runboard::drive::records::{BatchOutcome, CellRecord};
 use serde_json::{json, Value};
 
 use super::DriveError;
-use crate::atomic::write_atomic;
+use crate::files::atomic::write_atomic;
 
 pub struct RunSet {
     pub dir: PathBuf,
@@ -59,7 +59,7 @@ impl RunSet {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "json") {
                 // Read only if regular: a FIFO here must not hang the driver.
-                let read = crate::fsread::read_regular(&p).ok();
+                let read = crate::files::fsread::read_regular(&p).ok();
                 if let Some(r) = read.and_then(|b| serde_json::from_slice::<CellRecord>(&b).ok()) {
                     out.insert(r.cell.clone(), r);
                 }
@@ -84,21 +84,22 @@ impl RunSet {
 
     /// The outcome written by an earlier attempt, if it reads.
     pub fn read_outcome(&self) -> Option<BatchOutcome> {
-        serde_json::from_slice(&crate::fsread::read_regular(&self.dir.join("batch_outcome.json")).ok()?).ok()
+        serde_json::from_slice(&crate::files::fsread::read_regular(&self.dir.join("batch_outcome.json")).ok()?).ok()
     }
 
     pub fn read_spec_label(&self) -> Option<String> {
-        let v: Value = serde_json::from_slice(&crate::fsread::read_regular(&self.dir.join("spec.json")).ok()?).ok()?;
+        let v: Value =
+            serde_json::from_slice(&crate::files::fsread::read_regular(&self.dir.join("spec.json")).ok()?).ok()?;
         v["label"].as_str().map(str::to_owned)
     }
 
     pub fn event(&self, event: &str, detail: Value) {
-        let line = json!({"at": crate::clock::now().to_rfc3339(), "event": event, "detail": detail});
+        let line = json!({"at": crate::system::clock::now().to_rfc3339(), "event": event, "detail": detail});
         let _ = append(&self.dir.join("events.jsonl"), format!("{line}\n").as_bytes());
     }
 
     pub fn log(&self, text: &str) {
-        let line = format!("- {} {text}\n", crate::clock::now().to_rfc3339());
+        let line = format!("- {} {text}\n", crate::system::clock::now().to_rfc3339());
         let _ = append(&self.dir.join("execution_log.md"), line.as_bytes());
     }
 }

@@ -9,7 +9,7 @@ mod index;
 mod read;
 mod watch;
 
-pub use crate::fsread::{stamp_of, ProcessProbe, Within};
+pub use crate::files::fsread::{stamp_of, ProcessProbe, Within};
 pub use index::{find_run_dirs, RunIndex};
 pub use read::{read_call, read_reports, read_run, read_trial_graphs, refresh, RunCursors};
 

@@ -12,7 +12,7 @@ use runboard::runview::view::{read_view, CallView, RunView, ViewInputs};
 use runboard::runview::RunVersion;
 use serde_json::Value;
 
-use crate::fsread::{stamp_of, stamp_time, ProcessProbe, Within};
+use crate::files::fsread::{stamp_of, stamp_time, ProcessProbe, Within};
 
 /// Where a reader stands in one append-only file: its identity, the bytes of
 /// complete lines consumed, and what those parsed into. A file replaced (new

@@ -1,6 +1,6 @@
 //! The one support module of the server's integration tests and benches
 //! (a bench includes it by path): a served `runboard serve` and plain HTTP to
-//! it, the console test campaign (`server::fixture`, shared with the
+//! it, the console test campaign (`server::demo::fixture`, shared with the
 //! end-to-end suite), simulated runs, generated run sets at scale, and the
 //! bounded waits — no test or bench writes its own deadline loop.
 #![allow(dead_code)]
@@ -12,7 +12,7 @@ pub mod standin;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use server::simulate::{simulate_run, SimEnd, SimOptions};
+use server::demo::simulate::{simulate_run, SimEnd, SimOptions};
 
 /// Writes a whole simulated run into `dir` (no pauses), in this process.
 pub async fn write_run(dir: &Path, rounds: u32, seed: u64) -> SimEnd {

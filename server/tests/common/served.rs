@@ -220,12 +220,12 @@ impl QuietSeen {
     }
 }
 
-/// The console test campaign (`server::fixture`, the one the end-to-end
+/// The console test campaign (`server::demo::fixture`, the one the end-to-end
 /// suite uses too): cells that each sleep `cell_s` and report tokens, and a
 /// paid model `paid-m` with a daily cap of 1.
 pub fn campaign(tmp: &Path, cell_s: f64) -> PathBuf {
     let root = tmp.join("campaign");
-    let f = server::fixture::ConsoleFixture {
+    let f = server::demo::fixture::ConsoleFixture {
         name: "console test".into(),
         command: vec![
             "sh".into(),
@@ -236,7 +236,7 @@ pub fn campaign(tmp: &Path, cell_s: f64) -> PathBuf {
         models: "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\ndaily_cap = 1\nprice_per_1k_tokens = 2.0\n".into(),
         default_graces: false,
     };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    server::demo::fixture::write_console_campaign(&root, &f).unwrap();
     root
 }
 

@@ -96,7 +96,7 @@ fn run(c: &Campaign, args: &[&str], env: &[(&str, &str)]) -> Ended {
 
 /// Processes (other than zombies) whose environment carries `marker`.
 fn marked(marker: &str) -> Vec<u32> {
-    server::signals::pids_with_env("RUNBOARD_TEST_MARK", marker)
+    server::system::signals::pids_with_env("RUNBOARD_TEST_MARK", marker)
 }
 
 /// A process's arguments joined by spaces ("" once it is gone).

@@ -6,13 +6,13 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
-use server::auth::{Access, AllowedHosts};
+use server::access::auth::{Access, AllowedHosts};
 use server::console::LocalConsole;
-use server::http::{app, AppState};
+use server::web::http::{app, AppState};
 use tower::ServiceExt;
 
 fn state(root: &std::path::Path, site: &std::path::Path, token: Option<&str>) -> AppState {
-    let leptos = server::site::options(Some(site)).unwrap();
+    let leptos = server::web::site::options(Some(site)).unwrap();
     let console = LocalConsole::open(root, false).unwrap();
     let hosts = AllowedHosts::default();
     let access = match token {
@@ -591,7 +591,7 @@ async fn only_the_servers_own_host_names_are_answered() {
         assert_eq!(send(&st, with_host("/api/runs", host)).await.0, StatusCode::OK, "{host}");
     }
     // A name the operator allows.
-    let leptos = server::site::options(Some(&common::site(tmp.path()))).unwrap();
+    let leptos = server::web::site::options(Some(&common::site(tmp.path()))).unwrap();
     let hosts = AllowedHosts::new("127.0.0.1".parse().unwrap(), &["box.lab".to_owned()]);
     let allowed = AppState::new(leptos, LocalConsole::open(&root, false).unwrap(), Access::open(hosts));
     assert_eq!(send(&allowed, with_host("/api/runs", "Box.Lab:8850")).await.0, StatusCode::OK);
@@ -993,7 +993,7 @@ async fn every_control_is_a_line_of_the_audit_log_refused_ones_too() {
             )
         })
         .collect();
-    let user = server::audit::cli_user();
+    let user = server::access::audit::cli_user();
     assert_eq!(
         lines,
         vec![

@@ -27,14 +27,14 @@ fn chatty_campaign(tmp: &Path) -> PathBuf {
          else echo \"line $i ..........................................................\" >&2; fi; i=$((i+1)); sleep 0.01; done; \
          printf '{{{{\"score\": 1}}}}' > {{out}}/result.json"
     );
-    let f = server::fixture::ConsoleFixture {
+    let f = server::demo::fixture::ConsoleFixture {
         name: "logs test".into(),
         command: vec!["sh".into(), "-c".into(), script],
         parallel: 1,
         models: String::new(),
         default_graces: false,
     };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    server::demo::fixture::write_console_campaign(&root, &f).unwrap();
     root
 }
 

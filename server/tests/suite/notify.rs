@@ -67,7 +67,7 @@ fn receiver() -> Receiver {
 /// appending each object to `heard` and the webhook at `url`.
 fn campaign(tmp: &Path, cell_s: f64, heard: &Path, url: &str) -> PathBuf {
     let root = tmp.join("campaign");
-    let f = server::fixture::ConsoleFixture {
+    let f = server::demo::fixture::ConsoleFixture {
         name: "notify test".into(),
         command: vec![
             "sh".into(),
@@ -78,7 +78,7 @@ fn campaign(tmp: &Path, cell_s: f64, heard: &Path, url: &str) -> PathBuf {
         models: "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_per_1k_tokens = 1.0\n".into(),
         default_graces: false,
     };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    server::demo::fixture::write_console_campaign(&root, &f).unwrap();
     let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
     let extra = format!(
         "[budget]\npoll_s = 0.5\n[hooks]\nnotify = [\"sh\", \"-c\", \"cat >> {h}; echo >> {h}\"]\nwebhook = \"{url}\"\n",

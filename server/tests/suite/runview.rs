@@ -225,7 +225,7 @@ async fn find_run_by_name_or_relative_path() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reading_while_a_writer_writes_changes_no_byte_and_no_mtime() {
-    use server::simulate::{simulate_run, SimOptions};
+    use server::demo::simulate::{simulate_run, SimOptions};
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().to_path_buf();
     let dir = root.join("live");
@@ -340,7 +340,7 @@ async fn a_simulated_run_reads_back_plans_accepted_factors_intraday_graphs_and_r
 
 #[tokio::test]
 async fn a_crashed_then_resumed_run_drops_the_torn_round_and_its_plan() {
-    use server::simulate::{simulate_run, SimEnd, SimOptions};
+    use server::demo::simulate::{simulate_run, SimEnd, SimOptions};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     let crash = SimOptions { rounds: 5, slots: 2, step: Duration::ZERO, crash_after: Some(2), ..SimOptions::default() };

@@ -26,7 +26,7 @@ fn spending_campaign(tmp: &Path, calls: u32, gap_s: f64, extra: &str) -> PathBuf
         "i=0; while [ $i -lt {calls} ]; do printf '%s\\n' '{line}' >> {{out}}/progress.jsonl; i=$((i+1)); sleep {gap_s}; done; \
          printf '{{{{\"score\": 1, \"input_tokens\": %d, \"output_tokens\": %d}}}}' $((i*1000)) $((i*500)) > {{out}}/result.json"
     );
-    let f = server::fixture::ConsoleFixture {
+    let f = server::demo::fixture::ConsoleFixture {
         name: "spend test".into(),
         command: vec!["sh".into(), "-c".into(), script],
         parallel: 1,
@@ -35,7 +35,7 @@ fn spending_campaign(tmp: &Path, calls: u32, gap_s: f64, extra: &str) -> PathBuf
             .into(),
         default_graces: false,
     };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    server::demo::fixture::write_console_campaign(&root, &f).unwrap();
     let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
     std::fs::write(root.join("campaign.toml"), format!("{toml}{extra}")).unwrap();
     root
@@ -173,14 +173,14 @@ fn a_silent_cell_is_named_stalled_and_cleared_when_it_writes_again() {
     let script = format!(
         "printf '%s\\n' '{line}' >> {{out}}/progress.jsonl; sleep 4; printf '%s\\n' '{line}' >> {{out}}/progress.jsonl; sleep 30"
     );
-    let f = server::fixture::ConsoleFixture {
+    let f = server::demo::fixture::ConsoleFixture {
         name: "stall test".into(),
         command: vec!["sh".into(), "-c".into(), script],
         parallel: 1,
         models: "[[models]]\nname = \"paid-m\"\nkind = \"paid\"\nprice_per_1k_tokens = 1.0\n".into(),
         default_graces: false,
     };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    server::demo::fixture::write_console_campaign(&root, &f).unwrap();
     let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
     std::fs::write(root.join("campaign.toml"), format!("{toml}[budget]\npoll_s = 0.5\n[stall]\nafter_s = 2.0\n"))
         .unwrap();
@@ -241,7 +241,7 @@ fn what_was_counted_outlives_the_batch_and_a_model_priced_per_kind_is_predicted(
          for i in 2 3; do printf '%s\\n' '{line}' >> {{out}}/progress.jsonl; sleep 0.05; done; \
          printf '{{{{\"score\": 1}}}}' > {{out}}/result.json"
     );
-    let f = server::fixture::ConsoleFixture {
+    let f = server::demo::fixture::ConsoleFixture {
         name: "counted test".into(),
         command: vec!["sh".into(), "-c".into(), script],
         parallel: 2,
@@ -249,7 +249,7 @@ fn what_was_counted_outlives_the_batch_and_a_model_priced_per_kind_is_predicted(
             .into(),
         default_graces: false,
     };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    server::demo::fixture::write_console_campaign(&root, &f).unwrap();
     let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
     std::fs::write(root.join("campaign.toml"), format!("{toml}[budget]\ndaily_max_cost = 20.0\n")).unwrap();
     let data = tmp.path().join("data");

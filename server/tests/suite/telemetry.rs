@@ -87,14 +87,14 @@ fn campaign_on(tmp: &Path, endpoint: &str) -> PathBuf {
          \"$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\" >> {out}/progress.jsonl; i=$((i+1)); sleep 0.1; done; \
          echo '{{\"score\": 1}}' > {out}/result.json"
         .to_owned();
-    let f = server::fixture::ConsoleFixture {
+    let f = server::demo::fixture::ConsoleFixture {
         name: "telemetry test".into(),
         command: vec!["sh".into(), "-c".into(), script],
         parallel: 2,
         models: String::new(),
         default_graces: false,
     };
-    server::fixture::write_console_campaign(&root, &f).unwrap();
+    server::demo::fixture::write_console_campaign(&root, &f).unwrap();
     let toml = std::fs::read_to_string(root.join("campaign.toml")).unwrap();
     let toml =
         toml.replace("url = \"http://127.0.0.1:9/v1\"", &format!("url = \"http://{endpoint}/v1\"\nmax_waiting = 4"));

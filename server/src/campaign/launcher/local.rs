@@ -16,7 +16,7 @@ use runboard::live::Observation;
 use runboard::runsets::{UnitEnd, UnitHandle, UnitRecord};
 
 use super::{Launcher, Stopped, UnitRequest};
-use crate::fsread::process_start;
+use crate::files::fsread::process_start;
 
 /// The local supervising launcher (the default).
 pub struct LocalLauncher {
@@ -54,7 +54,7 @@ fn is_zombie(pid: u32) -> bool {
 }
 
 pub(super) fn read_record(path: &Path) -> Option<UnitRecord> {
-    let bytes = crate::fsread::read_regular(path).ok()?;
+    let bytes = crate::files::fsread::read_regular(path).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -169,11 +169,11 @@ pub async fn supervise(record: PathBuf, log: PathBuf, grace: Duration, command: 
     rec.handle = UnitHandle::Local { pid: Some(me), pid_start: process_start(me), driver_pid: None };
     let save = |rec: &UnitRecord| {
         if let Ok(bytes) = serde_json::to_vec_pretty(rec) {
-            let _ = crate::atomic::write_atomic(&record, &bytes);
+            let _ = crate::files::atomic::write_atomic(&record, &bytes);
         }
     };
     let end = |mut rec: UnitRecord, code: Option<i32>, result: &str| {
-        rec.end = Some(UnitEnd { at: crate::clock::now(), exit_status: code, result: result.to_owned() });
+        rec.end = Some(UnitEnd { at: crate::system::clock::now(), exit_status: code, result: result.to_owned() });
         save(&rec);
     };
     let opened = log

@@ -109,7 +109,7 @@ impl<L: Launcher + ?Sized> Launcher for &L {
 /// The first record of a unit, before its backend says more.
 pub fn first_record(req: &UnitRequest, backend: LauncherKind) -> UnitRecord {
     let mut rec =
-        UnitRecord::new(&req.unit, backend, &req.run_set, &req.spec, req.command.clone(), crate::clock::now());
+        UnitRecord::new(&req.unit, backend, &req.run_set, &req.spec, req.command.clone(), crate::system::clock::now());
     rec.log = Some(req.log.clone());
     rec
 }
@@ -120,7 +120,7 @@ pub fn write_record(path: &Path, rec: &UnitRecord) -> Result<(), String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let bytes = serde_json::to_vec_pretty(rec).map_err(|e| e.to_string())?;
-    crate::atomic::write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))
+    crate::files::atomic::write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Why an ended unit failed: its launcher's exit status and result, and the
@@ -137,8 +137,11 @@ pub fn failure_of(rec: &UnitRecord, obs: &Observation, tail: &[String]) -> UnitF
 pub fn ended(rec: &UnitRecord, obs: &Observation) -> Option<UnitRecord> {
     let Observation::Finished { exit_status, result, at } = obs else { return None };
     let mut r = rec.clone();
-    r.end =
-        Some(UnitEnd { at: at.unwrap_or_else(crate::clock::now), exit_status: *exit_status, result: result.clone() });
+    r.end = Some(UnitEnd {
+        at: at.unwrap_or_else(crate::system::clock::now),
+        exit_status: *exit_status,
+        result: result.clone(),
+    });
     Some(r)
 }
 

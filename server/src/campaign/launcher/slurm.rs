@@ -26,7 +26,7 @@ use runboard::live::Observation;
 use runboard::runsets::{UnitHandle, UnitRecord};
 
 use super::{Launcher, Stopped, UnitRequest};
-use crate::command::{run_bounded, why};
+use crate::system::command::{run_bounded, why};
 
 /// How long `sbatch` may take.
 pub const SUBMIT_LIMIT: Duration = Duration::from_secs(60);

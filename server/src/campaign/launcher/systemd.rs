@@ -412,7 +412,7 @@ impl Launcher for SystemdLauncher<'_> {
         if let Some(dir) = &self.journal_dir {
             args.extend(["-D".into(), dir.clone()]);
         }
-        match crate::command::run_bounded("journalctl", &args, None, JOURNAL_LIMIT) {
+        match crate::system::command::run_bounded("journalctl", &args, None, JOURNAL_LIMIT) {
             Ok(out) if out.status.success() => {
                 let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
                     .lines()
@@ -425,7 +425,9 @@ impl Launcher for SystemdLauncher<'_> {
                     lines
                 }
             }
-            Ok(out) => vec![format!("(its journal could not be read: {})", crate::command::why("journalctl", &out))],
+            Ok(out) => {
+                vec![format!("(its journal could not be read: {})", crate::system::command::why("journalctl", &out))]
+            }
             Err(e) => vec![format!("(its journal could not be read: journalctl: {e})")],
         }
     }

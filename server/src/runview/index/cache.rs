@@ -16,7 +16,7 @@ use runboard::runview::records::{Snapshot, StateFile};
 use runboard::runview::summary::EventsTail;
 use runboard::runview::{summarise, FileStamp, ListInputs, ProcessCheck, RunRow, RunVersion};
 
-use crate::fsread::{read_tail, stamp_time};
+use crate::files::fsread::{read_tail, stamp_time};
 
 use super::lister::list_of;
 use super::*;
@@ -58,7 +58,7 @@ impl RunIndex {
     /// The parsed runs a list cache file holds for this root (empty when none).
     pub(super) fn load_list_cache(&self) -> HashMap<PathBuf, Parsed> {
         let Some(file) = &self.list_cache else { return HashMap::new() };
-        let bytes = match crate::fsread::read_regular_up_to(file, LIST_CACHE_MAX) {
+        let bytes = match crate::files::fsread::read_regular_up_to(file, LIST_CACHE_MAX) {
             Ok(b) => b,
             Err(e) => {
                 if file.exists() {
@@ -105,9 +105,9 @@ impl RunIndex {
                 // The data folder is its user's alone: the cache lists every
                 // run's path and what its snapshot says.
                 if let Some(dir) = file.parent() {
-                    crate::atomic::create_private_dir(dir)?;
+                    crate::files::atomic::create_private_dir(dir)?;
                 }
-                crate::atomic::write_atomic(&file, &bytes)
+                crate::files::atomic::write_atomic(&file, &bytes)
             });
             if let Err(e) = written {
                 tracing::warn!("list cache {}: not written: {e}", file.display());
@@ -143,8 +143,8 @@ impl RunIndex {
         let rows = par_io_map(&entries, |(d, p)| self.row(d, p));
         drop(entries);
         drop(cache);
-        let saved = std::fs::metadata(file).ok().map(|md| stamp_time(&crate::fsread::stamp_of_metadata(&md)));
-        let list = list_of(rows, Vec::new(), Some(saved.unwrap_or_else(crate::clock::now)));
+        let saved = std::fs::metadata(file).ok().map(|md| stamp_time(&crate::files::fsread::stamp_of_metadata(&md)));
+        let list = list_of(rows, Vec::new(), Some(saved.unwrap_or_else(crate::system::clock::now)));
         tracing::info!(
             "run list: {} runs answered from the list cache, read in {:.2} s",
             list.runs.len(),

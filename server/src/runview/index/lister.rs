@@ -59,7 +59,7 @@ pub(super) fn list_of(
         version.push_str("-from-cache");
     }
     sort_latest_first(&mut rows);
-    RunList { runs: rows, skipped, version, generated_at: crate::clock::now(), from_cache }
+    RunList { runs: rows, skipped, version, generated_at: crate::system::clock::now(), from_cache }
 }
 
 /// Whether the watch's `changes` (since a list last walked at `walked`) call
@@ -272,7 +272,13 @@ impl RunIndex {
             }
         };
         let every = || Duration::from_millis(250);
-        crate::periodic::every(stop, "the run list's safety-net walk", crate::periodic::First::Now, every, look);
+        crate::system::periodic::every(
+            stop,
+            "the run list's safety-net walk",
+            crate::system::periodic::First::Now,
+            every,
+            look,
+        );
         self.kept.store(false, Ordering::SeqCst);
     }
 
@@ -323,7 +329,11 @@ impl RunIndex {
         let by_path: HashMap<String, PathBuf> = rows.iter().map(|r| r.path.clone()).zip(dirs).collect();
         sort_latest_first(&mut rows);
         let dirs = rows.iter().filter_map(|r| by_path.get(&r.path).cloned()).collect();
-        (RunList { runs: rows, skipped, version, generated_at: crate::clock::now(), from_cache: None }, dirs, folders)
+        (
+            RunList { runs: rows, skipped, version, generated_at: crate::system::clock::now(), from_cache: None },
+            dirs,
+            folders,
+        )
     }
 
     /// The version of the whole list, from `stat` alone: with a watch, only the

@@ -60,7 +60,7 @@ use std::time::Instant;
 use runboard::runview::files::{self, VERSIONED};
 use runboard::runview::{FileStamp, RunVersion, SkippedFolder};
 
-use crate::fsread::{stamp_of, ProcessProbe, Within};
+use crate::files::fsread::{stamp_of, ProcessProbe, Within};
 
 mod cache;
 mod lister;

@@ -19,7 +19,7 @@ use runboard::auto::AutoEvent;
 use runboard::campaign::CampaignConfig;
 use serde_json::Value;
 
-use crate::auto_state;
+use crate::auto::auto_state;
 use crate::campaign::Campaign;
 
 /// How long the notification hook may run.
@@ -35,9 +35,9 @@ pub fn deliver(root: &Path, cfg: &CampaignConfig, body: &Value) -> Vec<String> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut failed = Vec::new();
     if let Some((program, args)) = cfg.hooks.notify.as_ref().and_then(|n| n.split_first()) {
-        match crate::command::run_bounded_with_input(program, args, Some(root), &bytes, HOOK_TIMEOUT) {
+        match crate::system::command::run_bounded_with_input(program, args, Some(root), &bytes, HOOK_TIMEOUT) {
             Ok(out) if out.status.success() => {}
-            Ok(out) => failed.push(format!("the hook: {}", crate::command::why(program, &out))),
+            Ok(out) => failed.push(format!("the hook: {}", crate::system::command::why(program, &out))),
             Err(why) => failed.push(format!("the hook: {why}")),
         }
     }
@@ -52,8 +52,8 @@ pub fn deliver(root: &Path, cfg: &CampaignConfig, body: &Value) -> Vec<String> {
     }
     // The last delivery, for the Overview: a failure stays shown until one
     // succeeds.
-    let last = LastDelivery { at: crate::clock::now(), event: kind, failed: failed.clone() };
-    if let Err(e) = crate::atomic::write_json(&root.join(LAST_FILE), &last) {
+    let last = LastDelivery { at: crate::system::clock::now(), event: kind, failed: failed.clone() };
+    if let Err(e) = crate::files::atomic::write_json(&root.join(LAST_FILE), &last) {
         tracing::warn!("writing {LAST_FILE}: {e}");
     }
     failed
@@ -73,7 +73,7 @@ pub struct LastDelivery {
 
 /// The last delivery, if it failed.
 pub fn last_failure(root: &Path) -> Option<LastDelivery> {
-    let bytes = crate::fsread::read_regular(&root.join(LAST_FILE)).ok()?;
+    let bytes = crate::files::fsread::read_regular(&root.join(LAST_FILE)).ok()?;
     serde_json::from_slice::<LastDelivery>(&bytes).ok().filter(|l| !l.failed.is_empty())
 }
 

@@ -16,7 +16,7 @@ pub const LOG_FILE: &str = "auto/log.jsonl";
 
 /// Appends one event, happening now, to the event log.
 pub fn log_now(root: &Path, event: AutoEvent) -> std::io::Result<()> {
-    log_event_at(root, &LogEvent { at: crate::clock::now(), event })
+    log_event_at(root, &LogEvent { at: crate::system::clock::now(), event })
 }
 
 /// Appends one event (as the tick made it, its own time) to the log.
@@ -29,7 +29,7 @@ pub fn log_event_at(root: &Path, event: &LogEvent) -> std::io::Result<()> {
 
 /// Loads the state file (repaired when it must be; never fails).
 pub fn load(root: &Path) -> runboard::auto::Loaded {
-    let bytes = crate::fsread::read_regular(&root.join(STATE_FILE)).ok();
+    let bytes = crate::files::fsread::read_regular(&root.join(STATE_FILE)).ok();
     let loaded = runboard::auto::load(bytes.as_deref());
     for r in &loaded.repaired {
         tracing::warn!("{STATE_FILE}: {r}");
@@ -56,8 +56,8 @@ pub fn save(root: &Path, state: &runboard::auto::AutoState) -> std::io::Result<(
     fs::create_dir_all(root.join("auto"))?;
     let bytes = serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?;
     let path = root.join(STATE_FILE);
-    crate::atomic::write_atomic(&path, &bytes)?;
-    crate::atomic::sweep_stale_temps(&path);
+    crate::files::atomic::write_atomic(&path, &bytes)?;
+    crate::files::atomic::sweep_stale_temps(&path);
     Ok(())
 }
 
@@ -70,7 +70,7 @@ pub fn save_loop(root: &Path, until: u64) -> anyhow::Result<()> {
     let mut n = state.last_decision.as_ref().and_then(saves).unwrap_or(0);
     while n < until {
         n += 1;
-        state.last_decision = Some(Decision { at: crate::clock::now(), verdict: format!("save {n}") });
+        state.last_decision = Some(Decision { at: crate::system::clock::now(), verdict: format!("save {n}") });
         // Something of size in it, so a torn write would show.
         state.settings = json!({ "label_prefix": format!("save-{n}"), "models": vec!["m"; (n % 50) as usize] });
         save(root, &state)?;
@@ -83,7 +83,7 @@ pub fn save_loop(root: &Path, until: u64) -> anyhow::Result<()> {
 /// state saved. Returns whether auto mode was on (or finishing) before.
 pub fn turn_off(root: &Path, reason: &str) -> std::io::Result<bool> {
     let mut state = load_to_save(root);
-    let (was_on, event) = state.turn_off(reason, crate::clock::now());
+    let (was_on, event) = state.turn_off(reason, crate::system::clock::now());
     log_event_at(root, &event)?;
     state.remember(event);
     save(root, &state)?;

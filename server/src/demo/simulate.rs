@@ -13,7 +13,7 @@ use std::time::Duration;
 use runboard::runview::files;
 use serde_json::{json, Value};
 
-use crate::atomic::write_atomic;
+use crate::files::atomic::write_atomic;
 
 /// What to simulate.
 #[derive(Debug, Clone)]
@@ -151,7 +151,7 @@ impl Rng {
 }
 
 fn now() -> String {
-    crate::clock::now().to_rfc3339()
+    crate::system::clock::now().to_rfc3339()
 }
 
 struct Writer {

@@ -42,7 +42,8 @@ pub fn hash(token: &str) -> String {
 /// flag says it was made now.
 pub fn console_token(data: &Path) -> anyhow::Result<(String, bool)> {
     use anyhow::Context;
-    crate::atomic::create_private_dir(data).with_context(|| format!("making the data folder {}", data.display()))?;
+    crate::files::atomic::create_private_dir(data)
+        .with_context(|| format!("making the data folder {}", data.display()))?;
     let path = data.join(TOKEN_FILE);
     match read_private(&path) {
         Ok(text) => {
@@ -102,9 +103,9 @@ pub fn book(data: &Path) -> anyhow::Result<TokenBook> {
 }
 
 fn save_book(data: &Path, book: &TokenBook) -> anyhow::Result<()> {
-    crate::atomic::create_private_dir(data)?;
+    crate::files::atomic::create_private_dir(data)?;
     let bytes = serde_json::to_vec_pretty(book)?;
-    crate::atomic::write_private(&data.join(TOKENS_FILE), &bytes)?;
+    crate::files::atomic::write_private(&data.join(TOKENS_FILE), &bytes)?;
     Ok(())
 }
 
@@ -113,7 +114,7 @@ fn save_book(data: &Path, book: &TokenBook) -> anyhow::Result<()> {
 pub fn add(data: &Path, name: &str, role: Role) -> anyhow::Result<String> {
     let mut book = book(data)?;
     let token = random_hex(32)?;
-    let entry = TokenEntry { name: name.to_owned(), role, sha256: hash(&token), created: crate::clock::now() };
+    let entry = TokenEntry { name: name.to_owned(), role, sha256: hash(&token), created: crate::system::clock::now() };
     book.add(entry).map_err(anyhow::Error::msg)?;
     save_book(data, &book)?;
     Ok(token)
@@ -139,7 +140,7 @@ pub struct Started {
 }
 
 pub fn note_started(data: &Path, started: &Started) -> io::Result<()> {
-    crate::atomic::write_private(&data.join(CONSOLE_FILE), &serde_json::to_vec_pretty(started)?)
+    crate::files::atomic::write_private(&data.join(CONSOLE_FILE), &serde_json::to_vec_pretty(started)?)
 }
 
 /// Forgets the console `pid` started (when it was the one last noted).
@@ -154,7 +155,7 @@ pub fn forget_started(data: &Path, pid: u32) {
 pub fn last_started(data: &Path) -> Option<Started> {
     let text = read_private(&data.join(CONSOLE_FILE)).ok()?;
     let started: Started = serde_json::from_str(&text).ok()?;
-    crate::atomic::writer_alive(started.pid).then_some(started)
+    crate::files::atomic::writer_alive(started.pid).then_some(started)
 }
 
 /// `runboard token …`: the named tokens of a data folder.
@@ -191,7 +192,7 @@ pub enum TokenCommand {
 pub fn run(cmd: TokenCommand, json: bool) -> anyhow::Result<()> {
     match cmd {
         TokenCommand::Add { name, view, operate: _, data_dir } => {
-            let data = crate::data_folder::locate(data_dir.as_deref())?;
+            let data = crate::files::data_folder::locate(data_dir.as_deref())?;
             let role = if view { Role::View } else { Role::Operate };
             let token = add(&data, &name, role)?;
             println!("{token}");
@@ -201,7 +202,7 @@ pub fn run(cmd: TokenCommand, json: bool) -> anyhow::Result<()> {
             );
         }
         TokenCommand::List { data_dir } => {
-            let data = crate::data_folder::locate(data_dir.as_deref())?;
+            let data = crate::files::data_folder::locate(data_dir.as_deref())?;
             let book = book(&data)?;
             if json {
                 let rows: Vec<_> = book
@@ -219,7 +220,7 @@ pub fn run(cmd: TokenCommand, json: bool) -> anyhow::Result<()> {
             }
         }
         TokenCommand::Revoke { name, data_dir } => {
-            let data = crate::data_folder::locate(data_dir.as_deref())?;
+            let data = crate::files::data_folder::locate(data_dir.as_deref())?;
             let gone = revoke(&data, &name)?;
             println!("revoked {} ({}): refused from the next request on", gone.name, gone.role);
         }
@@ -230,7 +231,7 @@ pub fn run(cmd: TokenCommand, json: bool) -> anyhow::Result<()> {
 /// `runboard open`: the address of the console last started from the data
 /// folder, with its token; `browser` hands it to the desktop's opener.
 pub fn open(data_dir: Option<&Path>, browser: bool) -> anyhow::Result<()> {
-    let data = crate::data_folder::locate(data_dir)?;
+    let data = crate::files::data_folder::locate(data_dir)?;
     let Some(started) = last_started(&data) else {
         anyhow::bail!(
             "no console started from {} is running; start one with `runboard serve` (it prints the address too)",

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use leptos::config::LeptosOptions;
 
 /// `Leptos.toml` at the workspace root, as it was when this binary was built.
-pub const LEPTOS_TOML: &str = include_str!("../../Leptos.toml");
+pub const LEPTOS_TOML: &str = include_str!("../../../Leptos.toml");
 
 /// Site options with an absolute site root. `site_root` (from `--site-root`) wins,
 /// then `LEPTOS_SITE_ROOT`, then the `site` folder beside the binary's target
@@ -54,7 +54,7 @@ mod tests {
     fn leptos_toml_agrees_with_the_workspace_metadata() {
         let file: toml::Value = toml::from_str(LEPTOS_TOML).unwrap();
         let file = &file["package"]["metadata"]["leptos"];
-        let cargo: toml::Value = toml::from_str(include_str!("../../Cargo.toml")).unwrap();
+        let cargo: toml::Value = toml::from_str(include_str!("../../../Cargo.toml")).unwrap();
         let meta = &cargo["workspace"]["metadata"]["leptos"][0];
         for key in ["output-name", "site-root", "site-pkg-dir", "site-addr", "reload-port"] {
             assert_eq!(file.get(key), meta.get(key), "{key} differs between Leptos.toml and Cargo.toml");

@@ -74,7 +74,9 @@ impl StaticFiles {
         let mut res = if if_none_match(headers, &etag) {
             StatusCode::NOT_MODIFIED.into_response()
         } else {
-            let Ok(bytes) = crate::fsread::read_regular(file) else { return StatusCode::NOT_FOUND.into_response() };
+            let Ok(bytes) = crate::files::fsread::read_regular(file) else {
+                return StatusCode::NOT_FOUND.into_response();
+            };
             // The type is the original's (`x.wasm`, not `x.wasm.br`).
             let mime = mime_guess::from_path(path).first_or_octet_stream();
             let mut r = Body::from(bytes).into_response();
@@ -106,7 +108,7 @@ impl StaticFiles {
                 return Some(tag.clone());
             }
         }
-        let bytes = crate::fsread::read_regular(path).ok()?;
+        let bytes = crate::files::fsread::read_regular(path).ok()?;
         let tag = format!("\"{:x}-{:016x}\"", bytes.len(), runboard::basics::hash::fnv1a(&bytes));
         self.etags.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf(), (len, mtime, tag.clone()));
         Some(tag)

@@ -19,7 +19,7 @@ use axum::response::Response;
 use runboard::access::audit::{self, AuditEntry, AuditPage, AuditQuery, Surface};
 use runboard::api::{ApiError, Method as OpMethod, OPERATIONS};
 
-use crate::fsread::Within;
+use crate::files::fsread::Within;
 
 /// The most of an audit log read for a page: its newest 64 MiB (some
 /// 200,000 lines; the first line of the part read may be cut, and is then
@@ -60,7 +60,7 @@ pub fn page(within: &Within, q: &AuditQuery) -> Result<AuditPage, ApiError> {
     }
     let unreadable = |e: String| ApiError::unreadable(format!("{}: {e}", audit::AUDIT_FILE));
     let (mut f, end) = within.open(&path).map_err(unreadable)?;
-    let (bytes, _) = crate::fsread::read_tail(&mut f, end, READ_MOST).map_err(|e| unreadable(e.to_string()))?;
+    let (bytes, _) = crate::files::fsread::read_tail(&mut f, end, READ_MOST).map_err(|e| unreadable(e.to_string()))?;
     let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     Ok(audit::page(&lines, &ask))
 }
@@ -103,11 +103,11 @@ pub async fn record(State(recorder): State<Recorder>, req: Request, next: Next) 
     let path = req.uri().path().to_owned();
     let (op, surface, params) = operation_of(&path);
     let (parts, body) = req.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, crate::error::MAX_BODY).await else {
-        let refused = crate::error::too_large();
+    let Ok(bytes) = axum::body::to_bytes(body, crate::web::error::MAX_BODY).await else {
+        let refused = crate::web::error::too_large();
         let entry = entry(op, serde_json::json!({}), by, from, surface, refused.status(), refused.error.clone());
         append(&recorder.root, &entry);
-        return axum::response::IntoResponse::into_response(crate::error::AppError(refused));
+        return axum::response::IntoResponse::into_response(crate::web::error::AppError(refused));
     };
     let mut args = audit::args_of(&bytes, surface == Surface::Page);
     if let (serde_json::Value::Object(m), false) = (&mut args, params.is_empty()) {
@@ -142,7 +142,7 @@ fn entry(
     status: u16,
     answer: String,
 ) -> AuditEntry {
-    AuditEntry { at: crate::clock::now(), op, args, by, from, surface, status, answer }
+    AuditEntry { at: crate::system::clock::now(), op, args, by, from, surface, status, answer }
 }
 
 /// What the HTTP recorder needs: the campaign root it writes under, and who
@@ -150,7 +150,7 @@ fn entry(
 #[derive(Clone)]
 pub struct Recorder {
     pub root: PathBuf,
-    pub access: crate::auth::Access,
+    pub access: crate::access::auth::Access,
 }
 
 /// The command line's record of one operation it asked: its input as sent

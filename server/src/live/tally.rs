@@ -52,15 +52,15 @@ impl CellReader {
     /// anything (or more of it was read).
     pub fn poll(
         &mut self,
-        within: &crate::fsread::Within,
+        within: &crate::files::fsread::Within,
         dir: &Path,
         task_gaps: &mut Vec<f64>,
         now: Timestamp,
     ) -> bool {
         let before = (self.last_write, self.tally.calls, self.progress, self.next_call);
         for (file, what) in WRITES {
-            if let Some(s) = crate::fsread::stamp_of(&dir.join(file)) {
-                let t = crate::fsread::stamp_time(&s);
+            if let Some(s) = crate::files::fsread::stamp_of(&dir.join(file)) {
+                let t = crate::files::fsread::stamp_time(&s);
                 if self.last_write.is_none_or(|(l, _)| t > l) {
                     self.last_write = Some((t, what));
                 }
@@ -84,7 +84,13 @@ impl CellReader {
         before != (self.last_write, self.tally.calls, self.progress, self.next_call)
     }
 
-    fn read_progress(&mut self, within: &crate::fsread::Within, path: &Path, gaps: &mut Vec<f64>, now: Timestamp) {
+    fn read_progress(
+        &mut self,
+        within: &crate::files::fsread::Within,
+        path: &Path,
+        gaps: &mut Vec<f64>,
+        now: Timestamp,
+    ) {
         let (mut file, len) = match within.open(path) {
             Ok(f) => f,
             Err(e) => return self.tally.problem(format!("{}: {e}", spend::PROGRESS_FILE)),
@@ -117,7 +123,7 @@ impl CellReader {
         self.progress = Some((id, offset + covered as u64));
     }
 
-    fn read_calls(&mut self, within: &crate::fsread::Within, calls: &Path, gaps: &mut Vec<f64>, now: Timestamp) {
+    fn read_calls(&mut self, within: &crate::files::fsread::Within, calls: &Path, gaps: &mut Vec<f64>, now: Timestamp) {
         let name = |n: u32| calls.join(format!("{n:04}.json"));
         // Numbered from 1 (or from 0, when a writer starts there).
         let mut n = self.next_call.unwrap_or_else(|| if name(0).exists() { 0 } else { 1 });
@@ -138,7 +144,7 @@ impl CellReader {
 /// Every call `dir` holds, read whole (its progress file to its last whole
 /// line, else every call file).
 pub fn read_cell(dir: &Path, now: Timestamp) -> CellReader {
-    let within = crate::fsread::Within::new(dir);
+    let within = crate::files::fsread::Within::new(dir);
     let mut reader = CellReader::default();
     let mut gaps = Vec::new();
     // Each poll reads a bounded part; a file is whole once a poll adds nothing.

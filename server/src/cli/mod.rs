@@ -17,6 +17,8 @@
 //!
 //! A refusal prints every reason and exits 2; any other failure exits 1.
 
+pub mod init;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -252,7 +254,7 @@ pub fn run(cmd: ConsoleCommand, at: &Place) -> ExitCode {
         ConsoleCommand::Publish { status: true } => ask::<op::publish_status>(&console, Nothing {}, json),
         ConsoleCommand::Publish { status: false } => {
             let pushed = publish(&console, json);
-            crate::notify::say_now(console.campaign());
+            crate::live::notify::say_now(console.campaign());
             return match pushed {
                 Ok((text, true)) => finish(Ok(text), json),
                 // The push ran and failed: its words and output on stderr, exit 1.
@@ -274,7 +276,7 @@ pub fn run(cmd: ConsoleCommand, at: &Place) -> ExitCode {
     };
     if changes {
         // No server may be running to say it: the batch events now.
-        crate::notify::say_now(console.campaign());
+        crate::live::notify::say_now(console.campaign());
     }
     finish(answered, json)
 }
@@ -428,7 +430,7 @@ fn call<O: Operation>(console: &LocalConsole, input: O::Input) -> Result<O::Outp
     }
     let args = serde_json::to_value(&input).unwrap_or_default();
     let answered = O::call(console, input);
-    crate::audit::cli_line(&console.root(), O::NAME, args, answered.as_ref().map(|_| O::STATUS));
+    crate::access::audit::cli_line(&console.root(), O::NAME, args, answered.as_ref().map(|_| O::STATUS));
     answered
 }
 

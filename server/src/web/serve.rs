@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::auth::Access;
+use crate::access::auth::Access;
 use crate::console::LocalConsole;
-use crate::http::{app, AppState};
+use crate::web::http::{app, AppState};
 
 /// `runboard serve`'s options: the command line's flags, parsed by clap.
 #[derive(Debug, Clone, clap::Args)]
@@ -83,7 +83,7 @@ pub fn parse_host(host: &str) -> anyhow::Result<IpAddr> {
 pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // Every option is checked before anything is opened, prepared or said.
     let (ip, limits) = checked(&opts)?;
-    let leptos = crate::site::options(opts.site_root.as_deref())?;
+    let leptos = crate::web::site::options(opts.site_root.as_deref())?;
     if let Some(root) = &opts.root {
         anyhow::ensure!(root.is_dir(), "campaign root {} does not exist or is not a folder", root.display());
     }
@@ -102,7 +102,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     let serving = match &opts.root {
         Some(root) => Serving::Campaign(root.clone()),
         None => {
-            let data = crate::data_folder::locate(opts.data_dir.as_deref())?;
+            let data = crate::files::data_folder::locate(opts.data_dir.as_deref())?;
             let lease = crate::demo::DemoLease::claim(&data)?;
             Serving::Demo { data, lease }
         }
@@ -118,7 +118,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // What the run list parsed is kept in the data folder between starts (a
     // restarted server opens only the files that changed); without a data
     // folder the list works the same, only a first list after a start is slower.
-    if let Ok(data) = crate::data_folder::locate(opts.data_dir.as_deref()) {
+    if let Ok(data) = crate::files::data_folder::locate(opts.data_dir.as_deref()) {
         let key = runboard::basics::hash::fnv1a(console.root().as_os_str().as_encoded_bytes());
         console = console.with_list_cache(data.join("list-cache").join(format!("{key:016x}.json")));
     }
@@ -145,8 +145,8 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     }
 
     let local = listener.local_addr()?;
-    let hosts = crate::auth::AllowedHosts::new(ip, &opts.allow_hosts);
-    let data = crate::data_folder::locate(opts.data_dir.as_deref()).ok();
+    let hosts = crate::access::auth::AllowedHosts::new(ip, &opts.allow_hosts);
+    let data = crate::files::data_folder::locate(opts.data_dir.as_deref()).ok();
     let (access, signed) = access(&opts, data.as_deref(), hosts)?;
     let state = AppState::new(leptos, console.clone(), access);
     let shutdown = state.shutdown.clone();
@@ -156,7 +156,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // from here on (before the address is printed).
     {
         let shutdown = shutdown.clone();
-        let signals = crate::signals::Terminated::register();
+        let signals = crate::system::signals::Terminated::register();
         tokio::spawn(async move {
             signals.wait().await;
             shutdown.cancel();
@@ -170,19 +170,19 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     println!("runboard: serving {} ({}) at {url}", if demo { "the demo campaign" } else { "campaign" }, root.display());
     say_how_to_open(&url, &signed);
     if let Some(data) = &data {
-        let started = crate::tokens::Started {
+        let started = crate::access::tokens::Started {
             url: url.clone(),
             root: root.clone(),
             pid: std::process::id(),
             token_given: matches!(signed, Signed::Given),
         };
-        if let Err(e) = crate::tokens::note_started(data, &started) {
+        if let Err(e) = crate::access::tokens::note_started(data, &started) {
             eprintln!("runboard: noting the console for `runboard open` in {}: {e}", data.display());
         }
     }
-    crate::listen::serve(listener, app(state), limits, shutdown.clone()).await;
+    crate::web::listen::serve(listener, app(state), limits, shutdown.clone()).await;
     if let Some(data) = &data {
-        crate::tokens::forget_started(data, std::process::id());
+        crate::access::tokens::forget_started(data, std::process::id());
     }
     auto_stop.store(true, Ordering::Relaxed);
     if let Some(w) = writer {
@@ -201,9 +201,9 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
 
 /// The options, each checked, before anything is opened: the address to
 /// bind and the connection limits.
-fn checked(opts: &ServeOptions) -> anyhow::Result<(std::net::IpAddr, crate::listen::Limits)> {
+fn checked(opts: &ServeOptions) -> anyhow::Result<(std::net::IpAddr, crate::web::listen::Limits)> {
     let ip = parse_host(&opts.host)?;
-    let mut limits = crate::listen::Limits::standard();
+    let mut limits = crate::web::listen::Limits::standard();
     if let Some(s) = opts.header_timeout_s {
         anyhow::ensure!(s > 0.0 && s <= 3600.0, "--header-timeout {s} must be more than 0 and at most 3600 seconds");
         limits.header_read = Duration::from_secs_f64(s);
@@ -252,7 +252,7 @@ enum Signed {
 fn access(
     opts: &ServeOptions,
     data: Option<&std::path::Path>,
-    hosts: crate::auth::AllowedHosts,
+    hosts: crate::access::auth::AllowedHosts,
 ) -> anyhow::Result<(Access, Signed)> {
     if opts.no_token {
         return Ok((Access::open(hosts), Signed::Nobody));
@@ -263,10 +263,10 @@ fn access(
     }
     let (token, made, kept) = match data {
         Some(d) => {
-            let (token, made) = crate::tokens::console_token(d)?;
-            (token, made, Some(d.join(crate::tokens::TOKEN_FILE)))
+            let (token, made) = crate::access::tokens::console_token(d)?;
+            (token, made, Some(d.join(crate::access::tokens::TOKEN_FILE)))
         }
-        None => (crate::tokens::random_hex(32)?, true, None),
+        None => (crate::access::tokens::random_hex(32)?, true, None),
     };
     Ok((Access::with_token(token.clone(), book, hosts), Signed::Folder { token, made, kept }))
 }
@@ -308,9 +308,16 @@ fn start_threads(
 ) -> anyhow::Result<()> {
     if let Some(every) = auto_tick {
         let c = console.clone();
-        let pass = move || crate::autopilot::loop_pass(c.campaign());
-        let first = crate::periodic::First::AfterOnePeriod;
-        crate::periodic::spawn("runboard-autopilot", "the autopilot's loop", stop.clone(), first, move || every, pass);
+        let pass = move || crate::auto::autopilot::loop_pass(c.campaign());
+        let first = crate::system::periodic::First::AfterOnePeriod;
+        crate::system::periodic::spawn(
+            "runboard-autopilot",
+            "the autopilot's loop",
+            stop.clone(),
+            first,
+            move || every,
+            pass,
+        );
     }
     // The run list: answered from the list cache at once while one walk
     // checks it, and kept current from then on (`RunIndex::keep_current`).
@@ -320,7 +327,7 @@ fn start_threads(
         .spawn(move || c.runs().keep_current(&list_stop))
         .map_err(|e| anyhow::anyhow!("starting the run list's thread: {e}"))?;
     // The spend guard (caps and stalls), whether or not auto mode is on.
-    crate::guard::spawn(console.clone(), stop.clone());
+    crate::live::guard::spawn(console.clone(), stop.clone());
     Ok(())
 }
 
@@ -342,9 +349,9 @@ fn watch_idle(minutes: f64, state: &AppState, ended: std::sync::Arc<std::sync::M
             // An open stream (a page following a run, the list or the
             // live state) is a reader: the server stays.
             if open_streams.load(Ordering::Relaxed) > 0 {
-                last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
+                last_request.store(crate::system::clock::now().millis(), Ordering::Relaxed);
             }
-            let quiet = crate::clock::now().millis() - last_request.load(Ordering::Relaxed);
+            let quiet = crate::system::clock::now().millis() - last_request.load(Ordering::Relaxed);
             if quiet >= idle_ms {
                 eprintln!("runboard: no request for {minutes} min; exiting (--idle-minutes)");
                 *ended.lock().unwrap_or_else(|p| p.into_inner()) = Ended::Idle;

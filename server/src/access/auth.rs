@@ -4,7 +4,7 @@
 //! `--no-token`, on purpose and said loudly): as `Authorization: Bearer
 //! <token>` or in the `runboard_token` cookie, which opening `/?token=<token>`
 //! sets (the token then leaves the address bar). The tokens are the console
-//! token (its user's own, `server::tokens`) and the named tokens of the data
+//! token (its user's own, `server::access::tokens`) and the named tokens of the data
 //! folder's book, read at each request that carries one, so a revoked token is
 //! refused at once. A viewer's token is refused, in words (403), anything but
 //! a read. Independently, a state-changing request (anything but
@@ -107,8 +107,8 @@ impl Keys {
         let Some(data) = &self.book else { return Caller::Stranger };
         // A book that cannot be read accepts no named token (the console
         // token still works); `runboard token list` says what is wrong.
-        let Ok(book) = crate::tokens::book(data) else { return Caller::Stranger };
-        match book.find(&crate::tokens::hash(token)) {
+        let Ok(book) = crate::access::tokens::book(data) else { return Caller::Stranger };
+        match book.find(&crate::access::tokens::hash(token)) {
             Some(t) => Caller::Token { name: t.name.clone(), role: t.role },
             None => Caller::Stranger,
         }

@@ -23,10 +23,10 @@ use runboard::live::logs::{LogChunk, LogQuery};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::assets::StaticFiles;
-use crate::auth::{self, Access};
+use crate::access::auth::{self, Access};
 use crate::console::LocalConsole;
-use crate::error::{too_large, AppError, MAX_BODY};
+use crate::web::assets::StaticFiles;
+use crate::web::error::{too_large, AppError, MAX_BODY};
 
 /// Everything a request handler may need.
 #[derive(Clone)]
@@ -46,7 +46,7 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// One version watcher per followed run (and one for the list), shared by
     /// every open stream.
-    pub watchers: crate::follow::Watchers,
+    pub watchers: crate::web::follow::Watchers,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -63,10 +63,10 @@ impl AppState {
             console: console.into(),
             assets,
             access,
-            last_request: Arc::new(AtomicI64::new(crate::clock::now().millis())),
+            last_request: Arc::new(AtomicI64::new(crate::system::clock::now().millis())),
             open_streams: Arc::default(),
             shutdown: CancellationToken::new(),
-            watchers: crate::follow::Watchers::default(),
+            watchers: crate::web::follow::Watchers::default(),
         }
     }
 }
@@ -108,8 +108,8 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.access.clone(), auth::guard))
         // Outside the guard: a control it refuses is recorded too.
         .layer(middleware::from_fn_with_state(
-            crate::audit::Recorder { root: state.console.root().to_path_buf(), access: state.access.clone() },
-            crate::audit::record,
+            crate::access::audit::Recorder { root: state.console.root().to_path_buf(), access: state.access.clone() },
+            crate::access::audit::record,
         ))
         .layer(middleware::from_fn_with_state(state.last_request.clone(), note_request))
         .with_state(state)
@@ -151,7 +151,7 @@ async fn sfn_status(req: Request, next: Next) -> Response {
 }
 
 async fn note_request(State(last): State<Arc<AtomicI64>>, req: Request, next: Next) -> Response {
-    last.store(crate::clock::now().millis(), Ordering::Relaxed);
+    last.store(crate::system::clock::now().millis(), Ordering::Relaxed);
     next.run(req).await
 }
 
@@ -254,7 +254,7 @@ fn input_of<O: Operation>(
 ) -> Result<O::Input, ApiError> {
     match O::METHOD {
         Method::Get => {
-            let path = serde_urlencoded::to_string(&params).map_err(|e| crate::error::internal(O::DOING, e))?;
+            let path = serde_urlencoded::to_string(&params).map_err(|e| crate::web::error::internal(O::DOING, e))?;
             let form = [path.as_str(), query].iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join("&");
             serde_urlencoded::from_str(&form).map_err(|e| {
                 ApiError::with_reasons(ErrorKind::BadQuery, vec![format!("the query string does not parse: {e}")])
@@ -309,7 +309,7 @@ fn version_events(
     version: impl Fn() -> Option<String> + Clone + Send + Sync + 'static,
 ) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
     struct Follow {
-        rx: tokio::sync::watch::Receiver<crate::follow::Seen>,
+        rx: tokio::sync::watch::Receiver<crate::web::follow::Seen>,
         /// The version this stream sent last.
         sent: Option<String>,
         done: bool,
@@ -341,7 +341,7 @@ fn version_events(
                     return Some((Ok(Event::default().event("gone").data("gone")), f));
                 }
                 Some(Some(v)) if f.sent.as_ref() != Some(&v) => {
-                    f.last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
+                    f.last_request.store(crate::system::clock::now().millis(), Ordering::Relaxed);
                     f.sent = Some(v.clone());
                     return Some((Ok(Event::default().event("version").data(v)), f));
                 }
@@ -462,7 +462,7 @@ async fn log_stream(
                 continue;
             }
             t.first = false;
-            t.last_request.store(crate::clock::now().millis(), Ordering::Relaxed);
+            t.last_request.store(crate::system::clock::now().millis(), Ordering::Relaxed);
             let data = serde_json::to_string(&chunk).unwrap_or_default();
             let mut event = Event::default().event("chunk").data(data);
             if !chunk.next.is_empty() {

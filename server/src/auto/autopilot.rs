@@ -17,7 +17,7 @@ use runboard::auto::{AutoEvent, AutoState, LogEvent, Mode};
 use runboard::console::launch::LaunchRequest;
 use serde_json::Value;
 
-use crate::auto_state;
+use crate::auto::auto_state;
 use crate::campaign::Campaign;
 
 /// The default tick interval.
@@ -70,7 +70,7 @@ fn plan(campaign: &Campaign) -> Result<Plan, ApiError> {
     let cfg = campaign.config()?;
     let made = campaign.coverage();
     let (matrix, coverage, _) = &*made;
-    let now = crate::clock::now();
+    let now = crate::system::clock::now();
     let outcomes = campaign.every_outcome()?;
     let observed = Observed {
         now,
@@ -127,7 +127,7 @@ fn apply(campaign: &Campaign, plan: Plan, lock: crate::campaign::CampaignLock) -
                 }
             }
         };
-        events.extend(record_launch(&mut next, planned, &result, crate::clock::now()));
+        events.extend(record_launch(&mut next, planned, &result, crate::system::clock::now()));
     }
     // A hold that has lasted longer than the settings say is announced once.
     let notify_after = next.settings_read().hold_notify_minutes;
@@ -144,7 +144,7 @@ fn apply(campaign: &Campaign, plan: Plan, lock: crate::campaign::CampaignLock) -
         remember(&root, &mut next, e.clone());
     }
     if next != state {
-        auto_state::save(&root, &next).map_err(|e| crate::error::internal("saving auto/state.json", e))?;
+        auto_state::save(&root, &next).map_err(|e| crate::web::error::internal("saving auto/state.json", e))?;
     }
     drop(lock);
     notify(&root, &cfg, &events);
@@ -159,7 +159,7 @@ fn notify(root: &Path, cfg: &runboard::campaign::CampaignConfig, events: &[LogEv
     for e in events.iter().filter(|e| e.event.notified()) {
         let mut body = serde_json::to_value(e).unwrap_or_default();
         body["words"] = e.event.words().into();
-        crate::notify::deliver(root, cfg, &body);
+        crate::live::notify::deliver(root, cfg, &body);
     }
 }
 
@@ -172,7 +172,7 @@ pub fn loop_pass(campaign: &Campaign) {
     if auto_state::load(&root).state.mode == Mode::Off {
         return;
     }
-    let failure = match crate::periodic::guarded("an autopilot tick", || run_tick(campaign)) {
+    let failure = match crate::system::periodic::guarded("an autopilot tick", || run_tick(campaign)) {
         Ok(Ok(_)) => None,
         Ok(Err(e)) => Some(e.to_string()),
         Err(panic) => Some(panic),
@@ -189,7 +189,7 @@ pub fn set_mode(campaign: &Campaign, mode: Mode) -> Result<AutoState, ApiError> 
     let _lock = campaign.lock()?;
     let mut state = auto_state::load_to_save(root);
     let was = state.mode;
-    let now = crate::clock::now();
+    let now = crate::system::clock::now();
     match mode {
         Mode::Off => {
             let (_, event) = state.turn_off("turned off by the operator", now);
@@ -208,7 +208,7 @@ pub fn set_mode(campaign: &Campaign, mode: Mode) -> Result<AutoState, ApiError> 
             remember(root, &mut state, event);
         }
     }
-    auto_state::save(root, &state).map_err(|e| crate::error::internal("saving auto/state.json", e))?;
+    auto_state::save(root, &state).map_err(|e| crate::web::error::internal("saving auto/state.json", e))?;
     Ok(state)
 }
 
@@ -222,9 +222,9 @@ pub fn save_settings(campaign: &Campaign, settings: Value) -> Result<AutoState, 
     let _lock = campaign.lock()?;
     let mut state = auto_state::load_to_save(root);
     state.settings = settings;
-    let event = LogEvent { at: crate::clock::now(), event: AutoEvent::SettingsSaved(state.settings.clone()) };
+    let event = LogEvent { at: crate::system::clock::now(), event: AutoEvent::SettingsSaved(state.settings.clone()) };
     remember(root, &mut state, event);
-    auto_state::save(root, &state).map_err(|e| crate::error::internal("saving auto/state.json", e))?;
+    auto_state::save(root, &state).map_err(|e| crate::web::error::internal("saving auto/state.json", e))?;
     Ok(state)
 }
 
@@ -235,7 +235,7 @@ pub fn view(campaign: &Campaign, tick_s: Option<f64>) -> Result<AutoView, ApiErr
     let state = auto_state::load(campaign.root()).state;
     let cfg = campaign.config()?;
     let made = campaign.coverage();
-    let now = crate::clock::now();
+    let now = crate::system::clock::now();
     let settings = runboard::auto::settings::validate(&state.settings, &cfg, &made.0);
     let problems = settings.as_ref().err().cloned().unwrap_or_default();
     let settings = settings.ok();

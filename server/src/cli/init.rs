@@ -24,7 +24,7 @@ pub enum Example {
 
 macro_rules! files {
     ($dir:literal: $($name:literal),+) => {
-        &[$(($name, include_str!(concat!("../../examples/", $dir, "/", $name)))),+]
+        &[$(($name, include_str!(concat!("../../../examples/", $dir, "/", $name)))),+]
     };
 }
 
