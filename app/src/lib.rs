@@ -22,6 +22,7 @@ pub mod reveal;
 pub mod role;
 pub mod scope;
 pub mod tags;
+pub mod ui;
 pub mod url;
 
 use leptos::prelude::*;

@@ -14,7 +14,7 @@ test('trials are filtered and paged, and a trial links to its lineage', async ()
   await page.waitForSelector('table.trials tr.trial');
   assert.match(await page.textContent('.trial-count'), /^1–50 of \d+ matching/);
   assert.equal((await page.$$('table.trials tr.trial')).length, 50);
-  await page.click('nav.pager a.older');
+  await page.click('nav.pager a.next');
   await page.waitForFunction(() => document.querySelector('.trial-count')?.textContent.startsWith('51–'));
 
   await open(page, '/runs/long-search?tab=rounds');

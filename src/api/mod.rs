@@ -14,6 +14,7 @@
 //! folder; the pages only see the types.
 
 pub mod operations;
+pub mod streams;
 pub mod terminal;
 
 pub use operations::{Console, Method, Operation, OperationInfo, OPERATIONS};

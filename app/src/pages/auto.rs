@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 
 use crate::api;
 use crate::api::{ApiError, DraftForm};
-use crate::pages::live::refusal;
+use crate::ui::loaded;
+use crate::ui::refusal;
 
 #[component]
 pub fn AutoPage() -> impl IntoView {
@@ -25,15 +26,7 @@ pub fn AutoPage() -> impl IntoView {
         |_| api::audit(runboard::access::audit::AuditQuery { limit: Some(CONTROLS_SHOWN), ..Default::default() }),
     );
 
-    #[cfg(feature = "hydrate")]
-    crate::live::follow(
-        "/api/auto/version/stream",
-        move || Some(None),
-        move || {
-            refresh.try_update(|n| *n += 1);
-        },
-        || {},
-    );
+    crate::ui::refresh_on(runboard::api::streams::AUTO_VERSION, refresh, move || Some(None));
 
     // The form is made once, from the settings first read: pushes while a
     // batch runs must not reset what the operator is typing.
@@ -64,39 +57,35 @@ pub fn AutoPage() -> impl IntoView {
     view! {
         <section class="auto">
             <div class="toolbar"><h1>"Auto"</h1></div>
-            <Transition fallback=|| view! { <p class="loading">"Reading the autopilot…"</p> }>
-                {move || auto.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not read the autopilot: " {e.to_string()}</p> }.into_any(),
-                    Ok(v) => {
-                        let m = v.state.mode.word();
-                        view! {
-                            <div class=format!("auto-mode mode-{m}") data-mode=m>
-                                <span class=format!("badge {m}")>{format!("auto {m}")}</span>
-                                " "
-                                <span class="words">{hold_words(&v)}</span>
-                            </div>
-                            <div class="controls">
-                                <button class="auto-on" disabled=move || crate::role::viewer() || mode.pending().get() || v.state.mode == Mode::On
-                                    on:click=move |_| { mode.dispatch(Mode::On); }>"On"</button>
-                                <button class="auto-finishing" disabled=move || crate::role::viewer() || mode.pending().get() || v.state.mode != Mode::On
-                                    title="Let the current batch end, launch nothing more, then off"
-                                    on:click=move |_| { mode.dispatch(Mode::Finishing); }>"Finish"</button>
-                                <button class="auto-off" disabled=move || crate::role::viewer() || mode.pending().get() || v.state.mode == Mode::Off
-                                    on:click=move |_| { mode.dispatch(Mode::Off); }>"Off"</button>
-                                <span class="hint">"Stop and abort (on the Live page) also turns auto mode off."</span>
-                            </div>
-                            {move || said.get().map(|r| match r {
-                                Ok(text) => view! { <p class="said ok">{text}</p> }.into_any(),
-                                Err(e) => refusal(&e).into_any(),
-                            })}
-                            {explain_panel(&v.explain, v.tick_s)}
-                            {lanes_table(&v)}
-                            {restrictions(&v)}
-                            {history(&v)}
-                        }.into_any()
-                    }
-                })}
-            </Transition>
+            {loaded(auto, "Reading the autopilot…", "Could not read the autopilot", move |v| {
+                let m = v.state.mode.word();
+                view! {
+                    <div class=format!("auto-mode mode-{m}") data-mode=m>
+                        <span class=format!("badge {m}")>{format!("auto {m}")}</span>
+                        " "
+                        <span class="words">{hold_words(&v)}</span>
+                    </div>
+                    <div class="controls">
+                        <button class="auto-on" disabled=move || crate::role::viewer() || mode.pending().get() || v.state.mode == Mode::On
+                            on:click=move |_| { mode.dispatch(Mode::On); }>"On"</button>
+                        <button class="auto-finishing" disabled=move || crate::role::viewer() || mode.pending().get() || v.state.mode != Mode::On
+                            title="Let the current batch end, launch nothing more, then off"
+                            on:click=move |_| { mode.dispatch(Mode::Finishing); }>"Finish"</button>
+                        <button class="auto-off" disabled=move || crate::role::viewer() || mode.pending().get() || v.state.mode == Mode::Off
+                            on:click=move |_| { mode.dispatch(Mode::Off); }>"Off"</button>
+                        <span class="hint">"Stop and abort (on the Live page) also turns auto mode off."</span>
+                    </div>
+                    {move || said.get().map(|r| match r {
+                        Ok(text) => view! { <p class="said ok">{text}</p> }.into_any(),
+                        Err(e) => refusal(&e).into_any(),
+                    })}
+                    {explain_panel(&v.explain, v.tick_s)}
+                    {lanes_table(&v)}
+                    {restrictions(&v)}
+                    {history(&v)}
+                }.into_any()
+
+            })}
             <Transition fallback=|| ()>
                 {move || match (first_settings.get(), form_data.get()) {
                     (Some(saved), Some(Ok(f))) => settings_form(saved, f, refresh, outcome).into_any(),
@@ -163,7 +152,7 @@ fn lanes_table(v: &AutoView) -> impl IntoView {
                     <tr class=format!("lane status-{}", l.status.word()) data-lane=l.lane.clone()>
                         <td>{l.lane.clone()}</td>
                         <td>{l.models.join(", ")}</td>
-                        <td><span class=format!("badge {}", l.status.word())>{l.status.word().replace('_', " ")}</span></td>
+                        <td>{crate::ui::badge(l.status.word())}</td>
                         <td>
                             {l.unit.clone().or(l.idle_reason.clone()).unwrap_or_default()}
                             {l.idle_since.map(|t| view! { <span class="since">{format!(" (idle since {})", t.to_display())}</span> })}

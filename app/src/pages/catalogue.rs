@@ -10,6 +10,7 @@ use runboard::console::catalogue::{CatalogueView, EndpointRow, ModelRow, Use};
 
 use crate::api;
 use crate::api::CatalogueQuery;
+use crate::ui::loaded;
 
 #[component]
 pub fn CataloguePage() -> impl IntoView {
@@ -34,12 +35,9 @@ pub fn CataloguePage() -> impl IntoView {
                     "Probe again"
                 </button>
             </div>
-            <Transition fallback=|| view! { <p class="loading">"Reading the catalogue and probing its endpoints…"</p> }>
-                {move || view_now.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not read the catalogue: " {e.to_string()}</p> }.into_any(),
-                    Ok(c) => body(&c).into_any(),
-                })}
-            </Transition>
+            {loaded(view_now, "Reading the catalogue and probing its endpoints…", "Could not read the catalogue", move |c| {
+                body(&c).into_any()
+            })}
         </section>
     }
 }

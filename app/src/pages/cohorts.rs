@@ -13,6 +13,7 @@ use crate::api;
 use crate::api::{ApiError, CompareQuery};
 use crate::chart::ChartFigure;
 use crate::scope::use_scope;
+use crate::ui::loaded;
 
 fn names_of(list: &Option<String>) -> Vec<String> {
     list.as_deref().unwrap_or("").split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned).collect()
@@ -110,51 +111,47 @@ pub fn CohortsPage() -> impl IntoView {
                 </label>
                 <button type="submit" disabled=crate::role::viewer()>"Save preset"</button>
             </form>
-            <Transition fallback=|| view! { <p class="loading">"Reading the presets…"</p> }>
-                {move || presets.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                    Ok(v) => {
-                        let chosen = names_of(&compare.get());
+            {loaded(presets, "Reading the presets…", "Could not read the presets", move |v| {
+                let chosen = names_of(&compare.get());
+                view! {
+                    {v.problem.clone().map(|p| view! { <p class="error presets-problem">{p}</p> })}
+                    {if v.presets.is_empty() {
+                        view! { <p class="empty">"No presets yet: save a scope above."</p> }.into_any()
+                    } else {
                         view! {
-                            {v.problem.clone().map(|p| view! { <p class="error presets-problem">{p}</p> })}
-                            {if v.presets.is_empty() {
-                                view! { <p class="empty">"No presets yet: save a scope above."</p> }.into_any()
-                            } else {
-                                view! {
-                                    <table class="presets">
-                                        <thead><tr><th>"Compare"</th><th>"Name"</th><th>"Scope"</th><th>"Note"</th><th>"Rename"</th><th>""</th></tr></thead>
-                                        <tbody>
-                                            {v.presets.into_iter().map(|p| {
-                                                let name = p.name.clone();
-                                                let (n1, n2, n3) = (name.clone(), name.clone(), name.clone());
-                                                let to = RwSignal::new(String::new());
-                                                view! {
-                                                    <tr data-name=name.clone()>
-                                                        <td><input type="checkbox" class="compare" prop:checked=chosen.contains(&name)
-                                                            on:change=move |_| toggle(n1.clone())/></td>
-                                                        <td>{name.clone()}</td>
-                                                        <td><a href=crate::scope::with_scope("/evidence", Some(&p.scope))><code>{p.scope.clone()}</code></a></td>
-                                                        <td>{p.note.clone()}</td>
-                                                        <td>
-                                                            <input type="text" class="rename-to" size="14" on:input=move |ev| to.set(event_target_value(&ev))/>
-                                                            <button type="button" class="rename" disabled=crate::role::viewer() on:click=move |_| {
-                                                                rename.dispatch(RenameRequest { from: n2.clone(), to: to.get_untracked() });
-                                                            }>"Rename"</button>
-                                                        </td>
-                                                        <td><button type="button" class="delete" disabled=crate::role::viewer() on:click=move |_| {
-                                                            delete.dispatch(DeleteRequest { name: n3.clone() });
-                                                        }>"Delete"</button></td>
-                                                    </tr>
-                                                }
-                                            }).collect_view()}
-                                        </tbody>
-                                    </table>
-                                }.into_any()
-                            }}
+                            <table class="presets">
+                                <thead><tr><th>"Compare"</th><th>"Name"</th><th>"Scope"</th><th>"Note"</th><th>"Rename"</th><th>""</th></tr></thead>
+                                <tbody>
+                                    {v.presets.into_iter().map(|p| {
+                                        let name = p.name.clone();
+                                        let (n1, n2, n3) = (name.clone(), name.clone(), name.clone());
+                                        let to = RwSignal::new(String::new());
+                                        view! {
+                                            <tr data-name=name.clone()>
+                                                <td><input type="checkbox" class="compare" prop:checked=chosen.contains(&name)
+                                                    on:change=move |_| toggle(n1.clone())/></td>
+                                                <td>{name.clone()}</td>
+                                                <td><a href=crate::scope::with_scope("/evidence", Some(&p.scope))><code>{p.scope.clone()}</code></a></td>
+                                                <td>{p.note.clone()}</td>
+                                                <td>
+                                                    <input type="text" class="rename-to" size="14" on:input=move |ev| to.set(event_target_value(&ev))/>
+                                                    <button type="button" class="rename" disabled=crate::role::viewer() on:click=move |_| {
+                                                        rename.dispatch(RenameRequest { from: n2.clone(), to: to.get_untracked() });
+                                                    }>"Rename"</button>
+                                                </td>
+                                                <td><button type="button" class="delete" disabled=crate::role::viewer() on:click=move |_| {
+                                                    delete.dispatch(DeleteRequest { name: n3.clone() });
+                                                }>"Delete"</button></td>
+                                            </tr>
+                                        }
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
                         }.into_any()
-                    }
-                })}
-            </Transition>
+                    }}
+                }.into_any()
+
+            })}
             <Transition fallback=|| ()>
                 {move || comparison.get().flatten().map(|res| match res {
                     Err(e) => view! { <p class="error">"Could not compare: " {e.to_string()}</p> }.into_any(),

@@ -11,9 +11,9 @@ use runboard::console::draft::{DraftPreview, DraftRequest, SavedDraft};
 use runboard::console::launch::LaunchRequest;
 use runboard::console::preflight::Preflight;
 
-use super::live::refusal;
 use crate::api;
 use crate::api::{ApiError, CoverageParams, DraftForm};
+use crate::ui::refusal;
 
 #[component]
 pub fn CoveragePage() -> impl IntoView {
@@ -26,7 +26,7 @@ pub fn CoveragePage() -> impl IntoView {
     view! {
         <section class="coverage">
             <div class="toolbar"><h1>"Coverage"</h1></div>
-            <Transition fallback=|| view! { <p class="loading">"Reading the matrix and the run sets…"</p> }>
+            <Transition fallback=|| crate::ui::loading("Reading the matrix and the run sets…")>
                 {move || coverage.get().map(|res| match res {
                     // A bad `?rows=`/`?cols=`: say why, and keep the pickers
                     // (over the default grid) so another choice is one click.
@@ -50,7 +50,7 @@ fn DefaultGrid(set_rows: SignalSetter<Option<String>>, set_cols: SignalSetter<Op
     view! {
         <Transition fallback=|| ()>
             {move || default.get().map(|res| match res {
-                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                Err(e) => crate::ui::failure("Could not read the coverage", &e),
                 Ok(v) => coverage_view(v, set_rows, set_cols).into_any(),
             })}
         </Transition>
@@ -200,7 +200,7 @@ fn Drafting() -> impl IntoView {
             <p class="hint">"Not sure which cells? "<a class="to-next" href="/next">"The proposal guide"</a>" ranks the batches by what their cells would resolve, with what each would cost."</p>
             <Transition fallback=|| ()>
                 {move || form.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    Err(e) => crate::ui::failure("Could not read the draft form", &e),
                     Ok(f) => draft_form(f, req).into_any(),
                 })}
             </Transition>
@@ -386,7 +386,7 @@ pub(crate) fn Launching(spec_path: RwSignal<String>) -> impl IntoView {
                     };
                     let go = match warned {
                         None => true,
-                        Some(p) => crate::pages::live::confirm(&format!(
+                        Some(p) => crate::ui::confirm(&format!(
                             "Launch {}? Before it starts:\n- {}\n\nPredicted: {}.",
                             spec_path.get_untracked(),
                             p.warnings.join("\n- "),

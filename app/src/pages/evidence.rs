@@ -15,6 +15,7 @@ use crate::api;
 use crate::api::EvidenceQuery;
 use crate::chart::ChartFigure;
 use crate::scope::{use_scope, ScopeBar};
+use crate::ui::loaded;
 
 #[component]
 pub fn EvidencePage() -> impl IntoView {
@@ -49,12 +50,9 @@ pub fn EvidencePage() -> impl IntoView {
                 </span>
             </div>
             <ScopeBar/>
-            <Transition fallback=|| view! { <p class="loading">"Reading the results…"</p> }>
-                {move || evidence.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not read the results: " {e.to_string()}</p> }.into_any(),
-                    Ok(e) => body(&e).into_any(),
-                })}
-            </Transition>
+            {loaded(evidence, "Reading the results…", "Could not read the results", move |e| {
+                body(&e).into_any()
+            })}
         </section>
     }
     .into_any()

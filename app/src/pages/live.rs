@@ -14,6 +14,7 @@ use runboard::live::{LiveCell, LiveCellStatus, LiveParams, LiveState, LiveView, 
 use crate::api;
 use crate::api::ApiError;
 use crate::tags::TagEditor;
+use crate::ui::{confirm, loaded, refusal};
 
 #[component]
 pub fn LivePage() -> impl IntoView {
@@ -33,15 +34,9 @@ pub fn LivePage() -> impl IntoView {
         },
     );
 
-    #[cfg(feature = "hydrate")]
-    crate::live::follow(
-        "/api/live/version/stream",
-        move || live.try_get_untracked().map(|r| r.and_then(Result::ok).map(|v| v.version)),
-        move || {
-            refresh.try_update(|n| *n += 1);
-        },
-        || {},
-    );
+    crate::ui::refresh_on(runboard::api::streams::LIVE_VERSION, refresh, move || {
+        live.try_get_untracked().map(|r| r.and_then(Result::ok).map(|v| v.version))
+    });
 
     // The batch on screen, changing only when another batch is shown.
     let run_set = Memo::new(move |_| live.get().and_then(Result::ok).and_then(|v| v.run_set));
@@ -99,97 +94,93 @@ pub fn LivePage() -> impl IntoView {
     view! {
         <section class="live">
             <div class="toolbar"><h1>"Live"</h1></div>
-            <Transition fallback=|| view! { <p class="loading">"Reading the live state…"</p> }>
-                {move || live.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not read the live state: " {e.to_string()}</p> }.into_any(),
-                    Ok(v) => {
-                        let label = v.state.label();
-                        let can_pause = matches!(v.state, LiveState::Running { .. } | LiveState::Starting { .. });
-                        let can_stop = can_pause || v.resumable;
-                        let shown = v.run_set.clone().unwrap_or_default();
-                        let (pause_rs, stop_rs) = (shown.clone(), shown.clone());
-                        let others_running = v.others.len();
+            {loaded(live, "Reading the live state…", "Could not read the live state", move |v| {
+                let label = v.state.label();
+                let can_pause = matches!(v.state, LiveState::Running { .. } | LiveState::Starting { .. });
+                let can_stop = can_pause || v.resumable;
+                let shown = v.run_set.clone().unwrap_or_default();
+                let (pause_rs, stop_rs) = (shown.clone(), shown.clone());
+                let others_running = v.others.len();
+                view! {
+                    <div class=format!("live-state state-{label}") data-state=label>
+                        {crate::ui::badge(label)}
+                        " "
+                        <span class="words">{v.words.clone()}</span>
+                    </div>
+                    {failure_panel(&v)}
+                    {(!v.others.is_empty()).then(|| view! {
+                        <div class="others">
+                            <strong>"Also in flight"</strong>
+                            <ul>{v.others.iter().map(|o| view! {
+                                <li class=format!("other {}", o.state) data-unit=o.unit.clone()>
+                                    {crate::ui::badge(o.state.word())}
+                                    " "{o.words.clone()}" "
+                                    <a href=format!("/reports/{}", runboard::results::url_segment(&o.run_set))>"report"</a>
+                                </li>
+                            }).collect_view()}</ul>
+                        </div>
+                    })}
+                    <div class="controls">
+                        <button class="pause" disabled=move || crate::role::viewer() || busy() || !can_pause
+                            title=format!("Stop {shown} now; it can be resumed")
+                            on:click=move |_| {
+                                let ask = format!("Pause {pause_rs}? Its running cells are stopped now; Resume runs its unfinished cells later.{}",
+                                    others_note(others_running));
+                                if confirm(&ask) { pause.dispatch(pause_rs.clone()); }
+                            }>"Pause"</button>
+                        <button class="stop" disabled=move || crate::role::viewer() || busy() || !can_stop
+                            title="End the batch and abort it: it will not be resumed, and auto mode is turned off"
+                            on:click=move |_| {
+                                let ask = format!("Stop and abort {stop_rs}? Its running cells are ended, it can never be resumed, and auto mode is turned off.{}",
+                                    others_note(others_running));
+                                if confirm(&ask) { stop.dispatch(stop_rs.clone()); }
+                            }>"Stop and abort"</button>
+                        {v.resumable_run_sets.iter().map(|rs| {
+                            let rs2 = rs.clone();
+                            view! {
+                                <button class="resume" data-run-set=rs.clone() disabled=move || crate::role::viewer() || busy()
+                                    on:click=move |_| { resume.dispatch(rs2.clone()); }>
+                                    {format!("Resume {rs}")}
+                                </button>
+                            }
+                        }).collect_view()}
+                    </div>
+                    {move || said.get().map(|r| match r {
+                        Ok(text) => view! { <p class="said ok">{text}</p> }.into_any(),
+                        Err(e) => refusal(&e).into_any(),
+                    })}
+                    {summary(&v, end_cell)}
+                    {(v.totals.planned > 0).then(|| {
+                        let (matching, offset, shown) = (v.cells_matching, v.cells_offset, v.cells.len());
+                        let page = offset / DEFAULT_LIVE_CELLS;
+                        let pages = matching.div_ceil(DEFAULT_LIVE_CELLS).max(1);
                         view! {
-                            <div class=format!("live-state state-{label}") data-state=label>
-                                <span class=format!("badge {label}")>{label.replace('_', " ")}</span>
-                                " "
-                                <span class="words">{v.words.clone()}</span>
+                            <div class="toolbar cells-toolbar">
+                                <select class="cells-filter" prop:value=move || cells_status.get().unwrap_or_default()
+                                    on:change=move |ev| {
+                                        let v = event_target_value(&ev);
+                                        set_cells_page.set(None);
+                                        set_cells_status.set(Some(v).filter(|s| !s.is_empty()));
+                                    }>
+                                    <option value="">"every cell"</option>
+                                    {LiveCellStatus::ALL.map(|s| view! { <option value=s.word()>{s.word()}</option> })}
+                                </select>
+                                <span class="count">{if shown == 0 { format!("none of {matching}") } else { format!("cells {}–{} of {matching}", offset + 1, offset + shown) }}</span>
+                                {(pages > 1).then(|| crate::ui::pager(page, pages, ("← earlier", "later →"), format!("page {} of {pages}", page + 1),
+                                    crate::ui::PageTo::Query { set: set_cells_page, per_page: 1 }))}
                             </div>
-                            {failure_panel(&v)}
-                            {(!v.others.is_empty()).then(|| view! {
-                                <div class="others">
-                                    <strong>"Also in flight"</strong>
-                                    <ul>{v.others.iter().map(|o| view! {
-                                        <li class=format!("other {}", o.state) data-unit=o.unit.clone()>
-                                            <span class=format!("badge {}", o.state)>{o.state.word()}</span>
-                                            " "{o.words.clone()}" "
-                                            <a href=format!("/reports/{}", runboard::results::url_segment(&o.run_set))>"report"</a>
-                                        </li>
-                                    }).collect_view()}</ul>
-                                </div>
-                            })}
-                            <div class="controls">
-                                <button class="pause" disabled=move || crate::role::viewer() || busy() || !can_pause
-                                    title=format!("Stop {shown} now; it can be resumed")
-                                    on:click=move |_| {
-                                        let ask = format!("Pause {pause_rs}? Its running cells are stopped now; Resume runs its unfinished cells later.{}",
-                                            others_note(others_running));
-                                        if confirm(&ask) { pause.dispatch(pause_rs.clone()); }
-                                    }>"Pause"</button>
-                                <button class="stop" disabled=move || crate::role::viewer() || busy() || !can_stop
-                                    title="End the batch and abort it: it will not be resumed, and auto mode is turned off"
-                                    on:click=move |_| {
-                                        let ask = format!("Stop and abort {stop_rs}? Its running cells are ended, it can never be resumed, and auto mode is turned off.{}",
-                                            others_note(others_running));
-                                        if confirm(&ask) { stop.dispatch(stop_rs.clone()); }
-                                    }>"Stop and abort"</button>
-                                {v.resumable_run_sets.iter().map(|rs| {
-                                    let rs2 = rs.clone();
-                                    view! {
-                                        <button class="resume" data-run-set=rs.clone() disabled=move || crate::role::viewer() || busy()
-                                            on:click=move |_| { resume.dispatch(rs2.clone()); }>
-                                            {format!("Resume {rs}")}
-                                        </button>
-                                    }
-                                }).collect_view()}
-                            </div>
-                            {move || said.get().map(|r| match r {
-                                Ok(text) => view! { <p class="said ok">{text}</p> }.into_any(),
-                                Err(e) => refusal(&e).into_any(),
-                            })}
-                            {summary(&v, end_cell)}
-                            {(v.totals.planned > 0).then(|| {
-                                let (matching, offset, shown) = (v.cells_matching, v.cells_offset, v.cells.len());
-                                let page = offset / DEFAULT_LIVE_CELLS;
-                                let pages = matching.div_ceil(DEFAULT_LIVE_CELLS).max(1);
-                                view! {
-                                    <div class="toolbar cells-toolbar">
-                                        <select class="cells-filter" prop:value=move || cells_status.get().unwrap_or_default()
-                                            on:change=move |ev| {
-                                                let v = event_target_value(&ev);
-                                                set_cells_page.set(None);
-                                                set_cells_status.set(Some(v).filter(|s| !s.is_empty()));
-                                            }>
-                                            <option value="">"every cell"</option>
-                                            {LiveCellStatus::ALL.map(|s| view! { <option value=s.word()>{s.word()}</option> })}
-                                        </select>
-                                        <span class="count">{if shown == 0 { format!("none of {matching}") } else { format!("cells {}–{} of {matching}", offset + 1, offset + shown) }}</span>
-                                        {(page > 0).then(|| view! { <a href="" class="prev" on:click=move |ev| { ev.prevent_default(); set_cells_page.set(Some(page - 1)); }>"← earlier"</a> })}
-                                        {(page + 1 < pages).then(|| view! { <a href="" class="next" on:click=move |ev| { ev.prevent_default(); set_cells_page.set(Some(page + 1)); }>"later →"</a> })}
-                                    </div>
-                                }
-                            })}
-                            {cells_table(v.cells.clone(), v.currency.clone(), open_log)}
-                            {(!v.problems.is_empty()).then(|| view! {
-                                <div class="problems">
-                                    <strong>"Records that could not be read"</strong>
-                                    <ul>{v.problems.iter().map(|p| view! { <li class="problem">{p.clone()}</li> }).collect_view()}</ul>
-                                </div>
-                            })}
-                        }.into_any()
-                    }
-                })}
-            </Transition>
+                        }
+                    })}
+                    {cells_table(v.cells.clone(), v.currency.clone(), open_log)}
+                    {(!v.problems.is_empty()).then(|| view! {
+                        <div class="problems">
+                            <strong>"Records that could not be read"</strong>
+                            <ul>{v.problems.iter().map(|p| view! { <li class="problem">{p.clone()}</li> }).collect_view()}</ul>
+                        </div>
+                    })}
+                }.into_any()
+
+            })}
             // Outside the re-read view, so a live update never takes a tag
             // being typed: made again only when the batch shown changes.
             // Drawn once hydrated (the server's first render has no live
@@ -223,10 +214,9 @@ fn LogTail(run_set: String, name: String, close: impl Fn() + 'static) -> impl In
     let note = RwSignal::new("Reading the log…".to_owned());
     #[cfg(feature = "hydrate")]
     {
-        let url = format!(
-            "/api/logs/{}/{}/stream",
-            runboard::results::url_segment(&run_set),
-            runboard::results::url_segment(&name)
+        let url = runboard::api::streams::log(
+            &runboard::results::url_segment(&run_set),
+            &runboard::results::url_segment(&name),
         );
         Effect::new(move |started: Option<bool>| {
             if started == Some(true) {
@@ -438,17 +428,6 @@ fn LiveTags(run_set: String) -> impl IntoView {
     }
 }
 
-/// A refusal with every reason it gave.
-pub fn refusal(e: &ApiError) -> impl IntoView {
-    let reasons = if e.reasons.is_empty() { vec![e.error.clone()] } else { e.reasons.clone() };
-    view! {
-        <div class="refusal" role="alert">
-            <strong>"Refused:"</strong>
-            <ul>{reasons.into_iter().map(|r| view! { <li class="reason">{r}</li> }).collect_view()}</ul>
-        </div>
-    }
-}
-
 fn report_words(what: &str, r: &StopReport) -> String {
     let mut parts = vec![format!("{what}.")];
     parts.extend(r.units.iter().map(|u| format!("Unit {u}.")));
@@ -472,19 +451,6 @@ fn others_note(n: usize) -> String {
         0 => String::new(),
         1 => " The other batch in flight is not touched.".into(),
         n => format!(" The {n} other batches in flight are not touched."),
-    }
-}
-
-/// Asks the reader to confirm (the browser's dialog); on the server, never.
-pub(crate) fn confirm(question: &str) -> bool {
-    #[cfg(feature = "hydrate")]
-    {
-        web_sys::window().and_then(|w| w.confirm_with_message(question).ok()).unwrap_or(false)
-    }
-    #[cfg(not(feature = "hydrate"))]
-    {
-        let _ = question;
-        false
     }
 }
 

@@ -11,8 +11,8 @@ use leptos_router::hooks::query_signal;
 use runboard::results::propose::{signed_pp as pp, Proposal, Proposals, ProposeParams};
 
 use super::coverage::Launching;
-use super::live::refusal;
 use crate::api;
+use crate::ui::refusal;
 
 #[component]
 pub fn NextPage() -> impl IntoView {
@@ -71,7 +71,7 @@ pub fn NextPage() -> impl IntoView {
                     </form>
                 })}
             </Transition>
-            <Transition fallback=|| view! { <p class="loading">"Weighing what the next cells would resolve…"</p> }>
+            <Transition fallback=|| crate::ui::loading("Weighing what the next cells would resolve…")>
                 {move || proposals.get().map(|res| match res {
                     Err(e) => refusal(&e).into_any(),
                     Ok(p) => body(p, spec_path).into_any(),

@@ -9,31 +9,23 @@ use runboard::results::overview::OverviewView;
 
 use crate::api;
 use crate::chart::ChartFigure;
+use crate::ui::loaded;
 
 #[component]
 pub fn OverviewPage() -> impl IntoView {
     let refresh = RwSignal::new(0u64);
     let overview = crate::codec::resource(move || refresh.get(), |_| api::overview(api::Nothing {}));
-    #[cfg(feature = "hydrate")]
-    crate::live::follow(
-        "/api/live/version/stream",
-        // The overview carries no version of its own: every push (one per
-        // change of the live state or the run sets) reads it again.
-        move || overview.try_get_untracked().map(|_| None),
-        move || {
-            refresh.try_update(|n| *n += 1);
-        },
-        || {},
-    );
+    // The overview carries no version of its own: every push (one per
+    // change of the live state or the run sets) reads it again.
+    crate::ui::refresh_on(runboard::api::streams::LIVE_VERSION, refresh, move || {
+        overview.try_get_untracked().map(|_| None)
+    });
     view! {
         <section class="overview">
             <h1>"Overview"</h1>
-            <Transition fallback=|| view! { <p class="loading">"Reading the campaign…"</p> }>
-                {move || overview.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not read the campaign: " {e.to_string()}</p> }.into_any(),
-                    Ok(o) => body(&o).into_any(),
-                })}
-            </Transition>
+            {loaded(overview, "Reading the campaign…", "Could not read the campaign", move |o| {
+                body(&o).into_any()
+            })}
         </section>
     }
 }

@@ -10,6 +10,7 @@ use leptos::prelude::*;
 use runboard::results::publish::{PublishStatus, PushRecord};
 
 use crate::api;
+use crate::ui::loaded;
 
 #[component]
 pub fn PublishPage() -> impl IntoView {
@@ -52,12 +53,9 @@ pub fn PublishPage() -> impl IntoView {
                 Ok(run) => view! { <p class="said ok">{format!("Push started {}.", run.started_at.to_display())}</p> }.into_any(),
                 Err(e) => view! { <p class="said error push-refused">{e.to_string()}</p> }.into_any(),
             })}
-            <Transition fallback=|| view! { <p class="loading">"Reading the publication status…"</p> }>
-                {move || status.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not read the status: " {e.to_string()}</p> }.into_any(),
-                    Ok(s) => body(&s).into_any(),
-                })}
-            </Transition>
+            {loaded(status, "Reading the publication status…", "Could not read the status", move |s| {
+                body(&s).into_any()
+            })}
         </section>
     }
 }

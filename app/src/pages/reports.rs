@@ -12,6 +12,7 @@ use crate::api;
 use crate::api::ScopeQuery;
 use crate::scope::{use_scope, with_scope, ScopeBar};
 use crate::tags::{TagEditor, TagNotes};
+use crate::ui::loaded;
 
 #[component]
 pub fn ReportsPage() -> impl IntoView {
@@ -22,7 +23,7 @@ pub fn ReportsPage() -> impl IntoView {
             <h1>"Reports"</h1>
             <ScopeBar/>
             <TagNotes/>
-            <Transition fallback=|| view! { <p class="loading">"Reading the run sets…"</p> }>
+            <Transition fallback=|| crate::ui::loading("Reading the run sets…")>
                 {move || list.get().map(|res| match res {
                     Err(e) => view! { <p class="error">"Could not list the reports: " {e.to_string()}</p> }.into_any(),
                     Ok(l) if l.is_empty() => view! { <p class="empty">"No run set in this scope."</p> }.into_any(),
@@ -63,12 +64,9 @@ pub fn ReportPage() -> impl IntoView {
         <section class="report">
             <p class="no-print"><a href=move || with_scope("/reports", scope.get().as_deref())>"All reports"</a>
                 " · " <button type="button" class="print" onclick="window.print()">"Print"</button></p>
-            <Transition fallback=|| view! { <p class="loading">"Reading the run set…"</p> }>
-                {move || report.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not read the report: " {e.to_string()}</p> }.into_any(),
-                    Ok(r) => body(&r).into_any(),
-                })}
-            </Transition>
+            {loaded(report, "Reading the run set…", "Could not read the report", move |r| {
+                body(&r).into_any()
+            })}
         </section>
     }
 }

@@ -15,6 +15,7 @@ use runboard::results::research::{
 
 use crate::api;
 use crate::api::ApiError;
+use crate::ui::loaded;
 
 fn linked(list: &[(String, Option<runboard::results::stats::Proportion>)]) -> String {
     list.iter()
@@ -126,12 +127,9 @@ pub fn ResearchPage() -> impl IntoView {
                 Err(e) => view! { <div class="said error research-refused"><p>{e.to_string()}</p>
                     <ul>{e.reasons.iter().map(|r| view! { <li class="reason">{r.clone()}</li> }).collect_view()}</ul></div> }.into_any(),
             })}
-            <Transition fallback=|| view! { <p class="loading">"Reading the research state…"</p> }>
-                {move || research.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                    Ok(v) => summary_view(&v, edit).into_any(),
-                })}
-            </Transition>
+            {loaded(research, "Reading the research state…", "Could not read the research state", move |v| {
+                summary_view(&v, edit).into_any()
+            })}
             <h2>"Add a question"</h2>
             <form class="add-question" on:submit=move |ev| {
                 ev.prevent_default();

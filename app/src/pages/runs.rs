@@ -13,6 +13,7 @@ use runboard::runview::RunRow;
 
 use crate::api;
 use crate::api::ListParams;
+use crate::ui::loaded;
 
 /// Rows per page.
 pub const PAGE: usize = 100;
@@ -36,16 +37,9 @@ pub fn RunsPage() -> impl IntoView {
         },
     );
 
-    #[cfg(feature = "hydrate")]
-    crate::live::follow(
-        "/api/runs/version/stream",
-        move || runs.try_get_untracked().map(|r| r.and_then(Result::ok).map(|l| l.version)),
-        move || {
-            refresh.try_update(|n| *n += 1);
-        },
-        // The list's stream never ends this way: an empty root is an empty list.
-        || {},
-    );
+    crate::ui::refresh_on(runboard::api::streams::RUNS_VERSION, refresh, move || {
+        runs.try_get_untracked().map(|r| r.and_then(Result::ok).map(|l| l.version))
+    });
 
     view! {
         <section class="runs">
@@ -75,59 +69,50 @@ pub fn RunsPage() -> impl IntoView {
                     {STATUSES.map(|s| view! { <option value=s>{s}</option> })}
                 </select>
             </div>
-            <Transition fallback=|| view! { <p class="loading">"Reading runs…"</p> }>
-                {move || runs.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not list runs: " {e.to_string()}</p> }.into_any(),
-                    Ok(list) => {
-                        let (matching, total, offset) = (list.matching, list.total, list.offset);
-                        let rows = list.runs;
-                        let now = list.generated_at;
-                        let skipped = list.skipped;
-                        let from_cache = list.from_cache;
-                        let shown = if rows.is_empty() { String::new() } else { format!(" (showing {}–{})", offset + 1, offset + rows.len()) };
-                        let pages = matching.div_ceil(PAGE).max(1);
-                        let current = offset / PAGE;
+            {loaded(runs, "Reading runs…", "Could not list runs", move |list| {
+                let (matching, total, offset) = (list.matching, list.total, list.offset);
+                let rows = list.runs;
+                let now = list.generated_at;
+                let skipped = list.skipped;
+                let from_cache = list.from_cache;
+                let shown = if rows.is_empty() { String::new() } else { format!(" (showing {}–{})", offset + 1, offset + rows.len()) };
+                let pages = matching.div_ceil(PAGE).max(1);
+                let current = offset / PAGE;
+                view! {
+                    <p class="count" data-count=matching>
+                        {format!("{matching} of {total} runs{shown}")}
+                    </p>
+                    {from_cache.map(|saved| view! {
+                        <p class="note from-cache" title=saved.to_display()>
+                            {format!("Listed as saved {} (before this server started); checking every run against its files — the list updates when done.", ago(saved, now))}
+                        </p>
+                    })}
+                    {(pages > 1).then(|| crate::ui::pager(current, pages, ("← newer", "older →"), format!("page {} of {pages}", current + 1),
+                        crate::ui::PageTo::Query { set: set_page, per_page: 1 }))}
+                    {if rows.is_empty() {
+                        view! { <p class="empty">"No run directories match. A run directory is any folder holding snapshot.json."</p> }.into_any()
+                    } else {
                         view! {
-                            <p class="count" data-count=matching>
-                                {format!("{matching} of {total} runs{shown}")}
-                            </p>
-                            {from_cache.map(|saved| view! {
-                                <p class="note from-cache" title=saved.to_display()>
-                                    {format!("Listed as saved {} (before this server started); checking every run against its files — the list updates when done.", ago(saved, now))}
-                                </p>
-                            })}
-                            {(pages > 1).then(|| view! {
-                                <nav class="pager runs-pager">
-                                    {(current > 0).then(|| view! { <a class="prev" href="" on:click=move |ev| { ev.prevent_default(); set_page.set(Some(current - 1)); }>"← newer"</a> })}
-                                    <span>{format!(" page {} of {pages} ", current + 1)}</span>
-                                    {(current + 1 < pages).then(|| view! { <a class="next" href="" on:click=move |ev| { ev.prevent_default(); set_page.set(Some(current + 1)); }>"older →"</a> })}
-                                </nav>
-                            })}
-                            {if rows.is_empty() {
-                                view! { <p class="empty">"No run directories match. A run directory is any folder holding snapshot.json."</p> }.into_any()
-                            } else {
-                                view! {
-                                    <table class="run-list">
-                                        <thead><tr>
-                                            <th>"Run"</th><th>"Path"</th><th>"Last written"</th>
-                                            <th>"Status"</th><th>"Rounds"</th><th>"Phase"</th><th>"Model"</th>
-                                        </tr></thead>
-                                        <tbody>
-                                            {rows.into_iter().map(|r| run_row(r, now)).collect_view()}
-                                        </tbody>
-                                    </table>
-                                }.into_any()
-                            }}
-                            {(!skipped.is_empty()).then(|| view! {
-                                <details class="skipped">
-                                    <summary>{format!("{} folders could not be searched", skipped.len())}</summary>
-                                    <ul>{skipped.into_iter().map(|s| view! { <li><code>{s.path}</code>": "{s.reason}</li> }).collect_view()}</ul>
-                                </details>
-                            })}
+                            <table class="run-list">
+                                <thead><tr>
+                                    <th>"Run"</th><th>"Path"</th><th>"Last written"</th>
+                                    <th>"Status"</th><th>"Rounds"</th><th>"Phase"</th><th>"Model"</th>
+                                </tr></thead>
+                                <tbody>
+                                    {rows.into_iter().map(|r| run_row(r, now)).collect_view()}
+                                </tbody>
+                            </table>
                         }.into_any()
-                    }
-                })}
-            </Transition>
+                    }}
+                    {(!skipped.is_empty()).then(|| view! {
+                        <details class="skipped">
+                            <summary>{format!("{} folders could not be searched", skipped.len())}</summary>
+                            <ul>{skipped.into_iter().map(|s| view! { <li><code>{s.path}</code>": "{s.reason}</li> }).collect_view()}</ul>
+                        </details>
+                    })}
+                }.into_any()
+
+            })}
         </section>
     }
 }
@@ -151,7 +136,7 @@ fn run_row(r: RunRow, now: runboard::Timestamp) -> impl IntoView {
             <td class="path"><code>{r.path}</code></td>
             <td class="written" title=title>{shown}</td>
             <td class="status">
-                <span class=format!("badge {label}")>{label}</span>
+                {crate::ui::badge(label)}
                 " "
                 <span class="why">{r.status_text}</span>
             </td>

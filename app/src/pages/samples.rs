@@ -11,6 +11,7 @@ use runboard::api::CellSamples;
 use runboard::harness::samples::verdict_words;
 
 use crate::api;
+use crate::ui::loaded;
 
 /// Samples a page lists.
 const PAGE: usize = 50;
@@ -55,20 +56,15 @@ pub fn SamplesPage() -> impl IntoView {
                         " only the samples that flipped"</label>
                 </p>
             })}
-            <Transition fallback=|| view! { <p class="loading">"Reading the cell's log…"</p> }>
-                {move || samples.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not read the samples: " {e.to_string()}</p> }.into_any(),
-                    Ok(s) => body(s, set_offset).into_any(),
-                })}
-            </Transition>
+            {loaded(samples, "Reading the cell's log…", "Could not read the samples", move |s| {
+                body(s, set_offset).into_any()
+            })}
         </section>
     }
 }
 
 fn body(s: CellSamples, set_offset: SignalSetter<Option<usize>>) -> impl IntoView {
     let shown_to = s.offset + s.samples.len();
-    let (prev, next) =
-        (s.offset.checked_sub(PAGE).or((s.offset > 0).then_some(0)), (shown_to < s.total).then_some(shown_to));
     let against = s.against.clone();
     view! {
         <p class="summary">{format!(
@@ -100,10 +96,12 @@ fn body(s: CellSamples, set_offset: SignalSetter<Option<usize>>) -> impl IntoVie
                 </tbody>
             </table>
         </div>
-        <p class="pager">
-            {prev.map(|o| view! { <button type="button" class="prev" on:click=move |_| set_offset.set((o > 0).then_some(o))>"Earlier"</button> })}
-            {(!s.samples.is_empty()).then(|| format!(" {}–{} of {} ", s.offset + 1, shown_to, s.total))}
-            {next.map(|o| view! { <button type="button" class="next" on:click=move |_| set_offset.set(Some(o))>"Later"</button> })}
-        </p>
+        {crate::ui::pager(
+            s.offset / PAGE,
+            s.total.div_ceil(PAGE),
+            ("← earlier", "later →"),
+            if s.samples.is_empty() { "no samples".into() } else { format!("{}–{} of {}", s.offset + 1, shown_to, s.total) },
+            crate::ui::PageTo::Query { set: set_offset, per_page: PAGE },
+        )}
     }
 }

@@ -13,6 +13,7 @@ use crate::api;
 use crate::api::TimingQuery;
 use crate::chart::ChartFigure;
 use crate::scope::{use_scope, ScopeBar};
+use crate::ui::loaded;
 
 #[component]
 pub fn TimingPage() -> impl IntoView {
@@ -41,12 +42,9 @@ pub fn TimingPage() -> impl IntoView {
                 </Transition>
             </div>
             <ScopeBar/>
-            <Transition fallback=|| view! { <p class="loading">"Reading the timings…"</p> }>
-                {move || timing.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not read the timings: " {e.to_string()}</p> }.into_any(),
-                    Ok(t) => body(&t).into_any(),
-                })}
-            </Transition>
+            {loaded(timing, "Reading the timings…", "Could not read the timings", move |t| {
+                body(&t).into_any()
+            })}
         </section>
     }
     .into_any()

@@ -9,7 +9,8 @@ use runboard::basics::numfmt::thousands;
 use runboard::live::upkeep::{Finding, UpkeepRequest, UpkeepView};
 
 use crate::api;
-use crate::pages::live::{confirm, refusal};
+use crate::ui::loaded;
+use crate::ui::{confirm, refusal};
 
 #[component]
 pub fn UpkeepPage() -> impl IntoView {
@@ -38,12 +39,9 @@ pub fn UpkeepPage() -> impl IntoView {
                 }
                 Err(e) => refusal(&e).into_any(),
             })}
-            <Transition fallback=|| view! { <p class="loading">"Looking through the campaign…"</p> }>
-                {move || view_now.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">"Could not look: " {e.to_string()}</p> }.into_any(),
-                    Ok(v) => body(v, act).into_any(),
-                })}
-            </Transition>
+            {loaded(view_now, "Looking through the campaign…", "Could not look", move |v| {
+                body(v, act).into_any()
+            })}
         </section>
     }
 }

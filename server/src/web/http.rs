@@ -18,6 +18,7 @@ use axum::{Json, Router};
 use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use runboard::api::operations::op;
+use runboard::api::streams;
 use runboard::api::{ApiError, Console, ErrorKind, Method, Nothing, Operation, RunName};
 use runboard::live::logs::{LogChunk, LogQuery};
 use serde_json::json;
@@ -80,11 +81,11 @@ pub fn app(state: AppState) -> Router {
     // Every operation of the table, then what is not an operation: the
     // version streams (server-sent events) and the server's debug figures.
     let api = operation_routes(Router::new())
-        .route("/api/runs/version/stream", get(runs_version_stream))
-        .route("/api/runs/{name}/version/stream", get(run_version_stream))
-        .route("/api/live/version/stream", get(live_version_stream))
-        .route("/api/auto/version/stream", get(auto_version_stream))
-        .route("/api/logs/{run_set}/{name}/stream", get(log_stream))
+        .route(streams::RUNS_VERSION, get(runs_version_stream))
+        .route(streams::RUN_VERSION, get(run_version_stream))
+        .route(streams::LIVE_VERSION, get(live_version_stream))
+        .route(streams::AUTO_VERSION, get(auto_version_stream))
+        .route(streams::LOG, get(log_stream))
         .route("/api/debug/readers", get(debug_readers))
         .route("/api/{*rest}", get(api_not_found).post(api_not_found))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY));

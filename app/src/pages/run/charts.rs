@@ -22,9 +22,9 @@ pub(super) fn TrialGraphs(name: String, version: Signal<String>) -> impl IntoVie
         |(n, _)| api::run_trial_graphs(api::RunName { name: n }),
     );
     view! {
-        <Transition fallback=|| view! { <p class="loading">"Reading the trial graphs…"</p> }>
+        <Transition fallback=|| crate::ui::loading("Reading the trial graphs…")>
             {move || graphs.get().map(|res| match res {
-                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                Err(e) => crate::ui::failure("Could not read the trial graphs", &e),
                 Ok(list) if list.is_empty() => view! { <p class="empty">"No trial graphs: no round has a trial_graph file."</p> }.into_any(),
                 Ok(list) => {
                     let chosen = round.get().filter(|r| list.iter().any(|g| g.round() == *r)).unwrap_or_else(|| list.last().map(GraphEntry::round).unwrap_or(0));
@@ -112,11 +112,13 @@ fn trial_graph(g: &TrialGraph, round: u32, page: usize) -> impl IntoView {
         <p class="legend">{caption}</p>
         // The nodes a page at a time (a round's graph can hold hundreds):
         // the picked ones first, as the graph ranks them.
-        <nav class="pager graph-pager">
-            {(page > 0).then(|| view! { <a class="newer" href=format!("?tab=graph&round={round}&nodes_page={}", page - 1)>"← previous"</a> })}
-            <span>{format!(" nodes {}–{} of {} ", (page * NODES_SHOWN + 1).min(g.nodes.len()), ((page + 1) * NODES_SHOWN).min(g.nodes.len()), g.nodes.len())}</span>
-            {((page + 1) * NODES_SHOWN < g.nodes.len()).then(|| view! { <a class="older" href=format!("?tab=graph&round={round}&nodes_page={}", page + 1)>"next →"</a> })}
-        </nav>
+        {crate::ui::pager(
+            page,
+            g.nodes.len().div_ceil(NODES_SHOWN),
+            ("← previous", "next →"),
+            format!("nodes {}–{} of {}", (page * NODES_SHOWN + 1).min(g.nodes.len()), ((page + 1) * NODES_SHOWN).min(g.nodes.len()), g.nodes.len()),
+            crate::ui::PageTo::Href(Callback::new(move |n| format!("?tab=graph&round={round}&nodes_page={n}"))),
+        )}
         <table class="graph-nodes">
             <thead><tr><th>"Rank"</th><th>"Trial"</th><th>"Round"</th><th>"Score"</th><th>"Parents"</th></tr></thead>
             <tbody>

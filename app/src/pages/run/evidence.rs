@@ -10,6 +10,7 @@ use runboard::runview::view::AcceptedFactor;
 
 use super::{num, pretty};
 use crate::api;
+use crate::ui::loaded;
 
 /// The accepted tab: its own read (the list grows with the run).
 #[component]
@@ -19,12 +20,9 @@ pub(super) fn AcceptedTab(name: String, version: Signal<String>) -> impl IntoVie
         |(n, _)| api::run_accepted(api::RunName { name: n }),
     );
     view! {
-        <Transition fallback=|| view! { <p class="loading">"Reading the accepted factors…"</p> }>
-            {move || accepted.get().map(|res| match res {
-                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                Ok(list) => accepted_table(list).into_any(),
-            })}
-        </Transition>
+        {loaded(accepted, "Reading the accepted factors…", "Could not read the accepted factors", move |list| {
+            accepted_table(list).into_any()
+        })}
     }
 }
 
@@ -96,7 +94,7 @@ pub(super) fn LineageTab(name: String, version: Signal<String>) -> impl IntoView
             <label>"Trial "<input type="text" name="trial" placeholder="e.g. r03s1" prop:value=move || trial.get().unwrap_or_default()/></label>
             <button type="submit">"Show lineage"</button>
         </form>
-        <Transition fallback=|| view! { <p class="loading">"Reading the lineage…"</p> }>
+        <Transition fallback=|| crate::ui::loading("Reading the lineage…")>
             {move || lineage.get().map(|res| match res {
                 None => view! { <p class="empty">"Name a trial, or follow a trial's lineage link on the rounds tab."</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
@@ -156,9 +154,9 @@ pub(super) fn Reports(name: String, version: Signal<String>) -> impl IntoView {
         |(n, _)| api::run_reports(api::RunName { name: n }),
     );
     view! {
-        <Transition fallback=|| view! { <p class="loading">"Reading the reports…"</p> }>
+        <Transition fallback=|| crate::ui::loading("Reading the reports…")>
             {move || reports.get().map(|res| match res {
-                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                Err(e) => crate::ui::failure("Could not read the reports", &e),
                 Ok(list) if list.is_empty() => view! { <p class="empty">"No acceptance reports."</p> }.into_any(),
                 Ok(list) => view! {
                     <div class="reports">

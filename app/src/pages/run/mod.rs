@@ -55,7 +55,7 @@ pub fn RunPage() -> impl IntoView {
     // Follows the run by push: re-subscribed when the page moves to another run.
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
-        let url = format!("/api/runs/{}/version/stream", crate::url::encode(&name.get()));
+        let url = runboard::api::streams::run_version(&crate::url::encode(&name.get()));
         crate::live::follow(
             &url,
             move || view.try_get_untracked().map(|r| r.and_then(Result::ok).map(|v| v.row.version)),
@@ -84,7 +84,7 @@ pub fn RunPage() -> impl IntoView {
                     <a href="/runs">"Back to the runs"</a>
                 </p>
             </Show>
-            <Transition fallback=|| view! { <p class="loading">"Reading the run…"</p> }>
+            <Transition fallback=|| crate::ui::loading("Reading the run…")>
                 // Read here so the server waits for the run before it renders
                 // (the memos below are owned outside this Transition); it
                 // draws nothing, so following the run costs nothing here.
@@ -94,7 +94,7 @@ pub fn RunPage() -> impl IntoView {
                 // `version` itself and re-reads in place, keeping the reader's
                 // scroll and what they typed.
                 {move || loaded.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    Err(e) => crate::ui::failure("Could not read the run", &e),
                     Ok(()) => {
                         let t = tab.get().unwrap_or_else(|| "summary".into());
                         let n = name.get();
@@ -136,7 +136,7 @@ fn summary(v: &RunView) -> impl IntoView {
     };
     view! {
         <dl class="facts">
-            <dt>"Status"</dt><dd class="status"><span class=format!("badge {label}")>{label}</span>" "{r.status_text.clone()}</dd>
+            <dt>"Status"</dt><dd class="status">{crate::ui::badge(label)}" "{r.status_text.clone()}</dd>
             <dt>"Phase"</dt><dd class="phase">{r.phase.clone().unwrap_or_else(|| "–".into())}</dd>
             <dt>"Process"</dt><dd class="process">{process}</dd>
             <dt>"Model"</dt><dd>{r.model.clone().unwrap_or_else(|| "–".into())}</dd>
@@ -208,11 +208,11 @@ fn Analysis(name: String, tab: String, version: Signal<String>) -> impl IntoView
         |(n, _)| api::run_analysis(api::RunName { name: n }),
     );
     view! {
-        <Transition fallback=|| view! { <p class="loading">"Reading the trials…"</p> }>
+        <Transition fallback=|| crate::ui::loading("Reading the trials…")>
             {
                 let tab = tab.clone();
                 move || analysis.get().map(|res| match res {
-                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    Err(e) => crate::ui::failure("Could not read the trials", &e),
                     Ok(a) => match tab.as_str() {
                         "refusals" => refusals(&a).into_any(),
                         "collisions" => collisions_table(&a).into_any(),

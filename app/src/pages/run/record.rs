@@ -11,6 +11,7 @@ use runboard::runview::view::{CallEvent, MemoryVersion};
 
 use super::pretty;
 use crate::api;
+use crate::ui::loaded;
 
 #[component]
 pub(super) fn CallsTab(name: String, version: Signal<String>) -> impl IntoView {
@@ -32,7 +33,7 @@ pub(super) fn CallsTab(name: String, version: Signal<String>) -> impl IntoView {
     // whole table, out of sight), and is brought into view.
     let shown_detail = move || {
         view! {
-            <Transition fallback=|| view! { <p class="loading">"Reading the call…"</p> }>
+            <Transition fallback=|| crate::ui::loading("Reading the call…")>
                 {move || detail.get().flatten().map(|res| match res {
                     Err(e) => view! { <p class="error call-error">{e.to_string()}</p> }.into_any(),
                     Ok(c) => view! {
@@ -53,12 +54,9 @@ pub(super) fn CallsTab(name: String, version: Signal<String>) -> impl IntoView {
     // Brought into view once it is drawn (it loads after the click).
     crate::reveal::reveal_on_change(move || detail.get().flatten().and_then(Result::ok).map(|c| c.call), "call-detail");
     view! {
-        <Transition fallback=|| view! { <p class="loading">"Reading the calls…"</p> }>
-            {move || calls.get().map(|res| match res {
-                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                Ok(list) => call_table(&list, open.get(), shown_detail).into_any(),
-            })}
-        </Transition>
+        {loaded(calls, "Reading the calls…", "Could not read the calls", move |list| {
+            call_table(&list, open.get(), shown_detail).into_any()
+        })}
     }
 }
 
@@ -105,12 +103,9 @@ pub(super) fn MemoryTab(name: String, version: Signal<String>) -> impl IntoView 
         |(n, _)| api::run_memory(api::RunName { name: n }),
     );
     view! {
-        <Transition fallback=|| view! { <p class="loading">"Reading the memory…"</p> }>
-            {move || memory.get().map(|res| match res {
-                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                Ok(versions) => memory_view(&versions, round.get()).into_any(),
-            })}
-        </Transition>
+        {loaded(memory, "Reading the memory…", "Could not read the memory", move |versions| {
+            memory_view(&versions, round.get()).into_any()
+        })}
     }
 }
 

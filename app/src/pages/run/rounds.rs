@@ -11,6 +11,7 @@ use runboard::runview::view::RunRounds;
 use super::num;
 use crate::api;
 use crate::api::TrialParams;
+use crate::ui::loaded;
 
 fn source(s: Option<ThresholdSource>) -> &'static str {
     match s {
@@ -47,12 +48,9 @@ fn RoundCounts(name: String, version: Signal<String>) -> impl IntoView {
     // right under it (a 40-round table would push them out of sight).
     let (round, _) = query_signal::<String>("round");
     view! {
-        <Transition fallback=|| view! { <p class="loading">"Counting the rounds…"</p> }>
-            {move || counts.get().map(|res| match res {
-                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                Ok(r) => round_table(r, round.get().is_none()).into_any(),
-            })}
-        </Transition>
+        {loaded(counts, "Counting the rounds…", "Could not count the rounds", move |r| {
+            round_table(r, round.get().is_none()).into_any()
+        })}
     }
 }
 
@@ -142,10 +140,8 @@ fn Trials(name: String, version: Signal<String>) -> impl IntoView {
             <button type="submit">"Filter"</button>
             <a href="?tab=rounds">"clear"</a>
         </form>
-        <Transition fallback=|| view! { <p class="loading">"Reading the trials…"</p> }>
-            {move || trials.get().map(|res| match res {
-                Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                Ok(p) => trial_table(p, page.get().unwrap_or(0), move |n| {
+        {loaded(trials, "Reading the trials…", "Could not read the trials", move |p| {
+            trial_table(p, page.get().unwrap_or(0), move |n| {
                     let mut q = vec!["tab=rounds".to_owned()];
                     if let Some(r) = round.get_untracked() { q.push(format!("round={r}")); }
                     for (k, v) in [("stage", stage.get_untracked()), ("outcome", outcome.get_untracked()), ("q", text.get_untracked())] {
@@ -153,14 +149,13 @@ fn Trials(name: String, version: Signal<String>) -> impl IntoView {
                     }
                     q.push(format!("page={n}"));
                     format!("?{}", q.join("&"))
-                }).into_any(),
-            })}
-        </Transition>
+                }).into_any()
+        })}
         </section>
     }
 }
 
-fn trial_table(p: TrialPage, page: usize, link: impl Fn(usize) -> String) -> impl IntoView {
+fn trial_table(p: TrialPage, page: usize, link: impl Fn(usize) -> String + Send + Sync + 'static) -> impl IntoView {
     let pages = p.matching.div_ceil(DEFAULT_PAGE).max(1);
     let shown = format!(
         "{}–{} of {} matching ({} attempts in all)",
@@ -172,11 +167,8 @@ fn trial_table(p: TrialPage, page: usize, link: impl Fn(usize) -> String) -> imp
     view! {
         <datalist id="stages">{p.stages.iter().map(|s| view! { <option value=s.clone()/> }).collect_view()}</datalist>
         <p class="trial-count">{shown}</p>
-        <nav class="pager">
-            {(page > 0).then(|| view! { <a class="newer" href=link(page - 1)>"← newer"</a> })}
-            <span>{format!(" page {} of {pages} ", page + 1)}</span>
-            {(page + 1 < pages).then(|| view! { <a class="older" href=link(page + 1)>"older →"</a> })}
-        </nav>
+        {crate::ui::pager(page, pages, ("← newer", "older →"), format!("page {} of {pages}", page + 1),
+            crate::ui::PageTo::Href(Callback::new(link)))}
         <table class="trials">
             <thead><tr><th>"Round"</th><th>"Slot"</th><th>"Trial"</th><th>"Attempt"</th><th>"t (directed)"</th><th>"max |corr|"</th><th>"Tokens"</th><th>"Stage"</th><th>"Outcome"</th><th></th></tr></thead>
             <tbody>
