@@ -347,7 +347,7 @@ impl Campaign {
             // A refused launch leaves no unit behind (the answer says why).
             let _ = fs::remove_file(&req.record);
             let _ = fs::remove_file(req.record.with_extension("sbatch"));
-            ApiError::refused(vec![e])
+            ApiError::refused(vec![e.to_string()])
         })?;
         // The launch is accepted: the tag, the index line and the marker say
         // so even if the unit dies before it makes its run set.

@@ -208,7 +208,7 @@ impl Campaign {
                     self.records.units().iter().find(|r| r.unit == f.target).cloned().ok_or("no such unit record")?;
                 let obs = self.observe(&rec, cfg);
                 let ended = super::launcher::ended(&rec, &obs).ok_or("it is no longer seen as ended")?;
-                super::launcher::write_record(&self.records.unit_path(&rec.unit), &ended)?;
+                super::launcher::write_record(&self.records.unit_path(&rec.unit), &ended).map_err(|e| e.to_string())?;
                 (
                     format!(
                         "recorded the end of unit {} ({})",

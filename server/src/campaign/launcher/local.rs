@@ -15,7 +15,7 @@ use runboard::campaign::LauncherKind;
 use runboard::live::Observation;
 use runboard::runsets::{UnitEnd, UnitHandle, UnitRecord};
 
-use super::{Launcher, Stopped, UnitRequest};
+use super::{Launcher, LauncherError, Stopped, UnitRequest};
 use crate::files::fsread::process_start;
 
 /// The local supervising launcher (the default).
@@ -63,7 +63,7 @@ impl Launcher for LocalLauncher {
         LauncherKind::Local
     }
 
-    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
+    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, LauncherError> {
         use std::os::unix::process::CommandExt;
         let first = super::first_record(req, LauncherKind::Local);
         super::write_record(&req.record, &first)?;
@@ -85,7 +85,10 @@ impl Launcher for LocalLauncher {
             // in its terminal) does not reach the batch.
             .process_group(0)
             .spawn()
-            .map_err(|e| format!("could not start the unit's supervisor ({}): {e}", self.exe.display()))?;
+            .map_err(|source| LauncherError::Spawn {
+                what: format!("the unit's supervisor ({})", self.exe.display()),
+                source,
+            })?;
         let pid = child.id();
         // Collect it when it ends (while this server lives; after that the
         // system does), so no zombie is left under the server.
@@ -103,7 +106,9 @@ impl Launcher for LocalLauncher {
                 }
             }
             if Instant::now() >= deadline {
-                return Err(format!("the unit's supervisor (PID {pid}) did not start the driver within 10 s"));
+                return Err(LauncherError::NotSeen(format!(
+                    "the unit's supervisor (PID {pid}) did not start the driver within 10 s"
+                )));
             }
             std::thread::sleep(Duration::from_millis(20));
         }

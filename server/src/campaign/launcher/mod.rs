@@ -48,6 +48,38 @@ pub struct UnitRequest {
     pub grace: Duration,
 }
 
+/// Why a launcher could not start or forget a unit. The launch path says
+/// it as its refusal's reason (`Display`); the kinds keep the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum LauncherError {
+    /// A file the launch writes (the unit record, Slurm's batch script)
+    /// could not be written.
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The launch asked to run nothing.
+    #[error("no command to run")]
+    NoCommand,
+    /// A program of the launcher's own could not be started (the local
+    /// supervisor).
+    #[error("could not start {what}: {source}")]
+    Spawn {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The backend said no, or could not be asked (its words: D-Bus,
+    /// `sbatch`).
+    #[error("{0}")]
+    Backend(String),
+    /// Accepted, but not seen started within the launch's bound.
+    #[error("{0}")]
+    NotSeen(String),
+}
+
 /// What a stop did, for the stop report.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stopped {
@@ -65,7 +97,7 @@ pub trait Launcher: Send + Sync {
     /// Starts the unit; the record it keeps of it, or why it could not.
     /// Accepted is not surviving: a unit that dies later is seen by
     /// [`Launcher::observe`].
-    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String>;
+    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, LauncherError>;
     /// What the unit is now (bounded in time; `Unknown` when it cannot be asked).
     fn observe(&self, rec: &UnitRecord) -> Observation;
     /// Ends the unit: SIGTERM, up to `grace`, then SIGKILL; waits for it.
@@ -78,7 +110,7 @@ pub trait Launcher: Send + Sync {
     /// After an ended unit's end was written into its record: let the
     /// backend forget it (systemd unloads the unit it kept loaded so that
     /// its result could be read). Its failure is only logged.
-    fn forget(&self, rec: &UnitRecord) -> Result<(), String> {
+    fn forget(&self, rec: &UnitRecord) -> Result<(), LauncherError> {
         let _ = rec;
         Ok(())
     }
@@ -89,7 +121,7 @@ impl<L: Launcher + ?Sized> Launcher for &L {
     fn backend(&self) -> LauncherKind {
         (**self).backend()
     }
-    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
+    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, LauncherError> {
         (**self).start(req)
     }
     fn observe(&self, rec: &UnitRecord) -> Observation {
@@ -101,7 +133,7 @@ impl<L: Launcher + ?Sized> Launcher for &L {
     fn log_tail(&self, rec: &UnitRecord, records: &Records, n: usize) -> Vec<String> {
         (**self).log_tail(rec, records, n)
     }
-    fn forget(&self, rec: &UnitRecord) -> Result<(), String> {
+    fn forget(&self, rec: &UnitRecord) -> Result<(), LauncherError> {
         (**self).forget(rec)
     }
 }
@@ -115,12 +147,13 @@ pub fn first_record(req: &UnitRequest, backend: LauncherKind) -> UnitRecord {
 }
 
 /// Writes a unit record atomically (making its folder).
-pub fn write_record(path: &Path, rec: &UnitRecord) -> Result<(), String> {
+pub fn write_record(path: &Path, rec: &UnitRecord) -> Result<(), LauncherError> {
+    let written = |at: &Path, source| LauncherError::Write { path: at.to_path_buf(), source };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| written(dir, e))?;
     }
-    let bytes = serde_json::to_vec_pretty(rec).map_err(|e| e.to_string())?;
-    crate::files::atomic::write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))
+    let bytes = serde_json::to_vec_pretty(rec).map_err(|e| written(path, std::io::Error::other(e)))?;
+    crate::files::atomic::write_atomic(path, &bytes).map_err(|e| written(path, e))
 }
 
 /// Why an ended unit failed: its launcher's exit status and result, and the
@@ -158,4 +191,25 @@ pub fn unit_environment(names: &[String]) -> Vec<(String, String)> {
         .collect();
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record that cannot be written says which file and why, and keeps
+    /// the cause (the launch path's refusal quotes the words).
+    #[test]
+    fn a_record_that_cannot_be_written_names_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("units");
+        std::fs::write(&blocker, "a file where the folder should be").unwrap();
+        let rec =
+            UnitRecord::new("u1", LauncherKind::Local, "rs-1", "specs/0001.json", vec![], crate::system::clock::now());
+        let e = write_record(&blocker.join("u1.json"), &rec).unwrap_err();
+        assert!(matches!(&e, LauncherError::Write { path, .. } if path == &blocker), "{e:?}");
+        assert!(e.to_string().starts_with(&format!("{}: ", blocker.display())), "{e}");
+        assert!(std::error::Error::source(&e).is_some(), "the io::Error is kept");
+        assert_eq!(LauncherError::NoCommand.to_string(), "no command to run");
+    }
 }

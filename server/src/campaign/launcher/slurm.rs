@@ -25,7 +25,7 @@ use runboard::campaign::LauncherKind;
 use runboard::live::Observation;
 use runboard::runsets::{UnitHandle, UnitRecord};
 
-use super::{Launcher, Stopped, UnitRequest};
+use super::{Launcher, LauncherError, Stopped, UnitRequest};
 use crate::system::command::{run_bounded, why};
 
 /// How long `sbatch` may take.
@@ -185,11 +185,12 @@ impl Launcher for SlurmLauncher {
         LauncherKind::Slurm
     }
 
-    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
+    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, LauncherError> {
         let mut rec = super::first_record(req, LauncherKind::Slurm);
         super::write_record(&req.record, &rec)?;
         let script = req.record.with_extension("sbatch");
-        std::fs::write(&script, self.script(req)).map_err(|e| format!("{}: {e}", script.display()))?;
+        std::fs::write(&script, self.script(req))
+            .map_err(|source| LauncherError::Write { path: script.clone(), source })?;
         let script_s = script.to_string_lossy().into_owned();
         let submitted = self.run("sbatch", &["--parsable", &script_s], SUBMIT_LIMIT);
         let never = |rec: &UnitRecord| {
@@ -202,11 +203,11 @@ impl Launcher for SlurmLauncher {
             Ok(out) if out.status.success() => out,
             Ok(out) => {
                 never(&rec);
-                return Err(format!("Slurm refused the job: {}", why("sbatch", &out)));
+                return Err(LauncherError::Backend(format!("Slurm refused the job: {}", why("sbatch", &out))));
             }
             Err(e) => {
                 never(&rec);
-                return Err(format!("the job could not be submitted: {e}"));
+                return Err(LauncherError::Backend(format!("the job could not be submitted: {e}")));
             }
         };
         // `--parsable`: `<job id>` or `<job id>;<cluster>`.
@@ -214,10 +215,10 @@ impl Launcher for SlurmLauncher {
         let id = text.trim().split(';').next().unwrap_or("").trim().to_owned();
         if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit() || c == '_') {
             never(&rec);
-            return Err(format!(
+            return Err(LauncherError::Backend(format!(
                 "sbatch did not print a job id (it printed {:?})",
                 runboard::console::spec::shorten(text.trim())
-            ));
+            )));
         }
         rec.handle = UnitHandle::Slurm { job_id: Some(id) };
         super::write_record(&req.record, &rec)?;

@@ -36,7 +36,7 @@ use runboard::runsets::{UnitHandle, UnitRecord};
 use runboard::Timestamp;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
-use super::{Launcher, Stopped, UnitRequest};
+use super::{Launcher, LauncherError, Stopped, UnitRequest};
 use crate::campaign::records::Records;
 
 const DEST: &str = "org.freedesktop.systemd1";
@@ -281,9 +281,9 @@ impl Launcher for SystemdLauncher<'_> {
         LauncherKind::Systemd
     }
 
-    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, String> {
+    fn start(&self, req: &UnitRequest) -> Result<UnitRecord, LauncherError> {
         let name = service_name(&req.unit);
-        let Some((program, _)) = req.command.split_first() else { return Err("no command to run".into()) };
+        let Some((program, _)) = req.command.split_first() else { return Err(LauncherError::NoCommand) };
         let mut rec = super::first_record(req, LauncherKind::Systemd);
         // Its output goes to the journal, not to a log file of its own.
         rec.log = None;
@@ -304,7 +304,7 @@ impl Launcher for SystemdLauncher<'_> {
         .into_iter()
         .map(|(k, v)| v.try_into().map(|v| (k, v)))
         .collect::<Result<_, _>>()
-        .map_err(|e: zbus::zvariant::Error| format!("building the unit's properties: {e}"))?;
+        .map_err(|e: zbus::zvariant::Error| LauncherError::Backend(format!("building the unit's properties: {e}")))?;
         let deadline = Instant::now() + LAUNCH_LIMIT;
         let unit_name = name.clone();
         let started = self.bus.call(LAUNCH_LIMIT, move |c| async move {
@@ -323,7 +323,7 @@ impl Launcher for SystemdLauncher<'_> {
             Ok(job)
         });
         if let Err(e) = started {
-            let why = format!("systemd did not start {name}: {e}");
+            let why = LauncherError::Backend(format!("systemd did not start {name}: {e}"));
             // The record says the unit never started, so nothing waits for it.
             if let Some(done) = super::ended(
                 &rec,
@@ -347,7 +347,11 @@ impl Launcher for SystemdLauncher<'_> {
                 Err(BusError::NoSuchUnit) => return Ok(rec),
                 Ok(_) | Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
                 Ok(_) => return Ok(rec),
-                Err(e) => return Err(format!("{name} was accepted, but its state could not be read: {e}")),
+                Err(e) => {
+                    return Err(LauncherError::NotSeen(format!(
+                        "{name} was accepted, but its state could not be read: {e}"
+                    )))
+                }
             }
         }
     }
@@ -432,17 +436,18 @@ impl Launcher for SystemdLauncher<'_> {
         }
     }
 
-    fn forget(&self, rec: &UnitRecord) -> Result<(), String> {
+    fn forget(&self, rec: &UnitRecord) -> Result<(), LauncherError> {
         let name = service_name(&rec.unit);
+        let said = |e: BusError| LauncherError::Backend(e.to_string());
         match self.props(&name, self.query_timeout) {
             Err(BusError::NoSuchUnit) => Ok(()),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(said(e)),
             // Failed units stay loaded until reset; a remaining one until stopped.
             Ok(p) if p.active_state == "failed" => {
-                self.manager_call("ResetFailedUnit", &name, self.query_timeout).map_err(|e| e.to_string())
+                self.manager_call("ResetFailedUnit", &name, self.query_timeout).map_err(said)
             }
             Ok(p) if p.active_state == "active" && p.sub_state == "exited" => {
-                self.manager_call("StopUnit", &name, self.query_timeout).map_err(|e| e.to_string())
+                self.manager_call("StopUnit", &name, self.query_timeout).map_err(said)
             }
             Ok(_) => Ok(()),
         }
