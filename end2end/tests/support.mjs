@@ -17,18 +17,18 @@ export const binary = process.env.RUNBOARD_BIN ?? join(workspace, 'target', 'rel
 /**
  * The console token of this test process's servers. Every console asks one;
  * the servers started here are given this one (`RUNBOARD_TOKEN`), so this
- * process's `fetch` sends it (`Authorization: Bearer`) and its browsers carry
- * it as the console's cookie, whichever server they talk to. access.test.mjs
+ * process's `fetch` sends it to them (`Authorization: Bearer`; to them alone)
+ * and its browsers carry it as the console's cookie. access.test.mjs
  * starts servers that make their own (`{ ownToken: true }`).
  */
 export const TOKEN = randomBytes(32).toString('hex');
-/** The token of each server that made its own, by origin. */
-const ownTokens = new Map();
+/** The token of each server started here, by origin: sent to it alone. */
+const tokens = new Map();
 const plainFetch = globalThis.fetch;
 globalThis.fetch = (url, init = {}) => {
+  const token = tokens.get(new URL(url).origin);
   const headers = new Headers(init.headers ?? {});
-  const token = ownTokens.get(new URL(url).origin) ?? TOKEN;
-  if (!headers.has('authorization')) headers.set('authorization', `Bearer ${token}`);
+  if (token && !headers.has('authorization')) headers.set('authorization', `Bearer ${token}`);
   return plainFetch(url, { ...init, headers });
 };
 
@@ -51,13 +51,13 @@ export async function startServer(args = [], { ownToken = false } = {}) {
     lines.on('line', (line) => {
       const m = line.match(/at (http:\/\/127\.0\.0\.1:\d+)\//);
       if (m) printed.url = m[1];
-      const open = line.match(/^runboard: open (http:\S+)/);
+      const open = ownToken && line.match(/^runboard: open (http:\S+)/);
       if (open) printed.openUrl = open[1];
       if (printed.url && (printed.openUrl || !ownToken)) { clearTimeout(timer); resolve(printed.url); }
     });
   });
-  const token = printed.openUrl ? new URL(printed.openUrl).searchParams.get('token') : TOKEN;
-  if (ownToken) ownTokens.set(url, token);
+  const token = ownToken ? new URL(printed.openUrl).searchParams.get('token') : TOKEN;
+  tokens.set(url, token);
   return {
     url,
     openUrl: printed.openUrl,
