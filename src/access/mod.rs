@@ -39,15 +39,19 @@ impl Role {
     }
 
     /// May a request of this role be served: `changes` when it is anything
-    /// but a read (GET, HEAD, OPTIONS). `Err` holds the refusal in words.
-    pub fn may(self, who: &str, changes: bool, what: &str) -> Result<(), String> {
-        match (self, changes) {
-            (Self::View, true) => Err(format!(
-                "refused: {who} is a viewer's token — it reads every page but may not change anything ({what}); \
-                 ask an operator, or use a token made with `runboard token add NAME --operate`"
-            )),
-            _ => Ok(()),
-        }
+    /// but a read (GET, HEAD, OPTIONS). (Asked of every request: the words
+    /// of a refusal are [`Role::refusal`]'s, made only then.)
+    pub fn may(self, changes: bool) -> bool {
+        !(self == Self::View && changes)
+    }
+
+    /// The words of a refusal [`Role::may`] gave: `who` (the token's name)
+    /// asked `what` (`POST /api/control/stop`).
+    pub fn refusal(who: &str, what: &str) -> String {
+        format!(
+            "refused: {who} is a viewer's token — it reads every page but may not change anything ({what}); \
+             ask an operator, or use a token made with `runboard token add NAME --operate`"
+        )
     }
 }
 
@@ -160,9 +164,9 @@ mod tests {
 
     #[test]
     fn viewers_read_and_are_refused_changes_in_words() {
-        assert!(Role::View.may("ana", false, "GET /api/live").is_ok());
-        assert!(Role::Operate.may("bo", true, "stop").is_ok());
-        let no = Role::View.may("ana", true, "stop").unwrap_err();
+        assert!(Role::View.may(false) && Role::Operate.may(true) && Role::Operate.may(false));
+        assert!(!Role::View.may(true));
+        let no = Role::refusal("ana", "stop");
         assert!(no.contains("ana is a viewer's token") && no.contains("(stop)") && no.contains("--operate"), "{no}");
     }
 

@@ -13,7 +13,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use runboard::access::audit::{self, AuditEntry, AuditPage, AuditQuery, Surface};
@@ -95,7 +94,7 @@ fn operation_of(path: &str) -> (String, Surface, serde_json::Map<String, serde_j
 /// handed on unchanged; the answer's status and, when it is a refusal, its
 /// words are kept.
 pub async fn record(State(recorder): State<Recorder>, req: Request, next: Next) -> Response {
-    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+    if crate::access::auth::is_read(req.method()) {
         return next.run(req).await;
     }
     let from = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or("unknown".into(), |c| c.0.to_string());

@@ -214,9 +214,9 @@ pub async fn guard(State(access): State<Access>, mut req: Request, next: Next) -
     }
     let caller = access.caller(&req);
     let Some(role) = caller.role() else { return stranger(&access, &req) };
-    let changes = !is_read(req.method());
-    if let Err(why) = role.may(&caller.by(), changes, &format!("{} {}", req.method(), req.uri().path())) {
-        return refusal(StatusCode::FORBIDDEN, "forbidden", why);
+    if !role.may(!is_read(req.method())) {
+        let what = format!("{} {}", req.method(), req.uri().path());
+        return refusal(StatusCode::FORBIDDEN, "forbidden", Role::refusal(&caller.by(), &what));
     }
     // The pages render for who asks (a viewer's show no enabled control).
     req.extensions_mut().insert(role);
@@ -242,11 +242,11 @@ fn stranger(access: &Access, req: &Request) -> Response {
             return res;
         }
     }
-    let why = "this runboard needs its token: open the address `runboard serve` printed (or `runboard open` prints), \
-               or send Authorization: Bearer <token>";
     if wants_page(req) {
         return (StatusCode::UNAUTHORIZED, axum::response::Html(SIGN_IN_PAGE)).into_response();
     }
+    let why = "this runboard needs its token: open the address `runboard serve` printed (or `runboard open` prints), \
+               or send Authorization: Bearer <token>";
     refusal(StatusCode::UNAUTHORIZED, "unauthorized", why.into())
 }
 
@@ -275,7 +275,7 @@ fn refusal(status: StatusCode, kind: &str, why: String) -> Response {
 
 /// The reason to refuse a state-changing request from another origin, if any.
 fn foreign_origin(req: &Request) -> Option<String> {
-    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+    if is_read(req.method()) {
         return None;
     }
     let headers = req.headers();

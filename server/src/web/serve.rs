@@ -99,14 +99,22 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
         ),
         Err(e) => return Err(e).with_context(|| format!("binding {addr}")),
     };
+    // The data folder, once: the demo's home (which needs it), the list
+    // cache and the tokens (which do without).
+    let located = crate::files::data_folder::locate(opts.data_dir.as_deref());
+    let data = located.as_ref().ok().cloned();
     let serving = match &opts.root {
         Some(root) => Serving::Campaign(root.clone()),
         None => {
-            let data = crate::files::data_folder::locate(opts.data_dir.as_deref())?;
+            let data = located?;
             let lease = crate::demo::DemoLease::claim(&data)?;
             Serving::Demo { data, lease }
         }
     };
+    // Who may talk to it, before anything is prepared or launched: a token
+    // file that cannot be read stops the start here.
+    let hosts = crate::access::auth::AllowedHosts::new(ip, &opts.allow_hosts);
+    let (access, signed) = access(&opts, data.as_deref(), hosts)?;
     let (root, demo, writer) = match &serving {
         Serving::Campaign(root) => (root.clone(), false, None),
         Serving::Demo { data, lease } => {
@@ -118,7 +126,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // What the run list parsed is kept in the data folder between starts (a
     // restarted server opens only the files that changed); without a data
     // folder the list works the same, only a first list after a start is slower.
-    if let Ok(data) = crate::files::data_folder::locate(opts.data_dir.as_deref()) {
+    if let Some(data) = &data {
         let key = runboard::basics::hash::fnv1a(console.root().as_os_str().as_encoded_bytes());
         console = console.with_list_cache(data.join("list-cache").join(format!("{key:016x}.json")));
     }
@@ -145,9 +153,6 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     }
 
     let local = listener.local_addr()?;
-    let hosts = crate::access::auth::AllowedHosts::new(ip, &opts.allow_hosts);
-    let data = crate::files::data_folder::locate(opts.data_dir.as_deref()).ok();
-    let (access, signed) = access(&opts, data.as_deref(), hosts)?;
     let state = AppState::new(leptos, console.clone(), access);
     let shutdown = state.shutdown.clone();
     let ended = std::sync::Arc::new(std::sync::Mutex::new(Ended::Signal));
