@@ -100,6 +100,10 @@ test('Evidence says its verdicts and family; the proposal guide ranks what would
   assert.equal(await first.getAttribute('data-task'), 'momentum', 'the difference its cells would narrow most first');
   assert.equal(await first.evaluate((li) => li.classList.contains('settled')), false);
   assert.match(await first.locator('p.words').textContent(), /more cells? on task momentum, condition \w+.*would narrow to about ±\d+ pp/);
+  // What the ranking weighs: the always-valid margin, wider than the one look's, narrowing.
+  assert.match(await first.locator('p.words').textContent(), /at one look, would narrow to about ±\d+ pp; always-valid ±\d+ → ±\d+ pp/);
+  const [before, after] = (await first.locator('dd.margin').textContent()).match(/\d+/g).map(Number);
+  assert.ok(after < before, `the margin narrows: ${before} → ${after}`);
   assert.match(await first.locator('p.predicted').textContent(), /^Predicted about [\d,]+ tokens.*Range: [\d,]+–[\d,]+ tokens/);
   assert.match(await first.locator('p.needed').textContent(), /about \d+ cells per condition/);
   // Reversal's fixed-look interval excludes 0 (4 of 4 against 1 of 4), but

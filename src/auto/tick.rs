@@ -913,7 +913,6 @@ fn expected_impact(
     let evidence = crate::results::evidence(&mine, "condition", &order);
     let clear: Vec<bool> =
         by.iter().map(|(name, _)| evidence.comparisons.iter().any(|c| c.level == *name && c.clear)).collect();
-    let pct = |x: f64| format!("{:+.0}", x * 100.0);
     let mut best: Option<(f64, String, String)> = None;
     for (at, (cond, (_, _, open_cells))) in by.iter().enumerate() {
         if *open_cells == 0 {
@@ -922,14 +921,9 @@ fn expected_impact(
         let k = (*open_cells).min(settings.max_cells) as u64;
         let Some((j, nw)) = best_comparison(&counts, &clear, at, k) else { continue };
         let compared = &by[j].0;
-        let now = match nw.today {
-            Some((d, i)) => format!("now {} pp [{}, {}]", pct(d), pct(i.lo), pct(i.hi)),
-            None => "not measured yet".to_owned(),
-        };
         let why = format!(
-            "{k} more cell(s) of condition {cond:?}: the difference {compared:?} − {base:?}, {now}{}, would narrow to about ±{:.0} pp ({})",
-            if nw.settled() { " (settled: its verdict is clear)" } else { "" },
-            nw.after * 100.0,
+            "{k} more cell(s) of condition {cond:?}: the difference {compared:?} − {base:?}, {} ({})",
+            nw.words(),
             slot.name()
         );
         if best.as_ref().is_none_or(|(r, _, _)| nw.rank() > *r) {
@@ -1272,7 +1266,7 @@ mod tests {
     /// `expected_impact` ranks by what the next cells would do to a
     /// comparison at the rates observed (here with no outcomes, so no
     /// verdict settles one): memory 0 of 6 against 10 of 10, whose
-    /// interval the cells would narrow most, before memory 3 of 6 against
+    /// always-valid margin the cells would narrow most, before memory 3 of 6 against
     /// 5 of 10; among the rest the less measured. `least_covered` ranks by
     /// the share of cells counted.
     #[test]
@@ -1282,10 +1276,10 @@ mod tests {
         let apart = score(&impact, &[("base", 10, 0, 0), ("memory", 0, 6, 6)]);
         assert!(apart.0 > open.0, "{open:?} {apart:?}");
         assert_eq!(open.2.as_deref(), Some("memory"));
-        assert!(!apart.1.contains("settled") && apart.1.contains("now -100 pp"), "{}", apart.1);
+        assert!(!apart.1.contains("settled") && apart.1.contains("now −100 pp [−100, −52] at one look"), "{}", apart.1);
         assert!(
             open.1.starts_with(
-                "6 more cell(s) of condition \"memory\": the difference \"memory\" − \"base\", now +0 pp ["
+                "6 more cell(s) of condition \"memory\": the difference \"memory\" − \"base\", now 0 pp ["
             ),
             "{}",
             open.1

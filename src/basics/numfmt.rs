@@ -72,6 +72,19 @@ pub fn decimal(x: f64, places: u32) -> String {
     }
 }
 
+/// A fraction as signed whole percentage points, with a true minus sign:
+/// `+25`, `−8`, `0`.
+pub fn signed_pp(x: f64) -> String {
+    let v = (x * 100.0).round();
+    if v == 0.0 {
+        "0".to_owned()
+    } else if v < 0.0 {
+        format!("−{}", -v)
+    } else {
+        format!("+{v}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

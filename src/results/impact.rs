@@ -10,10 +10,14 @@
 //! of the baseline) is expected to leave each rate where it is now — the
 //! observed rate, or ½ for a group with nothing observed, the least
 //! informed guess and the widest interval — and to add the trials: the
-//! expected interval is the Newcombe interval at the counts `s + p̂·k` of
-//! `n + k` (successes may be fractional). Its half-width against today's is
-//! what the cells would buy. Adding trials at a fixed rate never widens an
-//! interval (tested below).
+//! counts become `s + p̂·k` of `n + k` (successes may be fractional). What
+//! the cells would buy is measured on an interval that, like the verdict,
+//! holds however often it is read: the **always-valid margin**, the
+//! half-width of [`super::sequential::difference_interval`] (each rate's
+//! Beta-mixture confidence sequence at α/2), today against after. The
+//! fixed-look Newcombe interval Evidence shows is narrowed the same way, for
+//! the words (labelled "at one look"). Adding trials at a fixed rate never
+//! widens either (tested below).
 //!
 //! **Cells to resolve a difference.** To tell rates `p₁` and `p₂` apart
 //! (`Δ = p₁ − p₂ ≠ 0`) with a two-sided test at confidence `1 − α` and power
@@ -31,7 +35,7 @@
 //! needs more: [`cells_to_settle`] finds how many by running the verdict's
 //! own test ([`super::sequential::TwoProportions`]) on simulated cells.
 
-use super::sequential::{Side, TwoProportions, ALPHA};
+use super::sequential::{difference_interval, Side, TwoProportions, ALPHA};
 use super::stats::{difference_counts, Interval, Z95};
 
 /// A group's counts: `successes` of `n` trials.
@@ -61,12 +65,17 @@ impl Counts {
 /// What `k` more cells of a level would do to its comparison with the baseline.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Narrowing {
-    /// Today's difference and its interval (none when a group has no trial yet).
+    /// Today's difference and its fixed-look interval (none when a group
+    /// has no trial yet).
     pub today: Option<(f64, Interval)>,
-    /// The expected half-width after the cells.
+    /// The fixed-look interval's expected half-width after the cells.
     pub after: f64,
-    /// The expected interval after the cells.
+    /// The expected fixed-look interval after the cells.
     pub interval: Interval,
+    /// The always-valid margin today (1, the widest, when a group has no
+    /// trial yet) and expected after the cells: what the ranking weighs.
+    pub margin: f64,
+    pub margin_after: f64,
     /// The comparison's verdict today (set by the caller from the
     /// always-valid test: [`super::sequential`]): settled when clear.
     pub clear: bool,
@@ -83,20 +92,37 @@ impl Narrowing {
         self.clear
     }
 
-    /// How much the half-width shrinks (a comparison with no interval yet
-    /// gains from the widest possible, 1).
+    /// How much the always-valid margin shrinks.
     pub fn gain(&self) -> f64 {
-        (self.now().unwrap_or(1.0) - self.after).max(0.0)
+        (self.margin - self.margin_after).max(0.0)
+    }
+
+    /// What the cells would do, in words: "now +25 pp [−28, +70] at one
+    /// look, would narrow to about ±40 pp; always-valid ±62 → ±55 pp", with
+    /// " (settled: its verdict is clear)" after the interval when it is.
+    pub fn words(&self) -> String {
+        use crate::basics::numfmt::signed_pp as pp;
+        let pct = |x: f64| format!("{:.0}", x * 100.0);
+        let settled = if self.settled() { " (settled: its verdict is clear)" } else { "" };
+        let (now, verb) = match self.today {
+            Some((d, i)) => (format!("now {} pp [{}, {}] at one look{settled}", pp(d), pp(i.lo), pp(i.hi)), "narrow"),
+            None => ("not measured yet".to_owned(), "be measured"),
+        };
+        format!(
+            "{now}, would {verb} to about ±{} pp; always-valid ±{} → ±{} pp",
+            pct(self.after),
+            pct(self.margin),
+            pct(self.margin_after)
+        )
     }
 
     /// The ranking score: open comparisons (not clear by the verdict)
-    /// first, by their gain; settled ones after every open one.
+    /// first, by their gain; settled ones after every open one. To nine
+    /// decimals: margins equal but for rounding (a rate of 3 of 4 is as
+    /// uncertain as 1 of 4) tie, and ties keep the matrix's order.
     pub fn rank(&self) -> f64 {
-        if self.settled() {
-            self.gain()
-        } else {
-            1.0 + self.gain()
-        }
+        let score = if self.settled() { self.gain() } else { 1.0 + self.gain() };
+        (score * 1e9).round() / 1e9
     }
 }
 
@@ -106,9 +132,14 @@ pub fn narrowing(level: Counts, baseline: Counts, k_level: u64, k_base: u64) -> 
     let (s1, n1) = level.plus(k_level);
     let (s2, n2) = baseline.plus(k_base);
     let (_, interval) = difference_counts(s1, n1, s2, n2, Z95)?;
-    let today =
-        difference_counts(level.successes as f64, level.n as f64, baseline.successes as f64, baseline.n as f64, Z95);
-    Some(Narrowing { today, after: (interval.hi - interval.lo) / 2.0, interval, clear: false })
+    let (s1_now, n1_now, s2_now, n2_now) =
+        (level.successes as f64, level.n as f64, baseline.successes as f64, baseline.n as f64);
+    let today = difference_counts(s1_now, n1_now, s2_now, n2_now, Z95);
+    let half = |i: Interval| (i.hi - i.lo) / 2.0;
+    let margin =
+        if today.is_some() { half(difference_interval((s1_now, n1_now), (s2_now, n2_now), ALPHA)) } else { 1.0 };
+    let margin_after = half(difference_interval((s1, n1), (s2, n2), ALPHA));
+    Some(Narrowing { today, after: half(interval), interval, margin, margin_after, clear: false })
 }
 
 /// The comparison that `k` more trials of `levels[at]` would narrow most,
@@ -295,7 +326,13 @@ mod tests {
         assert_eq!(r4(n.after), 0.3199);
         assert_eq!((r4(n.interval.lo), r4(n.interval.hi)), (-0.5786, 0.0613));
         assert!(!n.settled());
-        assert_eq!(r4(n.gain()), 0.0395);
+        // The always-valid margin (each rate's Beta(1, 1) mixture set at
+        // 2.5 %, found by bisection in a separate Python script over
+        // `lgamma`): 3 of 10 → [0.0285, 0.7624], 6 of 10 → [0.2376,
+        // 0.9715]; the difference [−0.9082, +0.5943], margin 0.7512; after
+        // ten more at 0.3 (6 of 20): [−0.8712, +0.4824], margin 0.6768.
+        assert_eq!((r4(n.margin), r4(n.margin_after)), (0.7512, 0.6768));
+        assert_eq!(r4(n.gain()), 0.0745);
         // Nothing observed of the level: it is expected at ½, and it gains
         // from the widest interval.
         let fresh = narrowing(c(0, 0), c(6, 10), 10, 0).unwrap();
@@ -340,15 +377,17 @@ mod tests {
     }
 
     proptest! {
-        /// More cells never widen the expected interval.
+        /// More cells never widen the expected interval, at one look or always-valid.
         #[test]
         fn more_cells_never_widen_an_interval(s1 in 0u64..60, extra1 in 0u64..60, s2 in 0u64..60, extra2 in 0u64..60, k in 0u64..200) {
             let (a, b) = (c(s1, s1 + extra1), c(s2, s2 + extra2));
             if let (Some(x), Some(y)) = (narrowing(a, b, k, 0), narrowing(a, b, k + 1, 0)) {
                 prop_assert!(y.after <= x.after + 1e-12, "{x:?} then {y:?}");
+                prop_assert!(y.margin_after <= x.margin_after + 1e-9, "{x:?} then {y:?}");
                 if let Some(now) = x.now() {
                     prop_assert!(x.after <= now + 1e-12);
                 }
+                prop_assert!(x.margin_after <= x.margin + 1e-9, "{x:?}");
             }
         }
 

@@ -174,9 +174,19 @@ pub struct Proposal {
     pub n_baseline: u64,
     /// Today's difference (none while a side has nothing counted).
     pub today: Option<Difference>,
-    /// The expected half-width after the batch, and the expected interval.
+    /// The fixed-look interval's expected half-width after the batch, and
+    /// the expected interval (for one look: the words, not the ranking).
     pub after: f64,
     pub after_ci95: Interval,
+    /// The always-valid margin of the difference today (1 while a side has
+    /// nothing counted) and expected after the batch: the half-width of an
+    /// interval that holds however often it is read
+    /// ([`super::sequential::difference_interval`]). The ranking weighs how
+    /// much it shrinks.
+    #[serde(default)]
+    pub margin: f64,
+    #[serde(default)]
+    pub margin_after: f64,
     /// Its verdict is clear (the guide's family: see the module).
     pub settled: bool,
     /// Cells per group to tell a difference of the query's `delta` from the
@@ -190,7 +200,8 @@ pub struct Proposal {
     /// past 6,000.
     #[serde(default)]
     pub cells_to_settle: Option<u64>,
-    /// The ranking score: 1 + the gain for an open comparison, the gain for a settled one.
+    /// The ranking score: 1 + the gain (how much the always-valid margin
+    /// shrinks) for an open comparison, the gain for a settled one.
     pub score: f64,
     /// The cells still to run that it draws from (gaps and failed cells).
     pub open_cells: usize,
@@ -414,7 +425,7 @@ pub fn propose(input: &ProposeInput, q: &ProposeQuery) -> Proposals {
         delta_pp: q.delta,
         route,
         how: format!(
-            "Each task's difference of a {by} to the baseline ({}), as Evidence counts it: the batches whose cells would most narrow the 95 % interval of an open difference (one whose verdict is not clear) come first, then those of settled ones. The next cells are expected at the rates observed so far (½ where nothing is observed yet).",
+            "Each task's difference of a {by} to the baseline ({}), as Evidence counts it: the batches whose cells would most narrow the always-valid margin of an open difference (one whose verdict is not clear) come first, then those of settled ones. The margin is the half-width of a 95 % interval that holds however often it is read, as the verdict does; the one-look interval Evidence shows narrows too, and is said beside it. The next cells are expected at the rates observed so far (½ where nothing is observed yet).",
             levels.first().map_or("none", String::as_str),
             by = q.by
         ),
@@ -521,6 +532,8 @@ fn drafted(
         today,
         after: narrowing.after,
         after_ci95: narrowing.interval,
+        margin: narrowing.margin,
+        margin_after: narrowing.margin_after,
         settled: narrowing.settled(),
         cells_needed,
         cells_to_settle,
@@ -550,7 +563,6 @@ fn words(
     reruns: usize,
     n: &Narrowing,
 ) -> String {
-    let pp = signed_pp;
     let on_model = model.map(|m| format!(", model {m}")).unwrap_or_default();
     let rerun = match reruns {
         0 => String::new(),
@@ -562,34 +574,11 @@ fn words(
     } else {
         format!("the difference {compared} − {baseline}")
     };
-    let now = match n.today {
-        Some((d, i)) => format!(
-            "now {} pp [{}, {}]{}, would narrow to about ±{:.0} pp",
-            pp(d),
-            pp(i.lo),
-            pp(i.hi),
-            if n.settled() { " (settled already: its verdict is clear)" } else { "" },
-            n.after * 100.0
-        ),
-        None => format!("not measured yet, would be measured to about ±{:.0} pp", n.after * 100.0),
-    };
+    let now = n.words();
     format!(
         "{cells} more cell{} on task {task}, {by} {level}{on_model}{rerun}: {which}, {now}",
         if cells == 1 { "" } else { "s" }
     )
-}
-
-/// A fraction as signed whole percentage points, with a true minus sign:
-/// `+25`, `−8`, `0`.
-pub fn signed_pp(x: f64) -> String {
-    let v = (x * 100.0).round();
-    if v == 0.0 {
-        "0".to_owned()
-    } else if v < 0.0 {
-        format!("−{}", -v)
-    } else {
-        format!("+{v}")
-    }
 }
 
 /// A draft label from parts: letters, digits, `-`, `_`, `.` kept, anything
@@ -702,14 +691,18 @@ mod tests {
         assert_eq!(
             first.words,
             format!(
-                "4 more cells on task t1, condition mem (1 of them a failed cell run again): the difference to base, now −17 pp [{:+.0}, {:+.0}], would narrow to about ±{:.0} pp",
+                "4 more cells on task t1, condition mem (1 of them a failed cell run again): the difference to base, now −17 pp [{:+.0}, {:+.0}] at one look, would narrow to about ±{:.0} pp; always-valid ±{:.0} → ±{:.0} pp",
                 today.ci95.lo * 100.0,
                 today.ci95.hi * 100.0,
-                first.after * 100.0
+                first.after * 100.0,
+                first.margin * 100.0,
+                first.margin_after * 100.0
             )
             .replace("[-", "[−")
         );
         assert!(first.after < (today.ci95.hi - today.ci95.lo) / 2.0, "the interval narrows");
+        // The always-valid margin is wider than the one look's and narrows too.
+        assert!(first.margin_after < first.margin && first.margin > (today.ci95.hi - today.ci95.lo) / 2.0);
         assert_eq!(first.request.filters["task"], ["t1"]);
         assert_eq!(first.request.filters["condition"], ["mem"]);
         assert_eq!((first.request.model.as_deref(), first.request.max_cells), (Some("gpt"), Some(4.0)));
@@ -756,7 +749,7 @@ mod tests {
         let (_, open) = best_comparison(&counts(&groups[1]), &[false, false], 1, 4).unwrap();
         assert!(settled.settled() && !open.settled() && open.rank() > settled.rank());
         let said = words("t2", "condition", "mem", None, "mem", "base", 4, 0, &settled);
-        assert!(said.contains("(settled already: its verdict is clear)"), "{said}");
+        assert!(said.contains("at one look (settled: its verdict is clear)"), "{said}");
     }
 
     #[test]

@@ -277,27 +277,9 @@ impl Discordant {
         let bound = (1.0 / alpha).ln();
         let mut out = Interval { lo: 0.0, hi: 1.0 };
         for (k, n) in self.steps() {
-            let centre = k / n;
-            // The mixture ratio is convex in q0 with its least value at k/n:
-            // each side's end found by bisection.
             let mixture = self.ln_mixture(k, n);
-            let inside = |q: f64| mixture - k * q.ln() - (n - k) * (1.0 - q).ln() < bound;
-            let edge = |mut outside: f64, mut within: f64| {
-                if inside(outside) {
-                    return outside;
-                }
-                for _ in 0..60 {
-                    let mid = 0.5 * (outside + within);
-                    if inside(mid) {
-                        within = mid;
-                    } else {
-                        outside = mid;
-                    }
-                }
-                within
-            };
-            let (lo, hi) = (edge(0.0, centre), edge(1.0, centre));
-            out = Interval { lo: out.lo.max(lo), hi: out.hi.min(hi) };
+            let step = mixture_set(|q| mixture - k * q.ln() - (n - k) * (1.0 - q).ln(), k / n, bound);
+            out = Interval { lo: out.lo.max(step.lo), hi: out.hi.min(step.hi) };
         }
         // Numbers at the edges of the intersection may cross by rounding.
         if out.lo > out.hi {
@@ -306,6 +288,67 @@ impl Discordant {
         }
         out
     }
+}
+
+/// The set of rates `q0` whose log ratio `ln_e(q0)` stays below `bound`,
+/// around `centre` (where it is least): each end found by bisection. A
+/// mixture's log ratio is convex in `q0`, so the set is an interval.
+fn mixture_set(ln_e: impl Fn(f64) -> f64, centre: f64, bound: f64) -> Interval {
+    let inside = |q: f64| ln_e(q) < bound;
+    let edge = |mut outside: f64, mut within: f64| {
+        if inside(outside) {
+            return outside;
+        }
+        for _ in 0..60 {
+            let mid = 0.5 * (outside + within);
+            if inside(mid) {
+                within = mid;
+            } else {
+                outside = mid;
+            }
+        }
+        within
+    };
+    Interval { lo: edge(0.0, centre), hi: edge(1.0, centre) }
+}
+
+/// Robbins' Beta(a, b) mixture of the likelihood ratio of `k` successes in
+/// `n` trials against a rate `q0`, in logs: `ln ∫ (q/q0)^k ((1−q)/(1−q0))^(n−k)
+/// Beta(dq; a, b)`. It is a martingale in `n` when the trials pass at `q0`,
+/// so by Ville's inequality it passes `1/α` with chance at most α, ever
+/// (Howard, Ramdas, McAuliffe & Sekhon, "Time-uniform, nonparametric,
+/// nonasymptotic confidence sequences", *Annals of Statistics* 2021,
+/// Prop. 7, the beta-binomial mixture: checked against their reference
+/// implementation below). Counts may be fractional (expected counts).
+pub fn ln_beta_mixture(k: f64, n: f64, a: f64, b: f64, q0: f64) -> f64 {
+    ln_beta(a + k, b + n - k) - ln_beta(a, b) - k * q0.ln() - (n - k) * (1.0 - q0).ln()
+}
+
+/// The uniform prior of [`rate_interval`]'s mixture: no rate favoured.
+pub const RATE_PRIOR: f64 = 1.0;
+
+/// An always-valid interval for one pass rate after `successes` of `trials`
+/// (expected counts may be fractional): the rates the Beta(1, 1) mixture
+/// ([`ln_beta_mixture`]) does not reject at `alpha`. The set at these
+/// counts: the confidence sequence — the running intersection over the
+/// counts before — lies within it. The whole [0, 1] before any trial.
+pub fn rate_interval(successes: f64, trials: f64, alpha: f64) -> Interval {
+    if trials <= 0.0 {
+        return Interval { lo: 0.0, hi: 1.0 };
+    }
+    let (k, n) = (successes.clamp(0.0, trials), trials);
+    let mixture = ln_beta(RATE_PRIOR + k, RATE_PRIOR + n - k) - ln_beta(RATE_PRIOR, RATE_PRIOR);
+    mixture_set(|q| mixture - k * q.ln() - (n - k) * (1.0 - q).ln(), k / n, (1.0 / alpha).ln())
+}
+
+/// An always-valid interval for the difference of two pass rates: each
+/// rate's [`rate_interval`] at `alpha / 2` (so both hold together with
+/// chance `1 − alpha`, at every count), and the differences they allow.
+/// Wider than the verdict's test needs — it is the measure of how much the
+/// next cells would tell, not a verdict.
+pub fn difference_interval(level: (f64, f64), baseline: (f64, f64), alpha: f64) -> Interval {
+    let (a, b) = (rate_interval(level.0, level.1, alpha / 2.0), rate_interval(baseline.0, baseline.1, alpha / 2.0));
+    Interval { lo: a.lo - b.hi, hi: a.hi - b.lo }
 }
 
 /// Holm's step-down adjusted p-values, in the order given: a comparison is
@@ -596,5 +639,85 @@ mod tests {
         assert_eq!(holm(&[]), Vec::<f64>::new());
         assert_eq!(holm(&[0.7, 0.9]), vec![1.0, 1.0]);
         assert!((level_in_family(0.05, 0.01, 0.03) - 0.05 / 3.0).abs() < 1e-12);
+    }
+
+    /// A worked example from the reference implementation of the unpaired
+    /// e-variable (Turner, Ly & Grünwald's `safestats`, its test "uniform
+    /// Beta priors update after one A-only success"): Beta(1, 1) estimates,
+    /// blocks of one outcome a side, A passing and B not, twice. Block 1 bets
+    /// at ½ and ½ (pooled ½): a factor of 1. Block 2 bets at θa = 2/3, θb =
+    /// 1/3 (pooled θ0 = ½, the pooled mean as their `solveRIPr2x2PropDiff`
+    /// gives with no difference): (2/3)·(2/3) / (½·½) = 16/9. Ours with the
+    /// same estimates (prior 1, estimates never moved apart) gives the same.
+    #[test]
+    fn the_unpaired_e_process_matches_safestats_worked_example() {
+        let mut t = TwoProportions::new(1.0, 0.0);
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            t.observe(Side::Level, 1, 1);
+            t.observe(Side::Baseline, 0, 1);
+            seen.push(t.now().e_value);
+        }
+        assert!((seen[0] - 1.0).abs() < 1e-12 && (seen[1] - 16.0 / 9.0).abs() < 1e-12, "{seen:?}");
+        assert!((t.now().p_value - 9.0 / 16.0).abs() < 1e-12);
+    }
+
+    /// The Beta mixture against the reference implementation of Howard et
+    /// al. (`confseq`, its test `TestTwoSidedBetaBinomialMixture`, values
+    /// "from a reference implementation in R"): the two-sided beta-binomial
+    /// mixture at s = 10, v = 100, v_opt = 100, g = 0.2, h = 0.8, α_opt =
+    /// 0.05 is −0.6941012. For Bernoulli trials centred at q0 = g (g + h =
+    /// 1), s = k − n·q0 and v = n·g·h: n = 625 trials, k = 135 successes;
+    /// their mixture is Beta(r/h, r/g) over the rate with r = ρ − g·h and ρ
+    /// their `best_rho(100, 0.05)` = 12.60056 (their test's value). The
+    /// paired e-process's whole-Beta mixture is this one at a = b, q0 = ½.
+    #[test]
+    fn the_beta_mixture_matches_confseqs_reference_values() {
+        let (g, h) = (0.2, 0.8);
+        let r = 12.600_56 - g * h;
+        let got = ln_beta_mixture(135.0, 625.0, r / h, r / g, g);
+        assert!((got - -0.694_101_2).abs() < 1e-5, "{got}");
+        let mut d = Discordant::beta(PAIRED_PRIOR);
+        for (i, won) in [true, true, false, true, true, true, false, true].into_iter().enumerate() {
+            d.observe(won);
+            let k = d.wins.iter().filter(|w| **w).count() as f64;
+            let mixture = ln_beta_mixture(k, (i + 1) as f64, PAIRED_PRIOR, PAIRED_PRIOR, 0.5);
+            assert!((d.now().e_value.ln() - mixture).abs() < 1e-12);
+        }
+    }
+
+    /// One rate's interval holds its rate at every count at once: in
+    /// simulated runs of 300 trials at 0.3, the rate left the interval at
+    /// some count in at most α of them (Ville: the mixture ever passing
+    /// 1/α). And the difference's interval narrows as trials come, staying
+    /// wider than the fixed look's (it pays for every look).
+    #[test]
+    fn the_rate_interval_holds_at_every_count_and_narrows() {
+        let (alpha, runs) = (0.05, 400u64);
+        let mut rng = 7u64;
+        let mut missed = 0;
+        for _ in 0..runs {
+            let mut k = 0.0;
+            let mut left = false;
+            for n in 1..=300 {
+                rng = rng.wrapping_add(crate::basics::hash::GOLDEN_GAMMA);
+                k += f64::from(u8::from(((crate::basics::hash::mix64(rng) >> 11) as f64 / (1u64 << 53) as f64) < 0.3));
+                if n % 10 == 0 {
+                    let i = rate_interval(k, f64::from(n), alpha);
+                    left |= !(i.lo..=i.hi).contains(&0.3);
+                }
+            }
+            missed += u64::from(left);
+        }
+        assert!((missed as f64) <= alpha * runs as f64, "{missed} of {runs} runs left the interval");
+        let half = |i: Interval| (i.hi - i.lo) / 2.0;
+        let (d10, d40) = (
+            difference_interval((3.0, 10.0), (6.0, 10.0), alpha),
+            difference_interval((12.0, 40.0), (24.0, 40.0), alpha),
+        );
+        assert!(half(d40) < half(d10) && d10.lo < -0.3 && d10.hi > -0.3, "{d10:?} {d40:?}");
+        let fixed = super::super::stats::difference_counts(3.0, 10.0, 6.0, 10.0, super::super::stats::Z95).unwrap().1;
+        assert!(half(d10) > half(fixed));
+        assert_eq!(rate_interval(0.0, 0.0, alpha), Interval { lo: 0.0, hi: 1.0 });
     }
 }

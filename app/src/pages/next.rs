@@ -8,7 +8,8 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::query_signal;
-use runboard::results::propose::{signed_pp as pp, Proposal, Proposals, ProposeParams};
+use runboard::basics::numfmt::signed_pp as pp;
+use runboard::results::propose::{Proposal, Proposals, ProposeParams};
 
 use super::coverage::Launching;
 use crate::api;
@@ -135,9 +136,11 @@ fn proposal(x: Proposal, by: &str, delta: f64, spec_path: RwSignal<String>) -> i
         <li class="proposal" class:settled=x.settled data-task=x.task.clone() data-level=x.level.clone()>
             <p class="words">{x.words.clone()}</p>
             <dl class="figures">
-                <dt>{format!("{} − {} today", x.compared, x.baseline)}</dt><dd class="today">{today}</dd>
-                <dt>"Expected after"</dt>
+                <dt>{format!("{} − {} today, one look", x.compared, x.baseline)}</dt><dd class="today">{today}</dd>
+                <dt>"Expected after, one look"</dt>
                 <dd class="after">{format!("±{:.0} pp [{}, {}]", x.after * 100.0, pp(x.after_ci95.lo), pp(x.after_ci95.hi))}</dd>
+                <dt title="the half-width of an interval that holds however often it is read, as the verdict does: what the ranking weighs">"Always-valid margin"</dt>
+                <dd class="margin">{format!("±{:.0} → ±{:.0} pp", x.margin * 100.0, x.margin_after * 100.0)}</dd>
                 <dt>"Cells"</dt>
                 <dd class="cells">{format!("{} of {} still to run{}", x.cells, x.open_cells,
                     if x.reruns > 0 { format!("; {} failed cell(s) run again", x.reruns) } else { String::new() })}</dd>
