@@ -255,6 +255,70 @@ pub struct BatchOutcome {
     pub paused: Option<String>,
 }
 
+impl BatchOutcome {
+    /// The outcome once the runner returned `status` and `reason`, from the
+    /// cell records as they stand then (`after`, by cell id): `planned` the
+    /// batch's cells, `left` those this attempt ran, `attempted` how many it
+    /// started, `paused` why the gateway held it at a cap (a stop it asked
+    /// for is the budget's pause). A batch is complete only when its cells
+    /// are: a runner that ends 0 with cells still pending or running did
+    /// not finish it; a resume that ran only the cells left says so beside
+    /// the whole batch's count. `ended_at` is the caller's to set.
+    pub fn settle(
+        &mut self,
+        (status, reason): (BatchStatus, String),
+        paused: Option<String>,
+        (planned, left): (&[Cell], &[Cell]),
+        attempted: usize,
+        after: &std::collections::BTreeMap<String, CellRecord>,
+    ) {
+        let reason = match (status, paused) {
+            (BatchStatus::Stopped, Some(cap)) => {
+                let why = format!("paused by the budget: {cap}");
+                self.paused = Some(why.clone());
+                format!("{why}; resumable")
+            }
+            (_, _) => reason,
+        };
+        let status_of = |c: &Cell| after.get(&c.id).map(|r| r.status);
+        self.attempted = attempted;
+        self.completed = planned.iter().filter(|c| status_of(c) == Some(CellStatus::Done)).count();
+        self.failed = left.iter().filter(|c| status_of(c) == Some(CellStatus::Failed)).count();
+        let unfinished: Vec<&str> = left
+            .iter()
+            .filter(|c| status_of(c).is_none_or(|s| matches!(s, CellStatus::Pending | CellStatus::Running)))
+            .map(|c| c.id.as_str())
+            .collect();
+        let (status, reason) = match status {
+            BatchStatus::Completed if !unfinished.is_empty() => (
+                BatchStatus::Failed,
+                format!(
+                    "{reason}, but {} of {} cells are not finished (still pending or running: {}); resumable",
+                    unfinished.len(),
+                    left.len(),
+                    unfinished.iter().take(5).copied().collect::<Vec<_>>().join(", ")
+                        + if unfinished.len() > 5 { ", …" } else { "" }
+                ),
+            ),
+            BatchStatus::Completed if self.failed > 0 => (BatchStatus::CompletedWithFailures, reason),
+            s => (s, reason),
+        };
+        // A resume ran only the cells left: say so beside the whole batch's count.
+        self.reason = if left.len() < planned.len()
+            && matches!(status, BatchStatus::Completed | BatchStatus::CompletedWithFailures)
+        {
+            format!(
+                "{reason} left by an earlier attempt; {} of the {} planned cells are done",
+                self.completed,
+                planned.len()
+            )
+        } else {
+            reason
+        };
+        self.status = status;
+    }
+}
+
 /// Which process drives a batch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriverProcess {
@@ -284,5 +348,92 @@ impl BatchStatus {
             Self::CompletedWithFailures | Self::Failed => 1,
             Self::Stopped => 143,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn cells(ids: &[&str]) -> Vec<Cell> {
+        ids.iter().map(|id| Cell { id: (*id).to_owned(), factors: BTreeMap::new() }).collect()
+    }
+
+    fn outcome() -> BatchOutcome {
+        BatchOutcome {
+            schema_version: 1,
+            label: "b".into(),
+            status: BatchStatus::Running,
+            reason: String::new(),
+            planned: 4,
+            attempted: 0,
+            completed: 0,
+            failed: 0,
+            started_at: "2026-12-07T00:00:00Z".into(),
+            ended_at: None,
+            first_started_at: None,
+            driver: None,
+            paused: None,
+        }
+    }
+
+    fn after(statuses: &[(&str, CellStatus)]) -> BTreeMap<String, CellRecord> {
+        statuses.iter().map(|(id, s)| ((*id).to_owned(), CellRecord::new(&cells(&[id])[0], *s))).collect()
+    }
+
+    /// A runner's word is taken only as far as the cell records bear it out.
+    #[test]
+    fn an_outcome_is_settled_by_the_cell_records_not_the_runners_word() {
+        let planned = cells(&["a", "b", "c", "d"]);
+        let ended = |s: BatchStatus| (s, "all cells ran".to_owned());
+        // Every cell done: completed.
+        let mut o = outcome();
+        let all = after(&[
+            ("a", CellStatus::Done),
+            ("b", CellStatus::Done),
+            ("c", CellStatus::Done),
+            ("d", CellStatus::Done),
+        ]);
+        o.settle(ended(BatchStatus::Completed), None, (&planned, &planned), 4, &all);
+        assert_eq!(
+            (o.status, o.completed, o.failed, o.attempted, o.reason.as_str()),
+            (BatchStatus::Completed, 4, 0, 4, "all cells ran")
+        );
+        // One failed: completed with failures.
+        let mut o = outcome();
+        let one_failed = after(&[
+            ("a", CellStatus::Done),
+            ("b", CellStatus::Failed),
+            ("c", CellStatus::Done),
+            ("d", CellStatus::Done),
+        ]);
+        o.settle(ended(BatchStatus::Completed), None, (&planned, &planned), 4, &one_failed);
+        assert_eq!((o.status, o.failed), (BatchStatus::CompletedWithFailures, 1));
+        // The runner said completed, but two cells are still pending or never written: failed, resumable.
+        let mut o = outcome();
+        let short = after(&[("a", CellStatus::Done), ("b", CellStatus::Running)]);
+        o.settle(ended(BatchStatus::Completed), None, (&planned, &planned), 2, &short);
+        assert_eq!(o.status, BatchStatus::Failed);
+        assert_eq!(
+            o.reason,
+            "all cells ran, but 3 of 4 cells are not finished (still pending or running: b, c, d); resumable"
+        );
+        // A resume that ran the last two says so beside the whole batch's count.
+        let mut o = outcome();
+        o.settle(ended(BatchStatus::Completed), None, (&planned, &planned[2..]), 2, &all);
+        assert_eq!(o.reason, "all cells ran left by an earlier attempt; 4 of the 4 planned cells are done");
+        // A stop the gateway asked for at a cap is the budget's pause.
+        let mut o = outcome();
+        o.settle(
+            (BatchStatus::Stopped, "stopped".into()),
+            Some("the batch's cap of 5.00 USD".into()),
+            (&planned, &planned),
+            2,
+            &short,
+        );
+        assert_eq!(o.status, BatchStatus::Stopped);
+        assert_eq!(o.paused.as_deref(), Some("paused by the budget: the batch's cap of 5.00 USD"));
+        assert_eq!(o.reason, "paused by the budget: the batch's cap of 5.00 USD; resumable");
     }
 }

@@ -299,6 +299,264 @@ impl Writer {
     }
 }
 
+/// Where a run stands when the writer opens it: a fresh run at round 1, or
+/// a resumed one read back from its files.
+struct Opened {
+    start_round: u32,
+    /// What the agent remembers of earlier rounds (from the ledger on a resume).
+    pool: Vec<PoolEntry>,
+    /// Factors accepted so far.
+    factors: u32,
+    /// A resumed run's previous stop, kept in its state until it stops again.
+    previous_stop: Option<(String, String)>,
+    opened_at: String,
+}
+
+impl Writer {
+    /// Opens the run: a new one writes its snapshot; a resumed one reads its
+    /// state, calls and ledger back (dropping what the round it resumes had
+    /// appended). Then the `open` or `resume` event, and a new run's state.
+    fn open(&mut self, opts: &SimOptions) -> anyhow::Result<Opened> {
+        let dir = self.dir.clone();
+        let mut opened =
+            Opened { start_round: 1, pool: Vec::new(), factors: 0, previous_stop: None, opened_at: String::new() };
+        if opts.resume {
+            let state: Value = fs::read(dir.join(files::STATE))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or(Value::Null);
+            opened.start_round = state["rounds_written"].as_u64().unwrap_or(0) as u32 + 1;
+            if let (Some(at), Some(reason)) = (state["last_stop"]["at"].as_str(), state["last_stop"]["reason"].as_str())
+            {
+                opened.previous_stop = Some((at.to_owned(), reason.to_owned()));
+            }
+            self.calls = fs::read_dir(dir.join(files::CALLS_DIR)).map(|d| d.count() as u32).unwrap_or(0);
+            let ledger = fs::read(dir.join(files::LEDGER)).unwrap_or_default();
+            for line in ledger.split(|b| *b == b'\n') {
+                let Ok(v) = runboard::basics::json::from_slice_lenient::<Value>(line) else { continue };
+                let (Some(trial), Some(round)) = (v["trial"].as_str(), v["round"].as_u64()) else { continue };
+                if round as u32 >= opened.start_round {
+                    continue; // appended by the round the resume drops
+                }
+                opened.factors += u32::from(v["outcome"]["accepted"] == true);
+                PoolEntry::remember(&mut opened.pool, trial, round as u32, &v);
+            }
+        } else {
+            let operators: Vec<Value> = OPERATORS
+                .iter()
+                .map(|(name, class, bases)| json!({"name": name, "class": class, "bases": bases}))
+                .collect();
+            let snapshot = json!({
+                "schema_version": 1,
+                "name": dir.file_name().map(|n| n.to_string_lossy().into_owned()),
+                "created_at": now(),
+                "settings": {"model": opts.model, "rounds": opts.rounds, "slots_per_round": opts.slots,
+                              "correlation_limit": 0.7, "admission": {"min_coverage": 0.8, "min_monotonicity": 0.6}},
+                "operator_file": {"path": "operators.py", "operators": operators},
+                "datasets": [{"name": "daily_bars", "intraday": false}, {"name": "bars_5m", "intraday": true}],
+            });
+            write_atomic(&dir.join(files::SNAPSHOT), &serde_json::to_vec_pretty(&snapshot)?)?;
+        }
+        opened.opened_at = now();
+        let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
+        let kind = if opts.resume { "resume" } else { "open" };
+        self.event(
+            kind,
+            json!({"host": host, "pid": std::process::id(), "settings": {
+                "model": opts.model, "correlation_limit": 0.7,
+                "admission": {"min_coverage": 0.8, "min_monotonicity": 0.6}}}),
+        )?;
+        if !opts.resume {
+            self.state(0, &opened.opened_at, None)?;
+        }
+        Ok(opened)
+    }
+
+    /// The round's trial graph: the pool's nodes as they were added, and the
+    /// order the planner picks them in. None before anything is in the pool.
+    fn write_graph(&self, round: u32, pool: &[PoolEntry], picks: &[String]) -> anyhow::Result<()> {
+        if pool.is_empty() {
+            return Ok(());
+        }
+        let nodes: Vec<Value> = pool
+            .iter()
+            .map(|p| {
+                json!({"trial": p.trial, "round": p.round, "parents": p.parents,
+                             "score": p.t.map_or(json!("__NaN__"), |t| json!((t * 100.0).round() / 100.0)),
+                             "accepted": p.accepted})
+            })
+            .collect();
+        let graph = json!({"schema_version": 1, "round": round, "nodes": nodes, "pick_order": picks});
+        fs::create_dir_all(self.dir.join(files::TRIAL_GRAPH_DIR))?;
+        let mut bytes = with_raw_nan(&graph)?;
+        bytes.push(b'\n');
+        write_atomic(&self.dir.join(files::TRIAL_GRAPH_DIR).join(format!("round_{round:02}.json")), &bytes)?;
+        Ok(())
+    }
+
+    /// Scores a parsed candidate and judges it the way a campaign does: the
+    /// gate and the evaluator refuse before a trial is scored (no t, no
+    /// correlation); admission checks the correlation limit, then decile
+    /// monotonicity, then the t threshold. Fills `line` and counts an
+    /// admitted factor in `factors`.
+    fn judge(&mut self, line: &mut Value, round: u32, threshold: f64, factors: &mut u32) {
+        let t = (self.rng.unit() * 6.0) - 1.0;
+        let train_ic = (self.rng.unit() - 0.3) * 0.08;
+        // Admission reads the factor in the direction of its training IC.
+        let t = if train_ic < 0.0 { -t } else { t };
+        // With no factor admitted yet, the correlation is over an empty pool: NaN.
+        let corr = if *factors == 0 { f64::NAN } else { self.rng.unit() };
+        // Scored candidates cover enough (the evaluator refuses the others);
+        // admission still requires decile monotonicity.
+        let coverage = 0.8 + self.rng.unit() * 0.2;
+        let monotonicity = 0.4 + self.rng.unit() * 0.6;
+        let (outcome, scored) = match self.rng.range(0, 9) {
+            0 => {
+                let f = self.rng.range(1, 9);
+                let text = match self.rng.range(0, 3) {
+                    0 => format!("rewrite of factor f{f}"),
+                    1 => format!("refinement of parameters only of f{f}"),
+                    2 => format!("shared subtree with f{f} and f{}", self.rng.range(1, 9)),
+                    _ if round > 1 => format!("duplicate of own earlier candidate r{:02}s1", round - 1),
+                    _ => format!("rewrite of factor f{f}"),
+                };
+                (json!({"stage": "gate", "accepted": false, "refused": text}), false)
+            }
+            1 => (
+                json!({"stage": "evaluator", "accepted": false, "refused": format!("coverage {:.2} below 0.80", self.rng.unit() * 0.8)}),
+                false,
+            ),
+            // Admission: the correlation limit first, then the t threshold.
+            _ if !corr.is_nan() && corr > 0.7 => {
+                let f = self.rng.range(1, 9);
+                (
+                    json!({"stage": "admission", "accepted": false, "refused": format!("correlation {corr:.2} with f{f} above limit 0.70")}),
+                    true,
+                )
+            }
+            _ if monotonicity < 0.6 => (
+                json!({"stage": "admission", "accepted": false, "refused": format!("decile monotonicity {monotonicity:.2} below 0.60")}),
+                true,
+            ),
+            _ if t.abs() > threshold => (json!({"stage": "admission", "accepted": true}), true),
+            _ => (
+                json!({"stage": "admission", "accepted": false, "refused": format!("t {:.2} below threshold {threshold:.2}", t.abs())}),
+                true,
+            ),
+        };
+        if scored {
+            line["t"] = json!(t);
+            line["train_ic"] = json!(train_ic);
+            line["max_abs_corr"] = if corr.is_nan() { json!("__NaN__") } else { json!(corr) };
+            line["coverage"] = json!(coverage);
+            line["monotonicity"] = json!(monotonicity);
+            if outcome["accepted"] == true {
+                *factors += 1;
+                line["factor"] = json!(format!("f{factors}"));
+                line["t_threshold"] = json!(threshold);
+            }
+        } else {
+            line["t"] = Value::Null;
+        }
+        line["outcome"] = outcome;
+    }
+
+    /// The agent's memory notes before the next round.
+    fn write_memory(&self, round: u32, accepted: &[&Value]) -> std::io::Result<()> {
+        let mut notes = format!("# Memory before round {}\n\n- mean reversion works on short windows\n", round + 1);
+        if round >= 2 {
+            notes += "- volume-weighted signals collide with f1\n";
+        }
+        for a in accepted {
+            notes +=
+                &format!("- {} accepted: {}\n", a["factor"].as_str().unwrap_or("?"), a["code"].as_str().unwrap_or("?"));
+        }
+        notes += &format!("- round {round} accepted {} factors\n", accepted.len());
+        self.write_text(files::MEMORY_DIR, &format!("round_{:02}.md", round + 1), &notes)
+    }
+
+    /// An early report, written after round 2 — before the contribution
+    /// table and the selection flag existed.
+    fn write_early_report(&self, pool: &[PoolEntry]) -> std::io::Result<()> {
+        let factors: Vec<Value> = pool
+            .iter()
+            .filter(|p| p.accepted)
+            .map(
+                |p| json!({"factor": p.factor.as_deref().unwrap_or(&p.trial), "trial": p.trial, "ic": 0.021, "t": p.t}),
+            )
+            .collect();
+        self.write_json(
+            files::ACCEPTANCE_DIR,
+            "validation.json",
+            &json!({"segment": "validation", "written_at": now(), "factors": factors, "metrics": {"ic": 0.018}}),
+        )
+    }
+
+    /// The final reports: a validation report with the contribution table
+    /// and the selection flag, and a hold-out report recording the hold-out
+    /// lock's opens.
+    fn write_final_reports(&mut self, pool: &[PoolEntry]) -> std::io::Result<()> {
+        let accepted: Vec<&PoolEntry> = pool.iter().filter(|p| p.accepted).collect();
+        let share = 1.0 / accepted.len().max(1) as f64;
+        let report_factors: Vec<Value> = accepted
+            .iter()
+            .enumerate()
+            .map(|(i, p)| json!({"factor": p.factor.as_deref().unwrap_or(&p.trial), "trial": p.trial, "ic": 0.02 + 0.001 * i as f64, "t": p.t, "selected": i % 4 != 3}))
+            .collect();
+        let contribution: Vec<Value> = accepted
+            .iter()
+            .map(|p| json!({"factor": p.factor.as_deref().unwrap_or(&p.trial), "share": share}))
+            .collect();
+        let digest = format!("{:08x}", self.rng.next() as u32);
+        self.write_json(
+            files::ACCEPTANCE_DIR,
+            &format!("validation_{digest}.json"),
+            &json!({"schema_version": 2, "segment": "validation", "digest": digest, "written_at": now(),
+                    "factors": report_factors, "contribution": contribution, "metrics": {"ic": 0.024, "sharpe": 1.1}}),
+        )?;
+        self.write_json(
+            files::ACCEPTANCE_DIR,
+            &format!("holdout_{digest}.json"),
+            &json!({"schema_version": 2, "segment": "holdout", "digest": digest, "written_at": now(),
+                    "factors": report_factors, "contribution": contribution, "metrics": {"ic": 0.015},
+                    "holdout_opens": [{"at": now(), "by": "runboard simulate-run", "reason": "final evaluation"}]}),
+        )
+    }
+
+    /// Run as a batch's cell (the exec runner sets RUNBOARD_CELL_DIR): what
+    /// the runner reads from `{out}/result.json` — the tokens this attempt
+    /// used, accepted factors per round as its score, and whether it passed
+    /// (by its factors, `cell_verdict`) — and the cell's checks as an
+    /// Inspect-format log.
+    fn write_cell_result(&self, opts: &SimOptions, accepted: u32) -> anyhow::Result<()> {
+        if std::env::var_os("RUNBOARD_CELL_DIR").is_none() {
+            return Ok(());
+        }
+        let score = f64::from(accepted) / f64::from(opts.rounds.max(1));
+        let factors: serde_json::Map<String, Value> =
+            std::env::var("RUNBOARD_FACTORS").ok().and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default();
+        let mut result = json!({"tokens": self.tokens, "score": score});
+        if let Some((passed, reason)) = cell_verdict(&factors) {
+            result["passed"] = json!(passed);
+            if let Some(r) = reason {
+                result["reason"] = json!(r);
+            }
+        }
+        write_atomic(&self.dir.join("result.json"), &serde_json::to_vec(&result)?)?;
+        if let Some(log) = checks_log(&factors, &opts.model) {
+            let logs = self.dir.join(crate::cell::LOG_DIR);
+            fs::create_dir_all(&logs)?;
+            let name = format!(
+                "{}_{}_simulated.json",
+                now().replace(':', "-"),
+                log["eval"]["task"].as_str().unwrap_or("task")
+            );
+            write_atomic(&logs.join(name), &serde_json::to_vec(&log)?)?;
+        }
+        Ok(())
+    }
+}
+
 /// Writes (or continues) a run in `dir` until it is finished, `stop` resolves, or
 /// the configured crash point.
 pub async fn simulate_run(
@@ -314,62 +572,7 @@ pub async fn simulate_run(
         calls: 0,
         tokens: 0,
     };
-    let mut start_round = 1;
-    // What the agent remembers of earlier rounds: read back from the ledger on a resume.
-    let mut pool: Vec<PoolEntry> = Vec::new();
-    let mut factors = 0u32;
-    if opts.resume {
-        let state: Value =
-            fs::read(dir.join(files::STATE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
-        start_round = state["rounds_written"].as_u64().unwrap_or(0) as u32 + 1;
-        w.calls = fs::read_dir(dir.join(files::CALLS_DIR)).map(|d| d.count() as u32).unwrap_or(0);
-        let ledger = fs::read(dir.join(files::LEDGER)).unwrap_or_default();
-        for line in ledger.split(|b| *b == b'\n') {
-            let Ok(v) = runboard::basics::json::from_slice_lenient::<Value>(line) else { continue };
-            let (Some(trial), Some(round)) = (v["trial"].as_str(), v["round"].as_u64()) else { continue };
-            if round as u32 >= start_round {
-                continue; // appended by the round the resume drops
-            }
-            factors += u32::from(v["outcome"]["accepted"] == true);
-            PoolEntry::remember(&mut pool, trial, round as u32, &v);
-        }
-    } else {
-        let operators: Vec<Value> = OPERATORS
-            .iter()
-            .map(|(name, class, bases)| json!({"name": name, "class": class, "bases": bases}))
-            .collect();
-        let snapshot = json!({
-            "schema_version": 1,
-            "name": dir.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "created_at": now(),
-            "settings": {"model": opts.model, "rounds": opts.rounds, "slots_per_round": opts.slots,
-                          "correlation_limit": 0.7, "admission": {"min_coverage": 0.8, "min_monotonicity": 0.6}},
-            "operator_file": {"path": "operators.py", "operators": operators},
-            "datasets": [{"name": "daily_bars", "intraday": false}, {"name": "bars_5m", "intraday": true}],
-        });
-        write_atomic(&dir.join(files::SNAPSHOT), &serde_json::to_vec_pretty(&snapshot)?)?;
-    }
-    let opened_at = now();
-    let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
-    let kind = if opts.resume { "resume" } else { "open" };
-    w.event(
-        kind,
-        json!({"host": host, "pid": std::process::id(), "settings": {
-            "model": opts.model, "correlation_limit": 0.7,
-            "admission": {"min_coverage": 0.8, "min_monotonicity": 0.6}}}),
-    )?;
-    if !opts.resume {
-        w.state(0, &opened_at, None)?;
-    }
-    let mut previous_stop: Option<(String, String)> = None;
-    if opts.resume {
-        let state: Value =
-            fs::read(dir.join(files::STATE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
-        if let (Some(at), Some(reason)) = (state["last_stop"]["at"].as_str(), state["last_stop"]["reason"].as_str()) {
-            previous_stop = Some((at.to_owned(), reason.to_owned()));
-        }
-    }
-
+    let Opened { start_round, mut pool, mut factors, previous_stop, opened_at } = w.open(opts)?;
     let mut rounds_written = start_round - 1;
 
     // Waits one step; on a stop request, records the stop the way a campaign does
@@ -400,22 +603,7 @@ pub async fn simulate_run(
         let slot_parents: Vec<Vec<String>> = (0..opts.slots as usize)
             .map(|i| if picks.is_empty() || i % 3 == 2 { Vec::new() } else { vec![picks[i % picks.len()].clone()] })
             .collect();
-        if !pool.is_empty() {
-            // The graph lists nodes as they were added; the pick order ranks them.
-            let nodes: Vec<Value> = pool
-                .iter()
-                .map(|p| {
-                    json!({"trial": p.trial, "round": p.round, "parents": p.parents,
-                                 "score": p.t.map_or(json!("__NaN__"), |t| json!((t * 100.0).round() / 100.0)),
-                                 "accepted": p.accepted})
-                })
-                .collect();
-            let graph = json!({"schema_version": 1, "round": round, "nodes": nodes, "pick_order": picks});
-            fs::create_dir_all(dir.join(files::TRIAL_GRAPH_DIR))?;
-            let mut bytes = with_raw_nan(&graph)?;
-            bytes.push(b'\n');
-            write_atomic(&dir.join(files::TRIAL_GRAPH_DIR).join(format!("round_{round:02}.json")), &bytes)?;
-        }
+        w.write_graph(round, &pool, &picks)?;
         let plan: Vec<Value> =
             slot_parents.iter().enumerate().map(|(i, p)| json!({"slot": i + 1, "parents": p})).collect();
         w.event("plan", json!({"round": round, "slots": plan}))?;
@@ -439,70 +627,10 @@ pub async fn simulate_run(
                     line["outcome"] =
                         json!({"stage": "gate", "accepted": false, "refused": format!("reply '{bad}' does not parse")});
                     line["t"] = Value::Null;
-                    trials.push(line);
-                    continue;
-                }
-                line["graph"] = graph;
-                let t = (w.rng.unit() * 6.0) - 1.0;
-                let train_ic = (w.rng.unit() - 0.3) * 0.08;
-                // Admission reads the factor in the direction of its training IC.
-                let t = if train_ic < 0.0 { -t } else { t };
-                // With no factor admitted yet, the correlation is over an empty pool: NaN.
-                let corr = if factors == 0 { f64::NAN } else { w.rng.unit() };
-                // Scored candidates cover enough (the evaluator refuses the others);
-                // admission still requires decile monotonicity.
-                let coverage = 0.8 + w.rng.unit() * 0.2;
-                let monotonicity = 0.4 + w.rng.unit() * 0.6;
-                // The gate and the evaluator refuse before a trial is scored: no t, no correlation.
-                let (outcome, scored) = match w.rng.range(0, 9) {
-                    0 => {
-                        let f = w.rng.range(1, 9);
-                        let text = match w.rng.range(0, 3) {
-                            0 => format!("rewrite of factor f{f}"),
-                            1 => format!("refinement of parameters only of f{f}"),
-                            2 => format!("shared subtree with f{f} and f{}", w.rng.range(1, 9)),
-                            _ if round > 1 => format!("duplicate of own earlier candidate r{:02}s1", round - 1),
-                            _ => format!("rewrite of factor f{f}"),
-                        };
-                        (json!({"stage": "gate", "accepted": false, "refused": text}), false)
-                    }
-                    1 => (
-                        json!({"stage": "evaluator", "accepted": false, "refused": format!("coverage {:.2} below 0.80", w.rng.unit() * 0.8)}),
-                        false,
-                    ),
-                    // Admission: the correlation limit first, then the t threshold.
-                    _ if !corr.is_nan() && corr > 0.7 => {
-                        let f = w.rng.range(1, 9);
-                        (
-                            json!({"stage": "admission", "accepted": false, "refused": format!("correlation {corr:.2} with f{f} above limit 0.70")}),
-                            true,
-                        )
-                    }
-                    _ if monotonicity < 0.6 => (
-                        json!({"stage": "admission", "accepted": false, "refused": format!("decile monotonicity {monotonicity:.2} below 0.60")}),
-                        true,
-                    ),
-                    _ if t.abs() > threshold => (json!({"stage": "admission", "accepted": true}), true),
-                    _ => (
-                        json!({"stage": "admission", "accepted": false, "refused": format!("t {:.2} below threshold {threshold:.2}", t.abs())}),
-                        true,
-                    ),
-                };
-                if scored {
-                    line["t"] = json!(t);
-                    line["train_ic"] = json!(train_ic);
-                    line["max_abs_corr"] = if corr.is_nan() { json!("__NaN__") } else { json!(corr) };
-                    line["coverage"] = json!(coverage);
-                    line["monotonicity"] = json!(monotonicity);
-                    if outcome["accepted"] == true {
-                        factors += 1;
-                        line["factor"] = json!(format!("f{factors}"));
-                        line["t_threshold"] = json!(threshold);
-                    }
                 } else {
-                    line["t"] = Value::Null;
+                    line["graph"] = graph;
+                    w.judge(&mut line, round, threshold, &mut factors);
                 }
-                line["outcome"] = outcome;
                 trials.push(line);
             }
         }
@@ -518,95 +646,26 @@ pub async fn simulate_run(
         for trial in &trials {
             w.append(files::LEDGER, trial)?;
         }
-        let accepted: Vec<&Value> = trials.iter().filter(|t| t["outcome"]["accepted"] == true).collect();
         for t in &trials {
             if let Some(name) = t["trial"].as_str() {
                 PoolEntry::remember(&mut pool, name, round, t);
             }
         }
-        let mut notes = format!("# Memory before round {}\n\n- mean reversion works on short windows\n", round + 1);
-        if round >= 2 {
-            notes += "- volume-weighted signals collide with f1\n";
-        }
-        for a in &accepted {
-            notes +=
-                &format!("- {} accepted: {}\n", a["factor"].as_str().unwrap_or("?"), a["code"].as_str().unwrap_or("?"));
-        }
-        notes += &format!("- round {round} accepted {} factors\n", accepted.len());
-        w.write_text(files::MEMORY_DIR, &format!("round_{:02}.md", round + 1), &notes)?;
+        let accepted: Vec<&Value> = trials.iter().filter(|t| t["outcome"]["accepted"] == true).collect();
+        w.write_memory(round, &accepted)?;
         rounds_written = round;
         // A resumed run keeps its previous stop in the state until it stops again.
         w.state(rounds_written, &opened_at, previous_stop.as_ref().map(|(a, r)| (a.as_str(), r.as_str())))?;
         if round == 2.min(opts.rounds) {
-            // An early report, written before the contribution table and the selection flag existed.
-            let factors: Vec<Value> = pool
-                .iter()
-                .filter(|p| p.accepted)
-                .map(|p| json!({"factor": p.factor.as_deref().unwrap_or(&p.trial), "trial": p.trial, "ic": 0.021, "t": p.t}))
-                .collect();
-            w.write_json(
-                files::ACCEPTANCE_DIR,
-                "validation.json",
-                &json!({"segment": "validation", "written_at": now(), "factors": factors, "metrics": {"ic": 0.018}}),
-            )?;
+            w.write_early_report(&pool)?;
         }
         pause!();
     }
-    // The final reports: a validation report with the contribution table and the
-    // selection flag, and a hold-out report recording the hold-out lock's opens.
-    let accepted: Vec<&PoolEntry> = pool.iter().filter(|p| p.accepted).collect();
-    let share = 1.0 / accepted.len().max(1) as f64;
-    let report_factors: Vec<Value> = accepted
-        .iter()
-        .enumerate()
-        .map(|(i, p)| json!({"factor": p.factor.as_deref().unwrap_or(&p.trial), "trial": p.trial, "ic": 0.02 + 0.001 * i as f64, "t": p.t, "selected": i % 4 != 3}))
-        .collect();
-    let contribution: Vec<Value> =
-        accepted.iter().map(|p| json!({"factor": p.factor.as_deref().unwrap_or(&p.trial), "share": share})).collect();
-    let digest = format!("{:08x}", w.rng.next() as u32);
-    w.write_json(
-        files::ACCEPTANCE_DIR,
-        &format!("validation_{digest}.json"),
-        &json!({"schema_version": 2, "segment": "validation", "digest": digest, "written_at": now(),
-                "factors": report_factors, "contribution": contribution, "metrics": {"ic": 0.024, "sharpe": 1.1}}),
-    )?;
-    w.write_json(
-        files::ACCEPTANCE_DIR,
-        &format!("holdout_{digest}.json"),
-        &json!({"schema_version": 2, "segment": "holdout", "digest": digest, "written_at": now(),
-                "factors": report_factors, "contribution": contribution, "metrics": {"ic": 0.015},
-                "holdout_opens": [{"at": now(), "by": "runboard simulate-run", "reason": "final evaluation"}]}),
-    )?;
+    w.write_final_reports(&pool)?;
     let at = now();
     w.event("stop", json!({"reason": "finished all rounds"}))?;
     w.state(rounds_written, &opened_at, Some((&at, "finished all rounds")))?;
-    // Run as a batch's cell (the exec runner sets RUNBOARD_CELL_DIR), report
-    // what the runner reads from `{out}/result.json`: the tokens this attempt
-    // used, accepted factors per round as its score, and whether it passed
-    // (by its factors, `cell_verdict`).
-    if std::env::var_os("RUNBOARD_CELL_DIR").is_some() {
-        let score = f64::from(factors) / f64::from(opts.rounds.max(1));
-        let factors: serde_json::Map<String, Value> =
-            std::env::var("RUNBOARD_FACTORS").ok().and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default();
-        let mut result = json!({"tokens": w.tokens, "score": score});
-        if let Some((passed, reason)) = cell_verdict(&factors) {
-            result["passed"] = json!(passed);
-            if let Some(r) = reason {
-                result["reason"] = json!(r);
-            }
-        }
-        write_atomic(&dir.join("result.json"), &serde_json::to_vec(&result)?)?;
-        if let Some(log) = checks_log(&factors, &opts.model) {
-            let logs = dir.join(crate::cell::LOG_DIR);
-            fs::create_dir_all(&logs)?;
-            let name = format!(
-                "{}_{}_simulated.json",
-                now().replace(':', "-"),
-                log["eval"]["task"].as_str().unwrap_or("task")
-            );
-            write_atomic(&logs.join(name), &serde_json::to_vec(&log)?)?;
-        }
-    }
+    w.write_cell_result(opts, factors)?;
     Ok(SimEnd::Finished)
 }
 

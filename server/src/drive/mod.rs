@@ -23,7 +23,7 @@ pub mod reaper;
 mod runset;
 mod supervisor;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -270,102 +270,23 @@ pub struct DriveEnd {
 }
 
 pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result<DriveEnd, Refusal>, DriveError> {
-    // Load.
-    let spec = match load_spec(&opts.spec) {
-        Ok(s) => s,
+    let (spec, root, cfg) = match load(&opts) {
+        Ok(loaded) => loaded,
         Err(r) => return Ok(Err(r)),
     };
-    let root = match opts.root.clone().or_else(|| find_root(&opts.spec)) {
-        Some(r) => r,
-        None => return Ok(Err(Refusal::Input(format!("no {CONFIG_FILE} above {}; pass --root", opts.spec.display())))),
-    };
-    // Read only if it is a regular file: a FIFO here would hang the driver.
-    let cfg_text = match crate::files::fsread::read_regular(&root.join(CONFIG_FILE)) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) => return Ok(Err(Refusal::Input(format!("{}: {e}", root.join(CONFIG_FILE).display())))),
-    };
-    let cfg = match CampaignConfig::parse(&cfg_text) {
-        Ok(c) => c,
-        Err(e) => return Ok(Err(Refusal::Input(format!("{}: {e}", root.display())))),
-    };
-
-    // The run set: resumed, or new.
-    let runset_dir = match &opts.resume_into {
-        Some(dir) => {
-            if !dir.is_dir() {
-                return Ok(Err(Refusal::Input(format!("--resume-into {}: no such run set", dir.display()))));
-            }
-            dir.clone()
-        }
-        None => match &opts.run_set {
-            Some(name) => {
-                if !runboard::console::spec::valid_label(name) {
-                    return Ok(Err(Refusal::Input(format!(
-                        "--run-set {:?}: must be 1-80 letters, digits, '-', '_' or '.'",
-                        runboard::console::spec::shorten(name)
-                    ))));
-                }
-                let dir = root.join("runsets").join(name);
-                if dir.symlink_metadata().is_ok() {
-                    return Ok(Err(Refusal::Input(format!(
-                        "--run-set {name}: runsets/{name} already exists (continue it with --resume-into)"
-                    ))));
-                }
-                dir
-            }
-            None => root.join("runsets").join(runboard::runsets::run_set_name(
-                &spec.label,
-                crate::system::clock::now(),
-                &|n| root.join("runsets").join(n).symlink_metadata().is_ok(),
-            )),
-        },
+    let runset_dir = match run_set_dir(&opts, &root, &spec) {
+        Ok(dir) => dir,
+        Err(r) => return Ok(Err(r)),
     };
     let runset = RunSet::new(&runset_dir);
     let records = runset.read_cells();
     let left: Vec<Cell> = remaining(&spec.cells, &records).into_iter().cloned().collect();
-
-    // Gate.
-    let resume_label = opts.resume_into.as_ref().and_then(|_| runset.read_spec_label()).filter(|l| *l != spec.label);
-    let findings = doctor_findings(&cfg, &root, &spec, resume_label);
-    for f in &findings {
-        let tag = if f.severity == Severity::Blocking { "BLOCKING" } else { "warning" };
-        eprintln!("doctor: {tag}: {}", f.message);
-    }
-    let blocking = findings.iter().filter(|f| f.severity == Severity::Blocking).count();
-    if blocking > 0 {
-        return Ok(Err(Refusal::Blocked(blocking)));
-    }
-    let warnings = findings.len() - blocking;
-    if warnings > 0 && !opts.force {
-        return Ok(Err(Refusal::Warned(warnings)));
+    if let Err(r) = gate(&opts, &cfg, &root, &spec, &runset) {
+        return Ok(Err(r));
     }
 
     // Resume: nothing left.
-    let started_at = crate::system::clock::now().to_rfc3339();
-    // A resume keeps when the batch first started.
-    let first_started_at = opts
-        .resume_into
-        .as_ref()
-        .and_then(|_| runset.read_outcome())
-        .map(|o| o.first_started_at.unwrap_or(o.started_at));
-    let mut outcome = BatchOutcome {
-        schema_version: 1,
-        label: spec.label.clone(),
-        status: BatchStatus::Running,
-        reason: String::new(),
-        planned: spec.cells.len(),
-        attempted: 0,
-        completed: 0,
-        failed: 0,
-        started_at,
-        ended_at: None,
-        first_started_at,
-        driver: Some(DriverProcess {
-            host: nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default(),
-            pid: std::process::id(),
-        }),
-        paused: None,
-    };
+    let mut outcome = new_outcome(&opts, &spec, &runset);
     if left.is_empty() {
         outcome.status = BatchStatus::NothingToDo;
         outcome.reason = format!("all {} planned cells are done; nothing was started", spec.cells.len());
@@ -385,36 +306,7 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         runset.log(&format!("warning: {e}; a descendant that escapes its group may outlive the batch"));
     }
     let mark = reaper::new_mark();
-    if !runset.dir.join("spec.json").exists() {
-        let path = runset.dir.join("spec.json");
-        let bytes =
-            serde_json::to_vec_pretty(&spec).map_err(|source| DriveError::Encode { what: "the spec", source })?;
-        crate::files::atomic::write_atomic(&path, &bytes).map_err(DriveError::io("writing", &path))?;
-    }
-    runset.write_outcome(&outcome)?;
-    runset.log(&format!(
-        "started batch {}: {} cells planned, {} to run{}",
-        spec.label,
-        spec.cells.len(),
-        left.len(),
-        if opts.resume_into.is_some() { " (resumed)" } else { "" }
-    ));
-    runset.event("batch_start", json!({"label": spec.label, "planned": spec.cells.len(), "remaining": left.len()}));
-    let env: BTreeMap<String, String> = [
-        ("RUNBOARD_RUNSET", runset.dir.display().to_string()),
-        ("RUNBOARD_OUTPUT_DIR", runset.out_dir().display().to_string()),
-        ("RUNBOARD_LOG_DIR", runset.logs_dir().display().to_string()),
-        ("RUNBOARD_LABEL", spec.label.clone()),
-        (reaper::MARK_VAR, mark.clone()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
-    for cell in &left {
-        let mut rec = records.get(&cell.id).cloned().unwrap_or_else(|| CellRecord::new(cell, CellStatus::Pending));
-        rec.status = CellStatus::Pending;
-        runset.write_cell(&rec)?;
-    }
+    let env = begin(&opts, &spec, &runset, &left, &records, &outcome, &mark)?;
 
     let grace_s = match (&cfg.cluster, &cfg.runner) {
         (Some(c), _) => c.grace_s,
@@ -427,38 +319,15 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
         Ok(s) => sup = sup.with_sentinel(s),
         Err(e) => runset.log(&format!("warning: no sentinel ({e}); a killed driver may leave processes behind")),
     }
-    let route = runboard::drive::plan::route_vars(&spec);
-    let pool = runboard::drive::plan::pool_assignment(&spec);
-    let batch_vars = batch_vars(&cfg, &env);
-    // The gateway, up before the first cell, down after the last: for the
-    // exec runner's cells, on the endpoints the spec uses that have one.
-    let gatewayed: BTreeMap<String, gateway::Route> = spec
-        .endpoints_used()
-        .iter()
-        .filter_map(|name| cfg.endpoint(name))
-        .filter(|e| e.gatewayed())
-        .map(|e| (e.name.clone(), gateway::Route { url: e.url.clone(), max_concurrency: e.max_concurrency }))
-        .collect();
-    let gateway = match (&cfg.runner, gatewayed.is_empty()) {
-        (Some(_), false) if cfg.cluster.is_none() => {
-            match gateway::Gateway::start(gateway_setup(&cfg, &spec, &runset, gatewayed, &stop)).await {
-                Ok(g) => Some(g),
-                Err(e) => {
-                    runset.log(&format!("warning: no gateway ({e}); the cells call their endpoints directly, unseen"));
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
+    let gateway = start_gateway(&cfg, &spec, &runset, &stop).await;
     let ctx = BatchCtx {
         runset: &runset,
         grace,
         interactive: opts.interactive,
         stop: &stop,
-        route,
-        pool,
-        batch_vars,
+        route: runboard::drive::plan::route_vars(&spec),
+        pool: runboard::drive::plan::pool_assignment(&spec),
+        batch_vars: batch_vars(&cfg, &env),
         gateway: gateway.as_ref(),
     };
     let ended = match (&cfg.cluster, &cfg.runner) {
@@ -473,65 +342,188 @@ pub async fn drive(opts: DriveOptions, stop: CancellationToken) -> Result<Result
     // Every runner tears down before it returns, on every path: the sentinel can go.
     sup.release_sentinel();
     let RunnerEnd { status, reason, attempted } = ended?;
-    // A stop the gateway asked for at a cap is the budget's pause.
-    let reason = match (status, capped) {
-        (BatchStatus::Stopped, Some(cap)) => {
-            let why = format!("paused by the budget: {cap}");
-            outcome.paused = Some(why.clone());
-            format!("{why}; resumable")
-        }
-        (_, _) => reason,
-    };
 
     // The outcome, from the cell records as they stand now.
-    let after = runset.read_cells();
-    let ids: BTreeSet<&str> = left.iter().map(|c| c.id.as_str()).collect();
-    outcome.attempted = attempted;
-    outcome.completed =
-        spec.cells.iter().filter(|c| after.get(&c.id).is_some_and(|r| r.status == CellStatus::Done)).count();
-    outcome.failed = after.values().filter(|r| ids.contains(r.cell.as_str()) && r.status == CellStatus::Failed).count();
-    // A batch is complete only when its cells are: a manager that exits 0 with
-    // cells still pending or running did not finish the batch.
-    let unfinished: Vec<&str> = left
-        .iter()
-        .filter(|c| after.get(&c.id).is_none_or(|r| matches!(r.status, CellStatus::Pending | CellStatus::Running)))
-        .map(|c| c.id.as_str())
-        .collect();
-    let (status, reason) = match status {
-        BatchStatus::Completed if !unfinished.is_empty() => (
-            BatchStatus::Failed,
-            format!(
-                "{reason}, but {} of {} cells are not finished (still pending or running: {}); resumable",
-                unfinished.len(),
-                left.len(),
-                unfinished.iter().take(5).copied().collect::<Vec<_>>().join(", ")
-                    + if unfinished.len() > 5 { ", …" } else { "" }
-            ),
-        ),
-        BatchStatus::Completed if outcome.failed > 0 => (BatchStatus::CompletedWithFailures, reason),
-        s => (s, reason),
-    };
-    // A resume ran only the cells left: say so beside the whole batch's count.
-    let reason = if left.len() < spec.cells.len()
-        && matches!(status, BatchStatus::Completed | BatchStatus::CompletedWithFailures)
-    {
-        format!(
-            "{reason} left by an earlier attempt; {} of the {} planned cells are done",
-            outcome.completed,
-            spec.cells.len()
-        )
-    } else {
-        reason
-    };
-    outcome.status = status;
-    outcome.reason = reason;
+    outcome.settle((status, reason), capped, (&spec.cells, &left), attempted, &runset.read_cells());
     outcome.ended_at = Some(crate::system::clock::now().to_rfc3339());
     runset.write_outcome(&outcome)?;
-    let word =
-        serde_json::to_value(outcome.status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-    runset.log(&format!("batch {} ended {word}: {}", spec.label, outcome.reason));
+    runset.log(&format!("batch {} ended {}: {}", spec.label, outcome.status.word(), outcome.reason));
     runset.event("batch_end", serde_json::to_value(&outcome).unwrap_or_default());
     Ok(Ok(DriveEnd { outcome, runset: runset_dir }))
+}
+
+/// Load: the spec, the campaign's root (given, or the nearest folder above
+/// the spec holding `campaign.toml`) and its configuration.
+fn load(opts: &DriveOptions) -> Result<(BatchSpec, PathBuf, CampaignConfig), Refusal> {
+    let spec = load_spec(&opts.spec)?;
+    let root = opts
+        .root
+        .clone()
+        .or_else(|| find_root(&opts.spec))
+        .ok_or_else(|| Refusal::Input(format!("no {CONFIG_FILE} above {}; pass --root", opts.spec.display())))?;
+    // Read only if it is a regular file: a FIFO here would hang the driver.
+    let cfg_text = crate::files::fsread::read_regular(&root.join(CONFIG_FILE))
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .map_err(|e| Refusal::Input(format!("{}: {e}", root.join(CONFIG_FILE).display())))?;
+    let cfg = CampaignConfig::parse(&cfg_text).map_err(|e| Refusal::Input(format!("{}: {e}", root.display())))?;
+    Ok((spec, root, cfg))
+}
+
+/// The run set's folder: the one a resume names (it must exist), the one
+/// the console chose (it must not), or `<label>-<UTC time>`.
+fn run_set_dir(opts: &DriveOptions, root: &Path, spec: &BatchSpec) -> Result<PathBuf, Refusal> {
+    if let Some(dir) = &opts.resume_into {
+        if !dir.is_dir() {
+            return Err(Refusal::Input(format!("--resume-into {}: no such run set", dir.display())));
+        }
+        return Ok(dir.clone());
+    }
+    let runsets = root.join("runsets");
+    let Some(name) = &opts.run_set else {
+        return Ok(runsets.join(runboard::runsets::run_set_name(&spec.label, crate::system::clock::now(), &|n| {
+            runsets.join(n).symlink_metadata().is_ok()
+        })));
+    };
+    if !runboard::console::spec::valid_label(name) {
+        return Err(Refusal::Input(format!(
+            "--run-set {:?}: must be 1-80 letters, digits, '-', '_' or '.'",
+            runboard::console::spec::shorten(name)
+        )));
+    }
+    let dir = runsets.join(name);
+    if dir.symlink_metadata().is_ok() {
+        return Err(Refusal::Input(format!(
+            "--run-set {name}: runsets/{name} already exists (continue it with --resume-into)"
+        )));
+    }
+    Ok(dir)
+}
+
+/// Gate: the doctor's findings printed; a blocking one refuses even with
+/// `--force`, a warning unless `--force`.
+fn gate(
+    opts: &DriveOptions,
+    cfg: &CampaignConfig,
+    root: &Path,
+    spec: &BatchSpec,
+    runset: &RunSet,
+) -> Result<(), Refusal> {
+    let resume_label = opts.resume_into.as_ref().and_then(|_| runset.read_spec_label()).filter(|l| *l != spec.label);
+    let findings = doctor_findings(cfg, root, spec, resume_label);
+    for f in &findings {
+        let tag = if f.severity == Severity::Blocking { "BLOCKING" } else { "warning" };
+        eprintln!("doctor: {tag}: {}", f.message);
+    }
+    let blocking = findings.iter().filter(|f| f.severity == Severity::Blocking).count();
+    if blocking > 0 {
+        return Err(Refusal::Blocked(blocking));
+    }
+    let warnings = findings.len() - blocking;
+    if warnings > 0 && !opts.force {
+        return Err(Refusal::Warned(warnings));
+    }
+    Ok(())
+}
+
+/// This attempt's outcome as it starts: running, driven by this process; a
+/// resume keeps when the batch first started.
+fn new_outcome(opts: &DriveOptions, spec: &BatchSpec, runset: &RunSet) -> BatchOutcome {
+    let first_started_at = opts
+        .resume_into
+        .as_ref()
+        .and_then(|_| runset.read_outcome())
+        .map(|o| o.first_started_at.unwrap_or(o.started_at));
+    BatchOutcome {
+        schema_version: 1,
+        label: spec.label.clone(),
+        status: BatchStatus::Running,
+        reason: String::new(),
+        planned: spec.cells.len(),
+        attempted: 0,
+        completed: 0,
+        failed: 0,
+        started_at: crate::system::clock::now().to_rfc3339(),
+        ended_at: None,
+        first_started_at,
+        driver: Some(DriverProcess {
+            host: nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default(),
+            pid: std::process::id(),
+        }),
+        paused: None,
+    }
+}
+
+/// The run set begun: its spec (once), the outcome, the start in its log and
+/// events, each cell left marked pending; the environment every child gets
+/// (the run set's folders pinned, the batch's mark).
+fn begin(
+    opts: &DriveOptions,
+    spec: &BatchSpec,
+    runset: &RunSet,
+    left: &[Cell],
+    records: &BTreeMap<String, CellRecord>,
+    outcome: &BatchOutcome,
+    mark: &str,
+) -> Result<BTreeMap<String, String>, DriveError> {
+    if !runset.dir.join("spec.json").exists() {
+        let path = runset.dir.join("spec.json");
+        let bytes =
+            serde_json::to_vec_pretty(spec).map_err(|source| DriveError::Encode { what: "the spec", source })?;
+        crate::files::atomic::write_atomic(&path, &bytes).map_err(DriveError::io("writing", &path))?;
+    }
+    runset.write_outcome(outcome)?;
+    runset.log(&format!(
+        "started batch {}: {} cells planned, {} to run{}",
+        spec.label,
+        spec.cells.len(),
+        left.len(),
+        if opts.resume_into.is_some() { " (resumed)" } else { "" }
+    ));
+    runset.event("batch_start", json!({"label": spec.label, "planned": spec.cells.len(), "remaining": left.len()}));
+    for cell in left {
+        let mut rec = records.get(&cell.id).cloned().unwrap_or_else(|| CellRecord::new(cell, CellStatus::Pending));
+        rec.status = CellStatus::Pending;
+        runset.write_cell(&rec)?;
+    }
+    Ok([
+        ("RUNBOARD_RUNSET", runset.dir.display().to_string()),
+        ("RUNBOARD_OUTPUT_DIR", runset.out_dir().display().to_string()),
+        ("RUNBOARD_LOG_DIR", runset.logs_dir().display().to_string()),
+        ("RUNBOARD_LABEL", spec.label.clone()),
+        (reaper::MARK_VAR, mark.to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect())
+}
+
+/// The gateway, up before the first cell, down after the last: for the exec
+/// runner's cells, on the endpoints the spec uses that have one. None when
+/// none is wanted or it cannot start (said in the log: the cells then call
+/// their endpoints directly, unseen).
+async fn start_gateway(
+    cfg: &CampaignConfig,
+    spec: &BatchSpec,
+    runset: &RunSet,
+    stop: &CancellationToken,
+) -> Option<gateway::Gateway> {
+    let gatewayed: BTreeMap<String, gateway::Route> = spec
+        .endpoints_used()
+        .iter()
+        .filter_map(|name| cfg.endpoint(name))
+        .filter(|e| e.gatewayed())
+        .map(|e| (e.name.clone(), gateway::Route { url: e.url.clone(), max_concurrency: e.max_concurrency }))
+        .collect();
+    if cfg.runner.is_none() || cfg.cluster.is_some() || gatewayed.is_empty() {
+        return None;
+    }
+    match gateway::Gateway::start(gateway_setup(cfg, spec, runset, gatewayed, stop)).await {
+        Ok(g) => Some(g),
+        Err(e) => {
+            runset.log(&format!("warning: no gateway ({e}); the cells call their endpoints directly, unseen"));
+            None
+        }
+    }
 }
 
 /// The doctor's findings for `spec` in the campaign at `root`: the facts

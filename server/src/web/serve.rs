@@ -90,15 +90,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // Every check that can refuse comes before anything is written: the
     // address bound (a port in use refuses it), the demo's folder claimed
     // (another server of it refuses this one); only then is a demo made.
-    let addr = SocketAddr::new(ip, opts.port);
-    let listener = match tokio::net::TcpListener::bind(addr).await {
-        Ok(l) => l,
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
-            "port {} on {ip} is already in use (another runboard?); choose another with --port",
-            opts.port
-        ),
-        Err(e) => return Err(e).with_context(|| format!("binding {addr}")),
-    };
+    let listener = bind(SocketAddr::new(ip, opts.port)).await?;
     // The data folder, once: the demo's home (which needs it), the list
     // cache and the tokens (which do without).
     let located = crate::files::data_folder::locate(opts.data_dir.as_deref());
@@ -122,21 +114,8 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
             (root, true, Some(writer))
         }
     };
-    let mut console = LocalConsole::open(&root, demo)?;
-    // What the run list parsed is kept in the data folder between starts (a
-    // restarted server opens only the files that changed); without a data
-    // folder the list works the same, only a first list after a start is slower.
-    if let Some(data) = &data {
-        let key = runboard::basics::hash::fnv1a(console.root().as_os_str().as_encoded_bytes());
-        console = console.with_list_cache(data.join("list-cache").join(format!("{key:016x}.json")));
-    }
-
     let auto_tick = (opts.auto_tick_s > 0.0).then(|| Duration::from_secs_f64(opts.auto_tick_s));
-    if let Some(every) = auto_tick {
-        console = console.with_auto_tick(every);
-    }
-
-    let console = std::sync::Arc::new(console);
+    let console = std::sync::Arc::new(open_console(&root, demo, data.as_deref(), auto_tick)?);
     // The threads of `serve` (ARCHITECTURE.md): off the async runtime, each
     // ending with the server.
     let auto_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -202,6 +181,40 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<Ended> {
     // The demo's folder is free for the next server only now.
     drop(serving);
     Ok(why)
+}
+
+/// The listening socket; a port in use refuses the start in words.
+async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => Ok(l),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+            "port {} on {} is already in use (another runboard?); choose another with --port",
+            addr.port(),
+            addr.ip()
+        ),
+        Err(e) => Err(e).with_context(|| format!("binding {addr}")),
+    }
+}
+
+/// The console over `root`: its run list's parse kept in the data folder
+/// between starts (a restarted server opens only the files that changed;
+/// without a data folder the list works the same, only a first list after a
+/// start is slower), and the autopilot's tick when it has one.
+fn open_console(
+    root: &std::path::Path,
+    demo: bool,
+    data: Option<&std::path::Path>,
+    auto_tick: Option<Duration>,
+) -> anyhow::Result<LocalConsole> {
+    let mut console = LocalConsole::open(root, demo)?;
+    if let Some(data) = data {
+        let key = runboard::basics::hash::fnv1a(console.root().as_os_str().as_encoded_bytes());
+        console = console.with_list_cache(data.join("list-cache").join(format!("{key:016x}.json")));
+    }
+    if let Some(every) = auto_tick {
+        console = console.with_auto_tick(every);
+    }
+    Ok(console)
 }
 
 /// The options, each checked, before anything is opened: the address to
