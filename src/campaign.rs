@@ -526,6 +526,46 @@ impl CampaignConfig {
     /// serving a model the catalogue lacks, a cap or price out of range.
     pub fn catalogue_problems(&self) -> Vec<String> {
         let mut out = Vec::new();
+        self.name_problems(&mut out);
+        for m in &self.models {
+            model_problems(m, &mut out);
+        }
+        for e in &self.endpoints {
+            self.endpoint_problems(e, &mut out);
+        }
+        self.budget_problems(&mut out);
+        out.extend(self.launcher.problems());
+        if let Some(g) = self.launcher.grace_s.filter(|g| g.is_finite() && *g <= self.driver_grace_s()) {
+            out.push(format!(
+                "launcher.grace_s ({g} s) must exceed the driver's grace ({} s, {}), or a pause kills the driver \
+                 before it records its stopped cells; leave it out to get the driver's grace + {LAUNCHER_GRACE_MARGIN_S} s",
+                self.driver_grace_s(),
+                if self.cluster.is_some() { "[cluster] grace_s" } else { "[runner] grace_s" }
+            ));
+        }
+        if self.hooks.release_lease.as_ref().is_some_and(Vec::is_empty) {
+            out.push("hooks.release_lease must name a program".into());
+        }
+        if self.results.pass_score.is_some_and(|p| !p.is_finite()) {
+            out.push("results.pass_score must be a number".into());
+        }
+        if self.hooks.notify.as_ref().is_some_and(Vec::is_empty) {
+            out.push("hooks.notify must name a program".into());
+        }
+        if let Some(why) = self.hooks.webhook.as_deref().and_then(|u| webhook_refusal(u, &self.hooks.webhook_hosts)) {
+            out.push(format!("hooks.webhook {why}"));
+        }
+        if self.publish.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
+            out.push("publish.command must name a program".into());
+        }
+        if self.publish.timeout_s.is_some_and(|t| !(t.is_finite() && (1.0..=86_400.0).contains(&t))) {
+            out.push("publish.timeout_s must be between 1 and 86400 seconds".into());
+        }
+        out
+    }
+
+    /// Names given twice or empty: tasks, models, endpoints, a task's phases.
+    fn name_problems(&self, out: &mut Vec<String>) {
         let mut twice = |kind: &str, names: Vec<&str>| {
             let mut seen = std::collections::BTreeSet::new();
             for n in names {
@@ -545,49 +585,36 @@ impl CampaignConfig {
                 out.push(format!("task {:?}: phase {p:?} is named twice", t.name));
             }
         }
-        for m in &self.models {
-            if m.daily_cap == Some(0) {
-                out.push(format!("model {:?}: daily_cap must be at least 1 (leave it out for no cap)", m.name));
-            }
-            let prices = [
-                ("price_per_1k_tokens", Some(m.price_per_1k_tokens)),
-                ("price_input_per_1k", m.price_input_per_1k),
-                ("price_output_per_1k", m.price_output_per_1k),
-                ("price_cached_per_1k", m.price_cached_per_1k),
-            ];
-            for (what, v) in prices {
-                if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
-                    out.push(format!("model {:?}: {what} must be a number ≥ 0", m.name));
-                }
-            }
+    }
+
+    /// An endpoint's URLs, limits, and models the catalogue lacks.
+    fn endpoint_problems(&self, e: &EndpointEntry, out: &mut Vec<String>) {
+        if !(e.url.starts_with("http://") || e.url.starts_with("https://")) {
+            out.push(format!("endpoint {:?}: url {:?} is not an http(s) URL", e.name, e.url));
         }
-        for e in &self.endpoints {
-            if !(e.url.starts_with("http://") || e.url.starts_with("https://")) {
-                out.push(format!("endpoint {:?}: url {:?} is not an http(s) URL", e.name, e.url));
-            }
-            if let Some(m) = e.metrics_url.as_deref().filter(|m| !m.is_empty()) {
-                if !(m.starts_with("http://") || m.starts_with("https://")) {
-                    out.push(format!(
-                        "endpoint {:?}: metrics_url {m:?} is not an http(s) URL (\"\" turns reading off)",
-                        e.name
-                    ));
-                }
-            }
-            if e.max_concurrency == Some(0) {
+        if let Some(m) = e.metrics_url.as_deref().filter(|m| !m.is_empty()) {
+            if !(m.starts_with("http://") || m.starts_with("https://")) {
                 out.push(format!(
-                    "endpoint {:?}: max_concurrency must be at least 1 (leave it out for no limit)",
+                    "endpoint {:?}: metrics_url {m:?} is not an http(s) URL (\"\" turns reading off)",
                     e.name
                 ));
             }
-            if e.max_waiting == Some(0) {
-                out.push(format!("endpoint {:?}: max_waiting must be at least 1 (leave it out for no limit)", e.name));
-            }
-            for m in &e.models {
-                if self.model(m).is_none() {
-                    out.push(format!("endpoint {:?} serves {m:?}, which is not in [[models]]", e.name));
-                }
+        }
+        if e.max_concurrency == Some(0) {
+            out.push(format!("endpoint {:?}: max_concurrency must be at least 1 (leave it out for no limit)", e.name));
+        }
+        if e.max_waiting == Some(0) {
+            out.push(format!("endpoint {:?}: max_waiting must be at least 1 (leave it out for no limit)", e.name));
+        }
+        for m in &e.models {
+            if self.model(m).is_none() {
+                out.push(format!("endpoint {:?} serves {m:?}, which is not in [[models]]", e.name));
             }
         }
+    }
+
+    /// `[budget]` and `[stall]`: caps and times out of range.
+    fn budget_problems(&self, out: &mut Vec<String>) {
         let b = &self.budget;
         for (what, v) in [
             ("max_cost", b.max_cost),
@@ -621,34 +648,6 @@ impl CampaignConfig {
                 out.push(format!("{what} must be a number of seconds > 0"));
             }
         }
-        out.extend(self.launcher.problems());
-        if let Some(g) = self.launcher.grace_s.filter(|g| g.is_finite() && *g <= self.driver_grace_s()) {
-            out.push(format!(
-                "launcher.grace_s ({g} s) must exceed the driver's grace ({} s, {}), or a pause kills the driver \
-                 before it records its stopped cells; leave it out to get the driver's grace + {LAUNCHER_GRACE_MARGIN_S} s",
-                self.driver_grace_s(),
-                if self.cluster.is_some() { "[cluster] grace_s" } else { "[runner] grace_s" }
-            ));
-        }
-        if self.hooks.release_lease.as_ref().is_some_and(Vec::is_empty) {
-            out.push("hooks.release_lease must name a program".into());
-        }
-        if self.results.pass_score.is_some_and(|p| !p.is_finite()) {
-            out.push("results.pass_score must be a number".into());
-        }
-        if self.hooks.notify.as_ref().is_some_and(Vec::is_empty) {
-            out.push("hooks.notify must name a program".into());
-        }
-        if let Some(why) = self.hooks.webhook.as_deref().and_then(|u| webhook_refusal(u, &self.hooks.webhook_hosts)) {
-            out.push(format!("hooks.webhook {why}"));
-        }
-        if self.publish.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
-            out.push("publish.command must name a program".into());
-        }
-        if self.publish.timeout_s.is_some_and(|t| !(t.is_finite() && (1.0..=86_400.0).contains(&t))) {
-            out.push("publish.timeout_s must be between 1 and 86400 seconds".into());
-        }
-        out
     }
 
     pub fn model(&self, name: &str) -> Option<&ModelEntry> {
@@ -752,6 +751,24 @@ pub fn webhook_refusal(url: &str, allowed_hosts: &[String]) -> Option<String> {
         None
     } else {
         Some(format!("{shown:?}: host {host} is neither loopback nor listed in [hooks] webhook_hosts"))
+    }
+}
+
+/// A model's daily cap and prices out of range.
+fn model_problems(m: &ModelEntry, out: &mut Vec<String>) {
+    if m.daily_cap == Some(0) {
+        out.push(format!("model {:?}: daily_cap must be at least 1 (leave it out for no cap)", m.name));
+    }
+    let prices = [
+        ("price_per_1k_tokens", Some(m.price_per_1k_tokens)),
+        ("price_input_per_1k", m.price_input_per_1k),
+        ("price_output_per_1k", m.price_output_per_1k),
+        ("price_cached_per_1k", m.price_cached_per_1k),
+    ];
+    for (what, v) in prices {
+        if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
+            out.push(format!("model {:?}: {what} must be a number ≥ 0", m.name));
+        }
     }
 }
 

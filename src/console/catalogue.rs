@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::auto::{CreditFlag, EndpointFailure};
 use crate::basics::timefmt::Timestamp;
-use crate::campaign::{CampaignConfig, ModelKind};
+use crate::campaign::{CampaignConfig, EndpointEntry, ModelEntry, ModelKind};
 use crate::console::pool::Probe;
 
 /// What one run set used: its model, its endpoint(s) and what its cells spent.
@@ -165,7 +165,6 @@ fn probe_row(probe: &Probe, serves: &[String]) -> ProbeRow {
 /// The view: models and endpoints in catalogue order.
 pub fn catalogue(i: &CatalogueInputs) -> CatalogueView {
     let cfg = i.cfg;
-    let time = |t: Timestamp| t.to_display();
     let mut uncatalogued = Vec::new();
     for r in i.usage {
         let unknown_model = r.model.as_deref().is_some_and(|m| cfg.model(m).is_none());
@@ -174,122 +173,8 @@ pub fn catalogue(i: &CatalogueInputs) -> CatalogueView {
             uncatalogued.push(r.run_set.clone());
         }
     }
-    let endpoints: Vec<EndpointRow> = cfg
-        .endpoints
-        .iter()
-        .map(|e| {
-            let mut used = Use::default();
-            for r in i.usage.iter().filter(|r| r.endpoints.contains(&e.name)) {
-                add(&mut used, r);
-            }
-            let probe = i.probes.get(&e.name).map(|p| probe_row(p, &e.models));
-            let quarantine = i.endpoint_failures.get(&e.name).filter(|f| !f.released && f.retry_at > i.now).cloned();
-            let mut why_not = Vec::new();
-            if let Some(q) = &quarantine {
-                why_not.push(format!(
-                    "quarantined by the autopilot until {} after {} failure(s){}",
-                    time(q.retry_at),
-                    q.failures,
-                    if q.reason.is_empty() { String::new() } else { format!(": {}", q.reason) }
-                ));
-            }
-            match &probe {
-                Some(ProbeRow { error: Some(err), .. }) => {
-                    why_not.push(format!("{}/models does not answer: {err}", e.url.trim_end_matches('/')))
-                }
-                Some(p) if !p.missing.is_empty() => why_not.push(format!(
-                    "it does not report {} at /models (it reports {})",
-                    p.missing.join(", "),
-                    if p.reported.is_empty() { "none".into() } else { p.reported.join(", ") }
-                )),
-                _ => {}
-            }
-            let available = why_not.is_empty();
-            let mut words = if available {
-                match &probe {
-                    Some(_) => format!("Answers and reports {}.", e.models.join(", ")),
-                    None => "Not probed.".to_owned(),
-                }
-            } else {
-                format!("Not available: {}.", why_not.join("; "))
-            };
-            if !used.in_flight.is_empty() {
-                words += &format!(" Serving {} now.", used.in_flight.join(", "));
-            }
-            let busy = i.busy.get(&e.name).cloned();
-            if let Some(b) = &busy {
-                words += &format!(" Busy: {b}; the autopilot starts nothing new on it.");
-            }
-            EndpointRow {
-                name: e.name.clone(),
-                url: e.url.clone(),
-                backend: e.backend.clone(),
-                models: e.models.clone(),
-                request_preset: e.request_preset.clone(),
-                probe,
-                quarantine,
-                busy,
-                used,
-                available,
-                words,
-            }
-        })
-        .collect();
-    let models = cfg
-        .models
-        .iter()
-        .map(|m| {
-            let mut used = Use::default();
-            for r in i.usage.iter().filter(|r| r.model.as_deref() == Some(m.name.as_str())) {
-                add(&mut used, r);
-            }
-            let serving: Vec<&EndpointRow> = endpoints.iter().filter(|e| e.models.contains(&m.name)).collect();
-            let launched_today = i.launches_today.get(&m.name).copied().unwrap_or(0);
-            let credit_flag = i.credit_flags.get(&m.name).filter(|f| f.until > i.now).cloned();
-            let mut why_not = Vec::new();
-            if let Some(f) = &credit_flag {
-                why_not.push(format!(
-                    "credit-flagged until {}{}",
-                    time(f.until),
-                    if f.reason.is_empty() { String::new() } else { format!(" ({})", f.reason) }
-                ));
-            }
-            if let Some(cap) = m.daily_cap.filter(|c| launched_today >= *c) {
-                why_not.push(format!("its daily cap of {cap} is reached ({launched_today} launched today, UTC)"));
-            }
-            if m.kind == ModelKind::Local {
-                if serving.is_empty() {
-                    why_not.push("no endpoint serves it".into());
-                } else if !serving.iter().any(|e| e.available) {
-                    why_not.push(format!(
-                        "none of its endpoints is available ({})",
-                        serving.iter().map(|e| e.name.as_str()).collect::<Vec<_>>().join(", ")
-                    ));
-                }
-            }
-            let available = why_not.is_empty();
-            let words = if available {
-                match m.daily_cap {
-                    Some(cap) => format!("Available: {} of its daily cap of {cap} left today.", cap - launched_today),
-                    None => "Available.".to_owned(),
-                }
-            } else {
-                format!("Not available: {}.", why_not.join("; "))
-            };
-            ModelRow {
-                name: m.name.clone(),
-                kind: m.kind,
-                price_per_1k_tokens: m.price_per_1k_tokens,
-                daily_cap: m.daily_cap,
-                launched_today,
-                endpoints: serving.iter().map(|e| e.name.clone()).collect(),
-                credit_flag,
-                used,
-                available,
-                words,
-            }
-        })
-        .collect();
+    let endpoints: Vec<EndpointRow> = cfg.endpoints.iter().map(|e| endpoint_row(i, e)).collect();
+    let models = cfg.models.iter().map(|m| model_row(i, m, &endpoints)).collect();
     CatalogueView {
         generated_at: i.now,
         probed_at: i.probed_at,
@@ -298,6 +183,124 @@ pub fn catalogue(i: &CatalogueInputs) -> CatalogueView {
         uncatalogued,
         note: NOTE.into(),
         currency: i.cfg.currency.clone(),
+    }
+}
+
+/// An endpoint's row: its use, its probe, and whether it is available — not
+/// quarantined by the autopilot, answering `/models` and reporting every
+/// model it serves — and why not, in words.
+fn endpoint_row(i: &CatalogueInputs, e: &EndpointEntry) -> EndpointRow {
+    let time = |t: Timestamp| t.to_display();
+    let mut used = Use::default();
+    for r in i.usage.iter().filter(|r| r.endpoints.contains(&e.name)) {
+        add(&mut used, r);
+    }
+    let probe = i.probes.get(&e.name).map(|p| probe_row(p, &e.models));
+    let quarantine = i.endpoint_failures.get(&e.name).filter(|f| !f.released && f.retry_at > i.now).cloned();
+    let mut why_not = Vec::new();
+    if let Some(q) = &quarantine {
+        why_not.push(format!(
+            "quarantined by the autopilot until {} after {} failure(s){}",
+            time(q.retry_at),
+            q.failures,
+            if q.reason.is_empty() { String::new() } else { format!(": {}", q.reason) }
+        ));
+    }
+    match &probe {
+        Some(ProbeRow { error: Some(err), .. }) => {
+            why_not.push(format!("{}/models does not answer: {err}", e.url.trim_end_matches('/')))
+        }
+        Some(p) if !p.missing.is_empty() => why_not.push(format!(
+            "it does not report {} at /models (it reports {})",
+            p.missing.join(", "),
+            if p.reported.is_empty() { "none".into() } else { p.reported.join(", ") }
+        )),
+        _ => {}
+    }
+    let available = why_not.is_empty();
+    let mut words = if available {
+        match &probe {
+            Some(_) => format!("Answers and reports {}.", e.models.join(", ")),
+            None => "Not probed.".to_owned(),
+        }
+    } else {
+        format!("Not available: {}.", why_not.join("; "))
+    };
+    if !used.in_flight.is_empty() {
+        words += &format!(" Serving {} now.", used.in_flight.join(", "));
+    }
+    let busy = i.busy.get(&e.name).cloned();
+    if let Some(b) = &busy {
+        words += &format!(" Busy: {b}; the autopilot starts nothing new on it.");
+    }
+    EndpointRow {
+        name: e.name.clone(),
+        url: e.url.clone(),
+        backend: e.backend.clone(),
+        models: e.models.clone(),
+        request_preset: e.request_preset.clone(),
+        probe,
+        quarantine,
+        busy,
+        used,
+        available,
+        words,
+    }
+}
+
+/// A model's row: its use, its launches today against its daily cap, and
+/// whether it is available — not credit-flagged, under its cap, and (a
+/// local model) served by an available endpoint — and why not, in words.
+fn model_row(i: &CatalogueInputs, m: &ModelEntry, endpoints: &[EndpointRow]) -> ModelRow {
+    let time = |t: Timestamp| t.to_display();
+    let mut used = Use::default();
+    for r in i.usage.iter().filter(|r| r.model.as_deref() == Some(m.name.as_str())) {
+        add(&mut used, r);
+    }
+    let serving: Vec<&EndpointRow> = endpoints.iter().filter(|e| e.models.contains(&m.name)).collect();
+    let launched_today = i.launches_today.get(&m.name).copied().unwrap_or(0);
+    let credit_flag = i.credit_flags.get(&m.name).filter(|f| f.until > i.now).cloned();
+    let mut why_not = Vec::new();
+    if let Some(f) = &credit_flag {
+        why_not.push(format!(
+            "credit-flagged until {}{}",
+            time(f.until),
+            if f.reason.is_empty() { String::new() } else { format!(" ({})", f.reason) }
+        ));
+    }
+    if let Some(cap) = m.daily_cap.filter(|c| launched_today >= *c) {
+        why_not.push(format!("its daily cap of {cap} is reached ({launched_today} launched today, UTC)"));
+    }
+    if m.kind == ModelKind::Local {
+        if serving.is_empty() {
+            why_not.push("no endpoint serves it".into());
+        } else if !serving.iter().any(|e| e.available) {
+            why_not.push(format!(
+                "none of its endpoints is available ({})",
+                serving.iter().map(|e| e.name.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    let available = why_not.is_empty();
+    let words = if available {
+        match m.daily_cap {
+            Some(cap) => format!("Available: {} of its daily cap of {cap} left today.", cap - launched_today),
+            None => "Available.".to_owned(),
+        }
+    } else {
+        format!("Not available: {}.", why_not.join("; "))
+    };
+    ModelRow {
+        name: m.name.clone(),
+        kind: m.kind,
+        price_per_1k_tokens: m.price_per_1k_tokens,
+        daily_cap: m.daily_cap,
+        launched_today,
+        endpoints: serving.iter().map(|e| e.name.clone()).collect(),
+        credit_flag,
+        used,
+        available,
+        words,
     }
 }
 

@@ -91,14 +91,9 @@ pub struct SavedDraft {
     pub launch_hint: String,
 }
 
-/// The draft `req` asks for, or every reason it cannot be made.
-pub fn from_gaps(
-    matrix: &Matrix,
-    coverage: &Coverage,
-    cfg: &CampaignConfig,
-    req: &DraftRequest,
-) -> Result<Draft, Vec<String>> {
-    let mut bad = Vec::new();
+/// The request's label, size and filters checked against the matrix, each
+/// problem said in `bad`; the most cells the draft may hold.
+fn checked_request(matrix: &Matrix, req: &DraftRequest, bad: &mut Vec<String>) -> usize {
     if !valid_label(&req.label) {
         bad.push(format!(
             "label {:?}: must be 1-80 letters, digits, '-', '_' or '.'",
@@ -133,6 +128,18 @@ pub fn from_gaps(
             bad.push(format!("filters: no planned cell has {factor} = {v:?}"));
         }
     }
+    max_cells
+}
+
+/// The draft `req` asks for, or every reason it cannot be made.
+pub fn from_gaps(
+    matrix: &Matrix,
+    coverage: &Coverage,
+    cfg: &CampaignConfig,
+    req: &DraftRequest,
+) -> Result<Draft, Vec<String>> {
+    let mut bad = Vec::new();
+    let max_cells = checked_request(matrix, req, &mut bad);
     let (model, endpoint) = route(cfg, req, matrix.factors.iter().any(|f| f == "model"), &mut bad);
     if !bad.is_empty() {
         return Err(bad);

@@ -319,6 +319,21 @@ impl LiveState {
         self.kind().word()
     }
 
+    /// The run set it is about: the batch's, or the last one when idle;
+    /// none when it does not know (unknown).
+    pub fn run_set(&self) -> Option<&str> {
+        match self {
+            Self::Idle { last_run_set, .. } => last_run_set.as_deref(),
+            Self::Starting { run_set, .. }
+            | Self::Running { run_set, .. }
+            | Self::StoppedResumable { run_set, .. }
+            | Self::Aborted { run_set, .. }
+            | Self::LaunchFailed { run_set, .. }
+            | Self::Interrupted { run_set, .. } => Some(run_set),
+            Self::Unknown { .. } => None,
+        }
+    }
+
     /// The state in words, for the page and the CLI.
     pub fn words(&self) -> String {
         match self {

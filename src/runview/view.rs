@@ -267,6 +267,49 @@ fn accepted_factors(
         .collect()
 }
 
+/// The events' digest as the reader made it, its unreadable lines (or the
+/// whole file) said as problems; none without events.
+fn events_digest<'a>(
+    events: Option<&Result<&'a EventsLog, String>>,
+    problems: &mut Vec<Problem>,
+) -> Option<&'a EventsDigest> {
+    match events? {
+        Err(e) => {
+            problems.push(problem("events.jsonl", e.clone()));
+            None
+        }
+        Ok(log) => {
+            for (line, reason) in &log.problems {
+                problems.push(problem("events.jsonl", format!("line {line}: {reason}")));
+            }
+            Some(&log.digest)
+        }
+    }
+}
+
+/// The trials of the written rounds: the state bounds which ledger rounds
+/// are read (rounds appended before the state caught up are not); the
+/// ledger's unreadable lines said as problems.
+fn written_rounds(
+    ledger: Option<&Result<&LedgerState, String>>,
+    rounds_written: u32,
+    problems: &mut Vec<Problem>,
+) -> Vec<Arc<RoundView>> {
+    match ledger {
+        None => Vec::new(),
+        Some(Err(e)) => {
+            problems.push(problem("ledger.jsonl", e.clone()));
+            Vec::new()
+        }
+        Some(Ok(state)) => {
+            for (line, reason) in &state.problems {
+                problems.push(problem("ledger.jsonl", format!("line {line}: {reason}")));
+            }
+            state.rounds.iter().filter(|r| (1..=rounds_written).contains(&r.round)).cloned().collect()
+        }
+    }
+}
+
 /// Reads a view from the run's files. `probe(host, pid)` says what is known of
 /// the process that opened the run last.
 pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessCheck) -> RunView {
@@ -285,19 +328,8 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
 
     // Events: digested by the reader as it read them (each line once).
     let empty = EventsDigest::default();
-    let mut digest = &empty;
     let events_present = input.events.is_some();
-    if let Some(ev) = &input.events {
-        match ev {
-            Err(e) => problems.push(problem("events.jsonl", e.clone())),
-            Ok(log) => {
-                for (line, reason) in &log.problems {
-                    problems.push(problem("events.jsonl", format!("line {line}: {reason}")));
-                }
-                digest = &log.digest;
-            }
-        }
-    }
+    let digest = events_digest(input.events.as_ref(), &mut problems).unwrap_or(&empty);
     let tail = &digest.tail;
     let process = match tail.last_open.as_ref().and_then(|o| Some((o.host.clone()?, o.pid?))) {
         Some((host, pid)) => probe(&host, pid),
@@ -324,20 +356,7 @@ pub fn read_view(input: ViewInputs<'_>, probe: &dyn Fn(&str, u32) -> ProcessChec
         if digest.opened { round_in_progress(&digest.since_open, rounds_written, &digest.calls) } else { None };
     let opened_with = digest.opened_with.clone();
 
-    // Trials of the written rounds: the state bounds which ledger rounds are read.
-    let mut rounds = Vec::new();
-    if let Some(ledger) = &input.ledger {
-        match ledger {
-            Err(e) => problems.push(problem("ledger.jsonl", e.clone())),
-            Ok(state) => {
-                for (line, reason) in &state.problems {
-                    problems.push(problem("ledger.jsonl", format!("line {line}: {reason}")));
-                }
-                // Rounds appended before the state caught up are not read.
-                rounds = state.rounds.iter().filter(|r| (1..=rounds_written).contains(&r.round)).cloned().collect();
-            }
-        }
-    }
+    let rounds = written_rounds(input.ledger.as_ref(), rounds_written, &mut problems);
 
     // Memory versions: compared once each, as the reader's log read them.
     for (round, reason) in input.memory.problems() {

@@ -147,14 +147,8 @@ impl Campaign {
         let obs = LiveObservations { unit: current.as_ref().map(|(_, u)| u.clone()), process_run_set, marker, failure };
         let state = runboard::live::derive(&obs);
         let run_set = match &state {
-            runboard::live::LiveState::Idle { last_run_set, .. } => last_run_set.clone(),
-            runboard::live::LiveState::Starting { run_set, .. }
-            | runboard::live::LiveState::Running { run_set, .. }
-            | runboard::live::LiveState::StoppedResumable { run_set, .. }
-            | runboard::live::LiveState::Aborted { run_set, .. }
-            | runboard::live::LiveState::LaunchFailed { run_set, .. }
-            | runboard::live::LiveState::Interrupted { run_set, .. } => Some(run_set.clone()),
             runboard::live::LiveState::Unknown { .. } => obs.unit.as_ref().map(|u| u.run_set.clone()),
+            known => known.run_set().map(str::to_owned),
         };
         let rs = run_set.as_deref().and_then(|n| run_sets.iter().find(|r| r.name == n));
         let spec = rs
@@ -172,18 +166,7 @@ impl Campaign {
             matches!(state, runboard::live::LiveState::Running { .. } | runboard::live::LiveState::Starting { .. });
         let none_ended = !records.iter().any(|r| matches!(r.status, CellStatus::Done | CellStatus::Failed));
         let typical_s = match (&spec, &cfg, &run_set) {
-            (Some(spec), Some(cfg), Some(rs)) if in_flight_now && none_ended => {
-                let mut kept = self.live_made.typical.lock().unwrap_or_else(|p| p.into_inner());
-                match kept.as_ref() {
-                    Some((name, at, t)) if name == rs && at.elapsed() < TYPICAL_KEPT => *t,
-                    _ => {
-                        let t =
-                            runboard::console::preflight::predict(spec, cfg, &self.history()).typical_cell_s(parallel);
-                        *kept = Some((rs.clone(), Instant::now(), t));
-                        t
-                    }
-                }
-            }
+            (Some(spec), Some(cfg), Some(rs)) if in_flight_now && none_ended => self.typical_s(spec, cfg, rs, parallel),
             _ => None,
         };
         let (mut cells, mut totals, eta_s) =
@@ -217,19 +200,7 @@ impl Campaign {
         let in_flight = cfg.as_ref().map(|c| self.in_flight(c)).unwrap_or_default();
         let seen: Vec<UnitSeen> = in_flight.into_iter().map(|(rec, o)| unit_seen(&rec, o, None)).collect();
         let others = runboard::live::other_batches(&seen, run_set.as_deref());
-        let in_flight_sets: Vec<&str> = seen.iter().map(|u| u.run_set.as_str()).collect();
-        let mut resumable_run_sets: Vec<String> = run_sets
-            .iter()
-            .filter(|r| r.outcome_ok().is_some_and(|o| o.status == runboard::drive::records::BatchStatus::Stopped))
-            .filter(|r| !in_flight_sets.contains(&r.name.as_str()) && !self.records.is_live(r))
-            .filter(|r| !self.aborted(&r.name, &r.dir))
-            .map(|r| r.name.clone())
-            .collect();
-        if let runboard::live::LiveState::StoppedResumable { run_set, .. } = &state {
-            if !resumable_run_sets.contains(run_set) {
-                resumable_run_sets.insert(0, run_set.clone());
-            }
-        }
+        let resumable_run_sets = self.resumable_run_sets(&run_sets, &seen, &state);
         LiveView {
             resumable_run_sets,
             currency: cfg.as_ref().map_or_else(|| "USD".to_owned(), |c| c.currency.clone()),
@@ -254,6 +225,52 @@ impl Campaign {
             problems,
             version,
         }
+    }
+
+    /// A cell's typical time for `rs`'s batch, predicted from history (the
+    /// preflight's), kept a while: asked at every live view until one of its
+    /// cells has ended.
+    fn typical_s(
+        &self,
+        spec: &runboard::console::spec::BatchSpec,
+        cfg: &CampaignConfig,
+        rs: &str,
+        parallel: usize,
+    ) -> Option<f64> {
+        let mut kept = self.live_made.typical.lock().unwrap_or_else(|p| p.into_inner());
+        match kept.as_ref() {
+            Some((name, at, t)) if name == rs && at.elapsed() < TYPICAL_KEPT => *t,
+            _ => {
+                let t = runboard::console::preflight::predict(spec, cfg, &self.history()).typical_cell_s(parallel);
+                *kept = Some((rs.to_owned(), Instant::now(), t));
+                t
+            }
+        }
+    }
+
+    /// The run sets a Resume button is offered for: stopped, not in flight,
+    /// no driver alive, not aborted — and the one the state says is stopped
+    /// but resumable, first.
+    fn resumable_run_sets(
+        &self,
+        run_sets: &[std::sync::Arc<crate::campaign::records::RunSetRead>],
+        in_flight: &[UnitSeen],
+        state: &runboard::live::LiveState,
+    ) -> Vec<String> {
+        let in_flight_sets: Vec<&str> = in_flight.iter().map(|u| u.run_set.as_str()).collect();
+        let mut resumable: Vec<String> = run_sets
+            .iter()
+            .filter(|r| r.outcome_ok().is_some_and(|o| o.status == runboard::drive::records::BatchStatus::Stopped))
+            .filter(|r| !in_flight_sets.contains(&r.name.as_str()) && !self.records.is_live(r))
+            .filter(|r| !self.aborted(&r.name, &r.dir))
+            .map(|r| r.name.clone())
+            .collect();
+        if let runboard::live::LiveState::StoppedResumable { run_set, .. } = state {
+            if !resumable.contains(run_set) {
+                resumable.insert(0, run_set.clone());
+            }
+        }
+        resumable
     }
 
     /// What the live view depends on, from `stat`, the latest unit's

@@ -114,33 +114,7 @@ impl Campaign {
                 .map(|r| (r.cell.clone(), Some(r), r.factors.get("task").map(runboard::console::matrix::value_text)))
                 .collect(),
         };
-        // The gateway's word on the calls under way, when it is fresh.
-        let gateway: Option<CallsNow> = if running {
-            self.records
-                .within()
-                .read(&rs.dir.join(calls::CALLS_FILE))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<CallsNow>(&b).ok())
-                .and_then(|c| c.fresh(now))
-        } else {
-            None
-        };
-        {
-            let mut seen = self.spend_seen.calls_seen.lock().unwrap_or_else(|p| p.into_inner());
-            let was = seen.get(&rs.name);
-            let changed = match (&gateway, was) {
-                (Some(g), Some(w)) => g.cells != w.cells || g.endpoints != w.endpoints,
-                (None, None) => false,
-                _ => true,
-            };
-            if changed {
-                match &gateway {
-                    Some(g) => seen.insert(rs.name.clone(), g.clone()),
-                    None => seen.remove(&rs.name),
-                };
-                self.spend_seen.moved();
-            }
-        }
+        let gateway = self.calls_now(rs, running, now);
         let mut quiet = Vec::new();
         let mut so_far = Vec::new();
         let mut readers = self.spend_seen.cells.lock().unwrap_or_else(|p| p.into_inner());
@@ -228,6 +202,31 @@ impl Campaign {
         let gateway_up = running.then_some(gateway.is_some());
         let limits = gateway.map(|g| g.endpoints).unwrap_or_default();
         LiveSpend { cells, batch, stalls, quiet, so_far, gateway_up, limits, last_writes, problems }
+    }
+
+    /// The gateway's word on `rs`'s calls under way, when it is fresh (while
+    /// the batch runs); a change from the last word seen moves the live
+    /// version, so a page shows it.
+    fn calls_now(&self, rs: &RunSetRead, running: bool, now: Timestamp) -> Option<CallsNow> {
+        let gateway: Option<CallsNow> = running
+            .then(|| self.records.within().read(&rs.dir.join(calls::CALLS_FILE)).ok())
+            .flatten()
+            .and_then(|b| serde_json::from_slice::<CallsNow>(&b).ok())
+            .and_then(|c| c.fresh(now));
+        let mut seen = self.spend_seen.calls_seen.lock().unwrap_or_else(|p| p.into_inner());
+        let changed = match (&gateway, seen.get(&rs.name)) {
+            (Some(g), Some(w)) => g.cells != w.cells || g.endpoints != w.endpoints,
+            (None, None) => false,
+            _ => true,
+        };
+        if changed {
+            match &gateway {
+                Some(g) => seen.insert(rs.name.clone(), g.clone()),
+                None => seen.remove(&rs.name),
+            };
+            self.spend_seen.moved();
+        }
+        gateway
     }
 
     /// Every cap of `[budget]` against the spend now: `batch` is the

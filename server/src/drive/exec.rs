@@ -4,7 +4,7 @@
 //! way out — the end, a stop, an error (a record that cannot be written) —
 //! tears down what was started before it returns.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use runboard::console::spec::Cell;
@@ -15,8 +15,8 @@ use runboard::drive::result::{CellResult, RESULT_FILE};
 use serde_json::json;
 
 use super::monitor::Monitor;
-use super::supervisor::Supervisor;
-use super::{BatchCtx, DriveError, RunnerEnd};
+use super::supervisor::{Supervisor, Tracked};
+use super::{BatchCtx, DriveError, RunSet, RunnerEnd};
 
 /// The cells running now, by their index in the supervisor (and those whose
 /// verdict is held, see [`TERM_VERDICT_WINDOW`]).
@@ -71,7 +71,7 @@ async fn drive_cells(
     running: &mut Running,
     attempted: &mut usize,
 ) -> Result<(BatchStatus, String), DriveError> {
-    let BatchCtx { runset, stop, route, pool, batch_vars, gateway, .. } = ctx;
+    let BatchCtx { runset, stop, .. } = ctx;
     let existing = runset.read_cells();
     let mut queue = cells.iter();
     let parallel = cfg.parallel.max(1) as usize;
@@ -81,57 +81,9 @@ async fn drive_cells(
     loop {
         while running.len() < parallel && !stop.is_cancelled() {
             let Some(cell) = queue.next() else { break };
-            let out = runset.out_dir().join(&cell.id);
-            std::fs::create_dir_all(&out).map_err(DriveError::io("creating", &out))?;
-            // A report is always the latest attempt's: an earlier one's goes.
-            match std::fs::remove_file(out.join(RESULT_FILE)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(DriveError::io("removing", &out.join(RESULT_FILE))(e))
-                }
-                _ => {}
-            }
-            let mut vars = runner_vars(route, pool, cell, batch_vars);
-            vars.insert("out".into(), out.display().to_string());
-            // Through the gateway: the cell's own path on it, so its calls are its own.
-            if let (Some(g), Some(endpoint)) = (gateway, vars.get("endpoint").cloned()) {
-                if g.serves(&endpoint) {
-                    vars.insert("endpoint_url".into(), g.cell_url(&cell.id, &endpoint));
-                }
-            }
-            let argv = fill(&cfg.command, &vars).map_err(DriveError::Template)?;
-            let mut cell_env = cfg.env.clone();
-            cell_env.insert("RUNBOARD_CELL".into(), cell.id.clone());
-            cell_env.insert("RUNBOARD_CELL_DIR".into(), out.display().to_string());
-            cell_env.insert("RUNBOARD_FACTORS".into(), serde_json::to_string(&cell.factors).unwrap_or_default());
-            for (var, name) in [
-                ("RUNBOARD_MODEL", "model"),
-                ("RUNBOARD_ENDPOINT", "endpoint"),
-                ("RUNBOARD_ENDPOINT_URL", "endpoint_url"),
-            ] {
-                if let Some(v) = vars.get(name) {
-                    cell_env.insert(var.into(), v.clone());
-                }
-            }
-            let name = format!("cell-{}", cell.id);
-            let mut rec = existing.get(&cell.id).cloned().unwrap_or_else(|| CellRecord::new(cell, CellStatus::Pending));
-            rec.start_attempt(crate::system::clock::now().to_rfc3339());
-            rec.log = Some(format!("logs/{name}.log"));
             *attempted += 1;
-            match sup.spawn(&name, &argv, &cell_env) {
-                Ok(idx) => {
-                    runset.event("cell_start", json!({"cell": cell.id, "pid": sup.procs[idx].pid}));
-                    // Tracked before its record is written, so a failed write
-                    // still tears it down.
-                    running.insert(idx, rec.clone());
-                    runset.write_cell(&rec)?;
-                }
-                Err(e) => {
-                    rec.status = CellStatus::Failed;
-                    rec.ended_at = rec.started_at.clone();
-                    runset.log(&format!("cell {} could not start: {e:#}", cell.id));
-                    finished += 1;
-                    runset.write_cell(&rec)?;
-                }
+            if !start_cell(cfg, cell, ctx, sup, &existing, running)? {
+                finished += 1;
             }
         }
         let now = std::time::Instant::now();
@@ -157,25 +109,10 @@ async fn drive_cells(
             !expired
         });
         for idx in ended {
-            let Some(mut rec) = running.remove(&idx) else { continue };
-            let p = &sup.procs[idx];
-            // A cell that ends badly once a stop was asked for was stopped (a
-            // manager may signal the whole unit, so it can end before our own
-            // SIGTERM reaches it).
-            rec.status = match p.status {
-                ProcessStatus::Done => CellStatus::Done,
-                _ if stop.is_cancelled() => CellStatus::Stopped,
-                _ => CellStatus::Failed,
-            };
-            read_result(runset, &mut rec);
-            if rec.status != CellStatus::Stopped {
+            let Some(rec) = running.remove(&idx) else { continue };
+            if end_cell(runset, rec, &sup.procs[idx], stop.is_cancelled())? {
                 finished += 1;
             }
-            runset.event("cell_end", json!({"cell": rec.cell, "status": rec.status, "exit_code": rec.exit_code}));
-            if rec.status == CellStatus::Failed {
-                runset.log(&format!("cell {} failed with exit code {}", rec.cell, rec.exit_code.unwrap_or(-1)));
-            }
-            runset.write_cell(&rec)?;
         }
         monitor.show(sup);
         if running.is_empty() && queue.len() == 0 {
@@ -193,6 +130,90 @@ async fn drive_cells(
         }
     }
     Ok((BatchStatus::Completed, format!("ran {}", runboard::basics::numfmt::count(cells.len() as u64, "cell"))))
+}
+
+/// Starts one cell: its output folder (an earlier attempt's report gone),
+/// its command filled from its factors and route (its calls through the
+/// gateway, on its own path), its environment, its record marked started.
+/// False when it could not start (its record then says failed).
+fn start_cell(
+    cfg: &RunnerConfig,
+    cell: &Cell,
+    ctx: &BatchCtx<'_>,
+    sup: &mut Supervisor,
+    existing: &BTreeMap<String, CellRecord>,
+    running: &mut Running,
+) -> Result<bool, DriveError> {
+    let BatchCtx { runset, route, pool, batch_vars, gateway, .. } = ctx;
+    let out = runset.out_dir().join(&cell.id);
+    std::fs::create_dir_all(&out).map_err(DriveError::io("creating", &out))?;
+    // A report is always the latest attempt's: an earlier one's goes.
+    match std::fs::remove_file(out.join(RESULT_FILE)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(DriveError::io("removing", &out.join(RESULT_FILE))(e))
+        }
+        _ => {}
+    }
+    let mut vars = runner_vars(route, pool, cell, batch_vars);
+    vars.insert("out".into(), out.display().to_string());
+    // Through the gateway: the cell's own path on it, so its calls are its own.
+    if let (Some(g), Some(endpoint)) = (gateway, vars.get("endpoint").cloned()) {
+        if g.serves(&endpoint) {
+            vars.insert("endpoint_url".into(), g.cell_url(&cell.id, &endpoint));
+        }
+    }
+    let argv = fill(&cfg.command, &vars).map_err(DriveError::Template)?;
+    let mut cell_env = cfg.env.clone();
+    cell_env.insert("RUNBOARD_CELL".into(), cell.id.clone());
+    cell_env.insert("RUNBOARD_CELL_DIR".into(), out.display().to_string());
+    cell_env.insert("RUNBOARD_FACTORS".into(), serde_json::to_string(&cell.factors).unwrap_or_default());
+    for (var, name) in
+        [("RUNBOARD_MODEL", "model"), ("RUNBOARD_ENDPOINT", "endpoint"), ("RUNBOARD_ENDPOINT_URL", "endpoint_url")]
+    {
+        if let Some(v) = vars.get(name) {
+            cell_env.insert(var.into(), v.clone());
+        }
+    }
+    let name = format!("cell-{}", cell.id);
+    let mut rec = existing.get(&cell.id).cloned().unwrap_or_else(|| CellRecord::new(cell, CellStatus::Pending));
+    rec.start_attempt(crate::system::clock::now().to_rfc3339());
+    rec.log = Some(format!("logs/{name}.log"));
+    match sup.spawn(&name, &argv, &cell_env) {
+        Ok(idx) => {
+            runset.event("cell_start", json!({"cell": cell.id, "pid": sup.procs[idx].pid}));
+            // Tracked before its record is written, so a failed write
+            // still tears it down.
+            running.insert(idx, rec.clone());
+            runset.write_cell(&rec)?;
+            Ok(true)
+        }
+        Err(e) => {
+            rec.status = CellStatus::Failed;
+            rec.ended_at = rec.started_at.clone();
+            runset.log(&format!("cell {} could not start: {e:#}", cell.id));
+            runset.write_cell(&rec)?;
+            Ok(false)
+        }
+    }
+}
+
+/// A cell's process ended: its record says how — done, stopped (it ended
+/// badly once a stop was asked for: a manager may signal the whole unit, so
+/// it can end before our own SIGTERM reaches it), else failed — with what it
+/// reported. True when it finished (not stopped).
+fn end_cell(runset: &RunSet, mut rec: CellRecord, p: &Tracked, stopping: bool) -> Result<bool, DriveError> {
+    rec.status = match p.status {
+        ProcessStatus::Done => CellStatus::Done,
+        _ if stopping => CellStatus::Stopped,
+        _ => CellStatus::Failed,
+    };
+    read_result(runset, &mut rec);
+    runset.event("cell_end", json!({"cell": rec.cell, "status": rec.status, "exit_code": rec.exit_code}));
+    if rec.status == CellStatus::Failed {
+        runset.log(&format!("cell {} failed with exit code {}", rec.cell, rec.exit_code.unwrap_or(-1)));
+    }
+    runset.write_cell(&rec)?;
+    Ok(rec.status != CellStatus::Stopped)
 }
 
 /// Takes what a cell reported in `result.json`, if it wrote one; a field

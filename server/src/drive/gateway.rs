@@ -555,27 +555,45 @@ fn passed_on(headers: &HeaderMap) -> HeaderMap {
     headers.iter().filter(|(n, _)| !hop_by_hop(n)).map(|(n, v)| (n.clone(), v.clone())).collect()
 }
 
-async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
-    let path = req.uri().path().trim_start_matches('/').to_owned();
-    let query = req.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
+/// Where a call goes: `/<secret>/<cell>/<endpoint>/<rest>` — the cell it is
+/// counted to, the endpoint's name and base URL, the endpoint's path.
+struct Addressed<'a> {
+    cell: &'a str,
+    endpoint: &'a str,
+    base: &'a str,
+    rest: &'a str,
+}
+
+/// The call's address read from its path; without the secret nothing is
+/// said, not even which endpoints there are.
+fn addressed<'a>(g: &'a Shared, path: &'a str) -> Result<Addressed<'a>, Box<Response>> {
     let mut parts = path.splitn(4, '/');
-    let (secret, cell, endpoint, rest) = (
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-    );
-    // Without the secret nothing is said, not even which endpoints there are.
+    let mut next = || parts.next().unwrap_or("");
+    let (secret, cell, endpoint, rest) = (next(), next(), next(), next());
     if !crate::access::auth::same(secret, &g.secret) || !runboard::live::logs::plain_name(cell) {
-        return refusal(StatusCode::NOT_FOUND, "not_found", "no such path on this runboard gateway".into());
+        return Err(Box::new(refusal(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no such path on this runboard gateway".into(),
+        )));
     }
     let Some(base) = g.endpoints.get(endpoint) else {
-        return refusal(
+        return Err(Box::new(refusal(
             StatusCode::NOT_FOUND,
             "not_found",
             format!("the runboard gateway has no endpoint {endpoint:?} (the catalogue's endpoints with a URL)"),
-        );
+        )));
     };
+    Ok(Addressed { cell, endpoint, base, rest })
+}
+
+async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
+    let path = req.uri().path().trim_start_matches('/').to_owned();
+    let Addressed { cell, endpoint, base, rest } = match addressed(&g, &path) {
+        Ok(a) => a,
+        Err(refused) => return *refused,
+    };
+    let query = req.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
     let url = format!("{}/{rest}{query}", base.trim_end_matches('/'));
     let api = Api::of_path(rest);
     let (head, body) = req.into_parts();
@@ -613,7 +631,7 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
     let call = g.call_sent(cell, endpoint);
     let started = Instant::now();
     let answer = g.client.request(method, &url).headers(passed_on(&head.headers)).body(send).send().await;
-    let mut answer = match answer {
+    let answer = match answer {
         Ok(a) => a,
         Err(e) => {
             g.call_ended(cell, call, false);
@@ -671,12 +689,18 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
             }
         };
     }
+    answered(status, headers, relay(answer, record, api, streamed.then(|| StreamTap::new(api, strip))))
+}
+
+/// The answer relayed as it comes, by a task of its own: each chunk sent on
+/// (a stream through `tap`, which reads its usage and may strip the usage
+/// chunk the gateway asked for); a client that went away stops being sent
+/// to, but the answer is still read to its end, so the call is counted.
+fn relay(mut answer: reqwest::Response, record: Record, api: Api, mut tap: Option<StreamTap>) -> Body {
+    let counted = record.counted;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
     tokio::spawn(async move {
-        let mut tap = streamed.then(|| StreamTap::new(api, strip));
         let mut kept = Vec::new();
-        // A client that went away stops being sent to; the answer is still
-        // read to its end, so the call is counted.
         let mut client_there = true;
         loop {
             match answer.chunk().await {
@@ -714,7 +738,7 @@ async fn forward(State(g): State<Arc<Shared>>, req: Request) -> Response {
         });
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
-    answered(status, headers, Body::from_stream(stream))
+    Body::from_stream(stream)
 }
 
 /// The answer the client gets: the endpoint's status and headers, `body`.
