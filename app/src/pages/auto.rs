@@ -47,11 +47,9 @@ pub fn AutoPage() -> impl IntoView {
             api::auto_mode(api::AutoModeRequest::new(m)).await.map(|v| format!("Auto mode is {}.", v.state.mode.word()))
         }
     });
-    Effect::new(move |_| {
-        if let Some(r) = mode.value().get() {
-            said.set(Some(r));
-            refresh.update(|n| *n += 1);
-        }
+    crate::ui::on_answer(mode, move |r| {
+        said.set(Some(r));
+        refresh.update(|n| *n += 1);
     });
 
     view! {

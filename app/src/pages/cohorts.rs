@@ -53,21 +53,9 @@ pub fn CohortsPage() -> impl IntoView {
         let d = d.clone();
         async move { api::cohort_delete(d.clone()).await.map(|_| format!("Deleted {:?}.", d.name)) }
     });
-    Effect::new(move |_| {
-        if let Some(r) = save.value().get() {
-            done(r);
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(r) = rename.value().get() {
-            done(r);
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(r) = delete.value().get() {
-            done(r);
-        }
-    });
+    crate::ui::on_answer(save, done);
+    crate::ui::on_answer(rename, done);
+    crate::ui::on_answer(delete, done);
     let toggle = move |name: String| {
         let mut names = names_of(&compare.get_untracked());
         if let Some(i) = names.iter().position(|n| *n == name) {
@@ -91,26 +79,7 @@ pub fn CohortsPage() -> impl IntoView {
                         <ul>{e.reasons.iter().map(|r| view! { <li class="reason">{r.clone()}</li> }).collect_view()}</ul></div>
                 }.into_any(),
             })}
-            <form class="cohort-save" on:submit=move |ev| {
-                ev.prevent_default();
-                save.dispatch(Preset {
-                    name: new_name.get_untracked(),
-                    scope: new_scope.get_untracked(),
-                    note: new_note.get_untracked(),
-                    replace: replace.get_untracked(),
-                });
-            }>
-                <label>"Name " <input type="text" name="name" prop:value=move || new_name.get() on:input=move |ev| new_name.set(event_target_value(&ev))/></label>
-                <label>"Scope " <input type="text" name="scope" size="40" placeholder="condition=base tag=nightly"
-                    prop:value=move || new_scope.get() on:input=move |ev| new_scope.set(event_target_value(&ev))/></label>
-                <label>"Note " <input type="text" name="note" prop:value=move || new_note.get() on:input=move |ev| new_note.set(event_target_value(&ev))/></label>
-                <label title="Without this, a name in use is refused">
-                    <input type="checkbox" name="replace" prop:checked=move || replace.get()
-                        on:change=move |ev| replace.set(event_target_checked(&ev))/>
-                    " Replace a preset of this name"
-                </label>
-                <button type="submit" disabled=crate::role::viewer()>"Save preset"</button>
-            </form>
+            {save_form(save, (new_name, new_scope, new_note), replace)}
             {loaded(presets, "Reading the presets…", "Could not read the presets", move |v| {
                 let chosen = names_of(&compare.get());
                 view! {
@@ -166,6 +135,37 @@ pub fn CohortsPage() -> impl IntoView {
                 })}
             </Transition>
         </section>
+    }
+}
+
+/// Saves the scope as a named preset (a name in use is refused unless
+/// Replace is ticked).
+fn save_form(
+    save: Action<Preset, Result<String, ApiError>>,
+    (new_name, new_scope, new_note): (RwSignal<String>, RwSignal<String>, RwSignal<String>),
+    replace: RwSignal<bool>,
+) -> impl IntoView {
+    view! {
+    <form class="cohort-save" on:submit=move |ev| {
+        ev.prevent_default();
+        save.dispatch(Preset {
+            name: new_name.get_untracked(),
+            scope: new_scope.get_untracked(),
+            note: new_note.get_untracked(),
+            replace: replace.get_untracked(),
+        });
+    }>
+        <label>"Name " <input type="text" name="name" prop:value=move || new_name.get() on:input=move |ev| new_name.set(event_target_value(&ev))/></label>
+        <label>"Scope " <input type="text" name="scope" size="40" placeholder="condition=base tag=nightly"
+            prop:value=move || new_scope.get() on:input=move |ev| new_scope.set(event_target_value(&ev))/></label>
+        <label>"Note " <input type="text" name="note" prop:value=move || new_note.get() on:input=move |ev| new_note.set(event_target_value(&ev))/></label>
+        <label title="Without this, a name in use is refused">
+            <input type="checkbox" name="replace" prop:checked=move || replace.get()
+                on:change=move |ev| replace.set(event_target_checked(&ev))/>
+            " Replace a preset of this name"
+        </label>
+        <button type="submit" disabled=crate::role::viewer()>"Save preset"</button>
+    </form>
     }
 }
 

@@ -14,7 +14,7 @@ use runboard::live::{LiveCell, LiveCellStatus, LiveParams, LiveState, LiveView, 
 use crate::api;
 use crate::api::ApiError;
 use crate::tags::TagEditor;
-use crate::ui::{confirm, loaded, refusal};
+use crate::ui::{confirm, loaded, on_answer, refusal};
 
 #[component]
 pub fn LivePage() -> impl IntoView {
@@ -64,31 +64,15 @@ pub fn LivePage() -> impl IntoView {
         let req = ResumeRequest { run_set: run_set.clone(), skip_preflight: false };
         async move { api::resume(req).await.map(|l| format!("Resumed {} as unit {}.", l.run_set, l.unit)) }
     });
-    Effect::new(move |_| {
-        if let Some(r) = pause.value().get() {
-            after(r);
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(r) = stop.value().get() {
-            after(r);
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(r) = resume.value().get() {
-            after(r);
-        }
-    });
     // One stalled cell ended, its batch left running.
     let end_cell = Action::new(move |(run_set, cell): &(String, String)| {
         let req = StopCellRequest { run_set: run_set.clone(), cell: cell.clone() };
         async move { api::stop_cell(req).await.map(|r| r.words) }
     });
-    Effect::new(move |_| {
-        if let Some(r) = end_cell.value().get() {
-            after(r);
-        }
-    });
+    on_answer(pause, after);
+    on_answer(stop, after);
+    on_answer(resume, after);
+    on_answer(end_cell, after);
     let busy = move || pause.pending().get() || stop.pending().get() || resume.pending().get();
 
     view! {
@@ -96,11 +80,6 @@ pub fn LivePage() -> impl IntoView {
             <div class="toolbar"><h1>"Live"</h1></div>
             {loaded(live, "Reading the live state…", "Could not read the live state", move |v| {
                 let label = v.state.label();
-                let can_pause = matches!(v.state, LiveState::Running { .. } | LiveState::Starting { .. });
-                let can_stop = can_pause || v.resumable;
-                let shown = v.run_set.clone().unwrap_or_default();
-                let (pause_rs, stop_rs) = (shown.clone(), shown.clone());
-                let others_running = v.others.len();
                 view! {
                     <div class=format!("live-state state-{label}") data-state=label>
                         {crate::ui::badge(label)}
@@ -120,57 +99,13 @@ pub fn LivePage() -> impl IntoView {
                             }).collect_view()}</ul>
                         </div>
                     })}
-                    <div class="controls">
-                        <button class="pause" disabled=move || crate::role::viewer() || busy() || !can_pause
-                            title=format!("Stop {shown} now; it can be resumed")
-                            on:click=move |_| {
-                                let ask = format!("Pause {pause_rs}? Its running cells are stopped now; Resume runs its unfinished cells later.{}",
-                                    others_note(others_running));
-                                if confirm(&ask) { pause.dispatch(pause_rs.clone()); }
-                            }>"Pause"</button>
-                        <button class="stop" disabled=move || crate::role::viewer() || busy() || !can_stop
-                            title="End the batch and abort it: it will not be resumed, and auto mode is turned off"
-                            on:click=move |_| {
-                                let ask = format!("Stop and abort {stop_rs}? Its running cells are ended, it can never be resumed, and auto mode is turned off.{}",
-                                    others_note(others_running));
-                                if confirm(&ask) { stop.dispatch(stop_rs.clone()); }
-                            }>"Stop and abort"</button>
-                        {v.resumable_run_sets.iter().map(|rs| {
-                            let rs2 = rs.clone();
-                            view! {
-                                <button class="resume" data-run-set=rs.clone() disabled=move || crate::role::viewer() || busy()
-                                    on:click=move |_| { resume.dispatch(rs2.clone()); }>
-                                    {format!("Resume {rs}")}
-                                </button>
-                            }
-                        }).collect_view()}
-                    </div>
+                    {controls(&v, busy, (pause, stop, resume))}
                     {move || said.get().map(|r| match r {
                         Ok(text) => view! { <p class="said ok">{text}</p> }.into_any(),
                         Err(e) => refusal(&e).into_any(),
                     })}
                     {summary(&v, end_cell)}
-                    {(v.totals.planned > 0).then(|| {
-                        let (matching, offset, shown) = (v.cells_matching, v.cells_offset, v.cells.len());
-                        let page = offset / DEFAULT_LIVE_CELLS;
-                        let pages = matching.div_ceil(DEFAULT_LIVE_CELLS).max(1);
-                        view! {
-                            <div class="toolbar cells-toolbar">
-                                <select class="cells-filter" prop:value=move || cells_status.get().unwrap_or_default()
-                                    on:change=move |ev| {
-                                        let v = event_target_value(&ev);
-                                        set_cells_page.set(None);
-                                        set_cells_status.set(Some(v).filter(|s| !s.is_empty()));
-                                    }>
-                                    <option value="">"every cell"</option>
-                                    {LiveCellStatus::ALL.map(|s| view! { <option value=s.word()>{s.word()}</option> })}
-                                </select>
-                                <span class="count">{if shown == 0 { format!("none of {matching}") } else { format!("cells {}–{} of {matching}", offset + 1, offset + shown) }}</span>
-                                {(pages > 1).then(|| crate::ui::pager(page, pages, ("← earlier", "later →"), format!("page {} of {pages}", page + 1),
-                                    crate::ui::PageTo::Query { set: set_cells_page, per_page: 1 }))}
-                            </div>
-                        }
-                    })}
+                    {(v.totals.planned > 0).then(|| cells_toolbar(&v, cells_status, set_cells_status, set_cells_page))}
                     {cells_table(v.cells.clone(), v.currency.clone(), open_log)}
                     {(!v.problems.is_empty()).then(|| view! {
                         <div class="problems">
@@ -198,6 +133,80 @@ pub fn LivePage() -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// A control acting on a run set: its answer in words, or the refusal.
+type Control = Action<String, Result<String, ApiError>>;
+
+/// The batch's controls: Pause and Stop and abort act on the batch on
+/// screen, named in the request, and ask first, naming what they end; a
+/// Resume for each stopped batch that can be.
+fn controls(
+    v: &LiveView,
+    busy: impl Fn() -> bool + Copy + Send + Sync + 'static,
+    (pause, stop, resume): (Control, Control, Control),
+) -> impl IntoView {
+    let can_pause = matches!(v.state, LiveState::Running { .. } | LiveState::Starting { .. });
+    let can_stop = can_pause || v.resumable;
+    let shown = v.run_set.clone().unwrap_or_default();
+    let (pause_rs, stop_rs) = (shown.clone(), shown.clone());
+    let others_running = v.others.len();
+    view! {
+        <div class="controls">
+            <button class="pause" disabled=move || crate::role::viewer() || busy() || !can_pause
+                title=format!("Stop {shown} now; it can be resumed")
+                on:click=move |_| {
+                    let ask = format!("Pause {pause_rs}? Its running cells are stopped now; Resume runs its unfinished cells later.{}",
+                        others_note(others_running));
+                    if confirm(&ask) { pause.dispatch(pause_rs.clone()); }
+                }>"Pause"</button>
+            <button class="stop" disabled=move || crate::role::viewer() || busy() || !can_stop
+                title="End the batch and abort it: it will not be resumed, and auto mode is turned off"
+                on:click=move |_| {
+                    let ask = format!("Stop and abort {stop_rs}? Its running cells are ended, it can never be resumed, and auto mode is turned off.{}",
+                        others_note(others_running));
+                    if confirm(&ask) { stop.dispatch(stop_rs.clone()); }
+                }>"Stop and abort"</button>
+            {v.resumable_run_sets.iter().map(|rs| {
+                let rs2 = rs.clone();
+                view! {
+                    <button class="resume" data-run-set=rs.clone() disabled=move || crate::role::viewer() || busy()
+                        on:click=move |_| { resume.dispatch(rs2.clone()); }>
+                        {format!("Resume {rs}")}
+                    </button>
+                }
+            }).collect_view()}
+        </div>
+    }
+}
+
+/// Which cells the view carries: a status filter and a pager (a big batch
+/// is shown a page at a time), both in the URL.
+fn cells_toolbar(
+    v: &LiveView,
+    cells_status: Memo<Option<String>>,
+    set_cells_status: SignalSetter<Option<String>>,
+    set_cells_page: SignalSetter<Option<usize>>,
+) -> impl IntoView {
+    let (matching, offset, shown) = (v.cells_matching, v.cells_offset, v.cells.len());
+    let page = offset / DEFAULT_LIVE_CELLS;
+    let pages = matching.div_ceil(DEFAULT_LIVE_CELLS).max(1);
+    view! {
+        <div class="toolbar cells-toolbar">
+            <select class="cells-filter" prop:value=move || cells_status.get().unwrap_or_default()
+                on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    set_cells_page.set(None);
+                    set_cells_status.set(Some(v).filter(|s| !s.is_empty()));
+                }>
+                <option value="">"every cell"</option>
+                {LiveCellStatus::ALL.map(|s| view! { <option value=s.word()>{s.word()}</option> })}
+            </select>
+            <span class="count">{if shown == 0 { format!("none of {matching}") } else { format!("cells {}–{} of {matching}", offset + 1, offset + shown) }}</span>
+            {(pages > 1).then(|| crate::ui::pager(page, pages, ("← earlier", "later →"), format!("page {} of {pages}", page + 1),
+                crate::ui::PageTo::Query { set: set_cells_page, per_page: 1 }))}
+        </div>
+    }
 }
 
 /// The most of a log the page keeps: older text is dropped from the top (the

@@ -71,16 +71,8 @@ pub fn ResearchPage() -> impl IntoView {
         }
         said.set(Some(r));
     };
-    Effect::new(move |_| {
-        if let Some(r) = decide.value().get() {
-            answered(r);
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(r) = save.value().get() {
-            answered(r);
-        }
-    });
+    crate::ui::on_answer(decide, answered);
+    crate::ui::on_answer(save, answered);
     // The editor starts from the state as read (and follows a save) unless
     // the reader has typed in it.
     Effect::new(move |_| {
@@ -130,43 +122,9 @@ pub fn ResearchPage() -> impl IntoView {
             {loaded(research, "Reading the research state…", "Could not read the research state", move |v| {
                 summary_view(&v, edit).into_any()
             })}
-            <h2>"Add a question"</h2>
-            <form class="add-question" on:submit=move |ev| {
-                ev.prevent_default();
-                edit(ResearchEdit::AddQuestion { id: new_q.get_untracked(), text: new_q_text.get_untracked(), cohorts: cohort_list(&new_q_cohorts.get_untracked()) });
-            }>
-                <TextField label="Id" name="id" size=8 placeholder="q1" value=new_q required=true/>
-                <TextField label="Question" name="text" size=50 placeholder="does memory help on reversal?" value=new_q_text required=true/>
-                <TextField label="Cohorts" name="cohorts" size=20 placeholder="preset names, comma-separated" value=new_q_cohorts required=false/>
-                <button type="submit" disabled=crate::role::viewer()>"Add question"</button>
-            </form>
-            <h2>"Add a hypothesis"</h2>
-            <form class="add-hypothesis" on:submit=move |ev| {
-                ev.prevent_default();
-                edit(ResearchEdit::AddHypothesis { question: h_question.get_untracked(), id: new_h.get_untracked(), text: new_h_text.get_untracked(), cohorts: cohort_list(&new_h_cohorts.get_untracked()) });
-            }>
-                <label>"To question " <select name="question" on:change=move |ev| h_question.set(event_target_value(&ev))
-                    prop:value=move || h_question.get()>
-                    <option value="">"(pick one)"</option>
-                    {move || question_ids.get().into_iter().map(|id| view! { <option value=id.clone()>{id.clone()}</option> }).collect_view()}
-                </select></label>
-                <TextField label="Id" name="id" size=8 placeholder="h1" value=new_h required=true/>
-                <TextField label="Hypothesis" name="text" size=50 placeholder="memory lifts reversal by 10 pp" value=new_h_text required=true/>
-                <TextField label="Cohorts" name="cohorts" size=20 placeholder="preset names, comma-separated" value=new_h_cohorts required=false/>
-                <button type="submit" disabled=crate::role::viewer()>"Add hypothesis"</button>
-            </form>
-            <h2>"Record a decision"</h2>
-            <form class="decide" on:submit=move |ev| {
-                ev.prevent_default();
-                let q = question.get_untracked();
-                decide.dispatch(DecisionRequest { text: decision.get_untracked(), question: (!q.trim().is_empty()).then_some(q) });
-            }>
-                <input type="text" name="decision" size="60" placeholder="what was decided, and why"
-                    prop:value=move || decision.get() on:input=move |ev| decision.set(event_target_value(&ev))/>
-                <input type="text" name="question" size="10" placeholder="question id"
-                    prop:value=move || question.get() on:input=move |ev| question.set(event_target_value(&ev))/>
-                <button type="submit" disabled=crate::role::viewer()>"Record"</button>
-            </form>
+            {question_form(edit, (new_q, new_q_text, new_q_cohorts))}
+            {hypothesis_form(edit, question_ids, (h_question, new_h, new_h_text, new_h_cohorts))}
+            {decision_form(decide, decision, question)}
             <details class="edit-json">
                 <summary>"Edit the whole state as JSON"</summary>
                 <textarea name="state" rows="18" cols="100" prop:value=move || json.get()
@@ -177,6 +135,78 @@ pub fn ResearchPage() -> impl IntoView {
                 <button type="button" class="save-json" disabled=crate::role::viewer() on:click=move |_| save_json()>"Save"</button>
             </details>
         </section>
+    }
+}
+
+/// Adds a question: its id, text and linked cohorts.
+fn question_form(
+    edit: impl Fn(ResearchEdit) + Copy + Send + Sync + 'static,
+    (new_q, new_q_text, new_q_cohorts): (RwSignal<String>, RwSignal<String>, RwSignal<String>),
+) -> impl IntoView {
+    view! {
+    <h2>"Add a question"</h2>
+    <form class="add-question" on:submit=move |ev| {
+        ev.prevent_default();
+        edit(ResearchEdit::AddQuestion { id: new_q.get_untracked(), text: new_q_text.get_untracked(), cohorts: cohort_list(&new_q_cohorts.get_untracked()) });
+    }>
+        <TextField label="Id" name="id" size=8 placeholder="q1" value=new_q required=true/>
+        <TextField label="Question" name="text" size=50 placeholder="does memory help on reversal?" value=new_q_text required=true/>
+        <TextField label="Cohorts" name="cohorts" size=20 placeholder="preset names, comma-separated" value=new_q_cohorts required=false/>
+        <button type="submit" disabled=crate::role::viewer()>"Add question"</button>
+    </form>
+    }
+}
+
+/// Adds a hypothesis to one of the questions (`question_ids`, set once the
+/// state is read).
+fn hypothesis_form(
+    edit: impl Fn(ResearchEdit) + Copy + Send + Sync + 'static,
+    question_ids: RwSignal<Vec<String>>,
+    (h_question, new_h, new_h_text, new_h_cohorts): (
+        RwSignal<String>,
+        RwSignal<String>,
+        RwSignal<String>,
+        RwSignal<String>,
+    ),
+) -> impl IntoView {
+    view! {
+    <h2>"Add a hypothesis"</h2>
+    <form class="add-hypothesis" on:submit=move |ev| {
+        ev.prevent_default();
+        edit(ResearchEdit::AddHypothesis { question: h_question.get_untracked(), id: new_h.get_untracked(), text: new_h_text.get_untracked(), cohorts: cohort_list(&new_h_cohorts.get_untracked()) });
+    }>
+        <label>"To question " <select name="question" on:change=move |ev| h_question.set(event_target_value(&ev))
+            prop:value=move || h_question.get()>
+            <option value="">"(pick one)"</option>
+            {move || question_ids.get().into_iter().map(|id| view! { <option value=id.clone()>{id.clone()}</option> }).collect_view()}
+        </select></label>
+        <TextField label="Id" name="id" size=8 placeholder="h1" value=new_h required=true/>
+        <TextField label="Hypothesis" name="text" size=50 placeholder="memory lifts reversal by 10 pp" value=new_h_text required=true/>
+        <TextField label="Cohorts" name="cohorts" size=20 placeholder="preset names, comma-separated" value=new_h_cohorts required=false/>
+        <button type="submit" disabled=crate::role::viewer()>"Add hypothesis"</button>
+    </form>
+    }
+}
+
+/// Records a decision, for a question or the campaign.
+fn decision_form(
+    decide: Action<DecisionRequest, Result<String, ApiError>>,
+    decision: RwSignal<String>,
+    question: RwSignal<String>,
+) -> impl IntoView {
+    view! {
+    <h2>"Record a decision"</h2>
+    <form class="decide" on:submit=move |ev| {
+        ev.prevent_default();
+        let q = question.get_untracked();
+        decide.dispatch(DecisionRequest { text: decision.get_untracked(), question: (!q.trim().is_empty()).then_some(q) });
+    }>
+        <input type="text" name="decision" size="60" placeholder="what was decided, and why"
+            prop:value=move || decision.get() on:input=move |ev| decision.set(event_target_value(&ev))/>
+        <input type="text" name="question" size="10" placeholder="question id"
+            prop:value=move || question.get() on:input=move |ev| question.set(event_target_value(&ev))/>
+        <button type="submit" disabled=crate::role::viewer()>"Record"</button>
+    </form>
     }
 }
 

@@ -8,6 +8,7 @@
 //! - [`confirm`] — the browser's confirmation, for a control that ends work
 //!   (it names what it ends).
 //! - [`badge`] — a state's word as a coloured badge.
+//! - [`on_answer`] — what a control does once its action has answered.
 //! - [`refresh_on`] — a page's data read again whenever the version stream
 //!   it follows says it changed (the stream paths are the core's
 //!   `runboard::api::streams`, the router's too).
@@ -29,6 +30,20 @@ pub fn refusal(e: &ApiError) -> impl IntoView {
             <ul>{reasons.into_iter().map(|r| view! { <li class="reason">{r}</li> }).collect_view()}</ul>
         </div>
     }
+}
+
+/// Runs `then` with what `action` answered, each time it answers (a
+/// control's result said, its page read again).
+pub fn on_answer<I, O>(action: Action<I, O>, then: impl Fn(O) + Copy + Send + Sync + 'static)
+where
+    I: Send + Sync + 'static,
+    O: Clone + Send + Sync + 'static,
+{
+    Effect::new(move |_| {
+        if let Some(r) = action.value().get() {
+            then(r);
+        }
+    });
 }
 
 /// Asks the reader to confirm (the browser's dialog); on the server, never.
