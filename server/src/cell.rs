@@ -79,7 +79,7 @@ fn read_logs(dir: &Path) -> Vec<(String, LogHeader)> {
         if !name.ends_with(".json") || name.starts_with('.') {
             continue;
         }
-        let read = crate::files::fsread::open_file(&e.path()).and_then(|(f, len)| {
+        let read = crate::files::fsread::open_file(&e.path()).map_err(String::from).and_then(|(f, len)| {
             if len > MAX_LOG {
                 return Err(format!("{len} bytes is more than the {} MiB read", MAX_LOG >> 20));
             }

@@ -58,7 +58,7 @@ pub fn page(within: &Within, q: &AuditQuery) -> Result<AuditPage, ApiError> {
         return Ok(audit::page(&[], &ask));
     }
     let unreadable = |e: String| ApiError::unreadable(format!("{}: {e}", audit::AUDIT_FILE));
-    let (mut f, end) = within.open(&path).map_err(unreadable)?;
+    let (mut f, end) = within.open(&path).map_err(|e| unreadable(e.to_string()))?;
     let (bytes, _) = crate::files::fsread::read_tail(&mut f, end, READ_MOST).map_err(|e| unreadable(e.to_string()))?;
     let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     Ok(audit::page(&lines, &ask))

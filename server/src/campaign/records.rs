@@ -203,17 +203,14 @@ impl Records {
     fn read_run_set_files(&self, name: &str, dir: &Path, old: Option<&RunSetRead>) -> RunSetRead {
         let mut rs = RunSetRead { name: name.to_owned(), dir: dir.to_path_buf(), ..Default::default() };
         rs.outcome = self.within.read_opt(&dir.join("batch_outcome.json")).map(|r| {
-            r.and_then(|b| from_slice_lenient::<BatchOutcome>(&b).map_err(|e| describe_error(&e)))
+            r.map_err(String::from)
+                .and_then(|b| from_slice_lenient::<BatchOutcome>(&b).map_err(|e| describe_error(&e)))
                 .map_err(|e| format!("batch_outcome.json: {e}"))
         });
         rs.spec = self.within.read_opt(&dir.join("spec.json")).map(|r| {
-            r.and_then(|b| runboard::console::spec::parse("spec.json", &b).map_err(|e| e.to_string())).map_err(|e| {
-                if e.starts_with("spec.json") {
-                    e
-                } else {
-                    format!("spec.json: {e}")
-                }
-            })
+            r.map_err(String::from)
+                .and_then(|b| runboard::console::spec::parse("spec.json", &b).map_err(|e| e.to_string()))
+                .map_err(|e| if e.starts_with("spec.json") { e } else { format!("spec.json: {e}") })
         });
         let unreadable: Vec<String> =
             [rs.outcome.as_ref().and_then(|o| o.as_ref().err()), rs.spec.as_ref().and_then(|o| o.as_ref().err())]
@@ -251,6 +248,7 @@ impl Records {
             let rec = self
                 .within
                 .read(&path)
+                .map_err(String::from)
                 .and_then(|b| from_slice_lenient::<CellRecord>(&b).map_err(|e| describe_error(&e)));
             match rec {
                 Ok(r) => {
@@ -282,7 +280,7 @@ impl Records {
     pub fn tags(&self) -> Result<RunTags, String> {
         match self.within.read_opt(&self.root.join(RUN_TAGS_FILE)) {
             None => Ok(RunTags::default()),
-            Some(r) => r.and_then(|b| from_slice_lenient(&b).map_err(|e| describe_error(&e))),
+            Some(r) => r.map_err(String::from).and_then(|b| from_slice_lenient(&b).map_err(|e| describe_error(&e))),
         }
         .map_err(|e| format!("{RUN_TAGS_FILE}: {e}"))
     }
@@ -317,7 +315,8 @@ impl Records {
 
     pub fn marker(&self) -> Option<Result<ActiveMarker, String>> {
         self.within.read_opt(&self.root.join(ACTIVE_MARKER_FILE)).map(|r| {
-            r.and_then(|b| from_slice_lenient(&b).map_err(|e| describe_error(&e)))
+            r.map_err(String::from)
+                .and_then(|b| from_slice_lenient(&b).map_err(|e| describe_error(&e)))
                 .map_err(|e| format!("{ACTIVE_MARKER_FILE}: {e}"))
         })
     }

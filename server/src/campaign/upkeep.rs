@@ -190,7 +190,7 @@ impl Campaign {
         // A path from the finding resolves inside the root (it was found there).
         let inside = |rel: &str| -> Result<PathBuf, String> {
             let p = root.join(rel);
-            self.records.within().check(&p).map(|_| p)
+            self.records.within().check(&p).map(|_| p).map_err(String::from)
         };
         let (words, freed) = match f.action {
             Action::DeleteDraft | Action::SweepTemp | Action::DeleteLog => {

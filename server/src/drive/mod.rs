@@ -143,7 +143,7 @@ pub fn load_spec(path: &Path) -> Result<BatchSpec, Refusal> {
         return Err(Refusal::Input(format!(
             "spec {}: {}; give a spec file or a folder of them",
             path.display(),
-            crate::files::fsread::read_regular(path).err().unwrap_or_else(|| "not a regular file".into())
+            crate::files::fsread::read_regular(path).err().unwrap_or(crate::files::fsread::ReadError::NotRegular(None))
         )));
     };
     if files.is_empty() {

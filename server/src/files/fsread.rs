@@ -44,64 +44,81 @@ pub fn stamp_time(stamp: &FileStamp) -> Timestamp {
     Timestamp((stamp.mtime_ns / 1_000_000) as i64)
 }
 
-/// What a path is, in words, when it is not a regular file.
-fn not_regular(md: &fs::Metadata) -> String {
+/// Why a file was not read. Its words are what a page or the CLI shows
+/// beside the part that could not be read; callers that only say it may
+/// take them as a `String` (`?` converts).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The system's answer (it does not exist, no permission, …).
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// Not a regular file: a folder, a FIFO (which would block), a socket, a
+    /// device — never opened to be read.
+    #[error("not a regular file{}", .0.map(|what| format!(" ({what})")).unwrap_or_default())]
+    NotRegular(Option<&'static str>),
+    /// Larger than runboard reads whole.
+    #[error("{len} bytes is larger than the {} MiB runboard reads whole", .max >> 20)]
+    TooLarge { len: u64, max: u64 },
+    /// It resolves outside the campaign root (a symlink).
+    #[error("{}", OUTSIDE_ROOT)]
+    Outside,
+}
+
+impl From<ReadError> for String {
+    fn from(e: ReadError) -> Self {
+        e.to_string()
+    }
+}
+
+/// What a path is when it is not a regular file.
+fn not_regular(md: &fs::Metadata) -> ReadError {
     use std::os::unix::fs::FileTypeExt;
     let ft = md.file_type();
-    let what = if ft.is_dir() {
-        "a folder"
+    ReadError::NotRegular(if ft.is_dir() {
+        Some("a folder")
     } else if ft.is_fifo() {
-        "a FIFO"
+        Some("a FIFO")
     } else if ft.is_socket() {
-        "a socket"
+        Some("a socket")
     } else if ft.is_block_device() || ft.is_char_device() {
-        "a device"
+        Some("a device")
     } else {
-        "not a regular file"
-    };
-    if what == "not a regular file" {
-        what.to_owned()
-    } else {
-        format!("not a regular file ({what})")
-    }
+        None
+    })
 }
 
 /// Opens `path` for reading only if it is a regular file, without ever blocking
 /// on a FIFO; returns the file and its length.
-pub fn open_file(path: &Path) -> Result<(File, u64), String> {
-    let md = fs::metadata(path).map_err(|e| e.to_string())?;
+pub fn open_file(path: &Path) -> Result<(File, u64), ReadError> {
+    let md = fs::metadata(path)?;
     if !md.is_file() {
         return Err(not_regular(&md));
     }
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    let md = file.metadata().map_err(|e| e.to_string())?;
+    let file = OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits()).open(path)?;
+    let md = file.metadata()?;
     if !md.is_file() {
         return Err(not_regular(&md));
     }
     Ok((file, md.len()))
 }
 
-fn read_whole(file: File, len: u64) -> Result<Vec<u8>, String> {
+fn read_whole(file: File, len: u64) -> Result<Vec<u8>, ReadError> {
     read_whole_up_to(file, len, MAX_WHOLE_FILE)
 }
 
-fn read_whole_up_to(mut file: File, len: u64, max: u64) -> Result<Vec<u8>, String> {
+fn read_whole_up_to(mut file: File, len: u64, max: u64) -> Result<Vec<u8>, ReadError> {
     if len > max {
-        return Err(format!("{len} bytes is larger than the {} MiB runboard reads whole", max >> 20));
+        return Err(ReadError::TooLarge { len, max });
     }
     let mut buf = Vec::with_capacity(len as usize);
-    file.read_to_end(&mut buf).map_err(|e| e.to_string())?;
+    file.read_to_end(&mut buf)?;
     Ok(buf)
 }
 
 /// Reads a whole regular file. Anything else (a FIFO, which would block; a
 /// folder; a device) is refused with a reason instead of being opened. For
 /// files given on the command line; files of a campaign go through [`Within`].
-pub fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
+pub fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
     let (file, len) = open_file(path)?;
     read_whole(file, len)
 }
@@ -109,7 +126,7 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
 /// [`read_regular`] with a bound of its own: for runboard's own files that
 /// grow with the campaign (the run list's cache is ~0.8 KiB a run: 80 MiB at
 /// 100,000 runs, past [`MAX_WHOLE_FILE`]).
-pub fn read_regular_up_to(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+pub fn read_regular_up_to(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
     let (file, len) = open_file(path)?;
     read_whole_up_to(file, len, max)
 }
@@ -135,12 +152,12 @@ impl Within {
     }
 
     /// Whether `path`, resolved, is inside the root (`Ok`), or why not.
-    pub fn check(&self, path: &Path) -> Result<PathBuf, String> {
-        let real = fs::canonicalize(path).map_err(|e| e.to_string())?;
+    pub fn check(&self, path: &Path) -> Result<PathBuf, ReadError> {
+        let real = fs::canonicalize(path)?;
         if real.starts_with(&self.root) {
             Ok(real)
         } else {
-            Err(OUTSIDE_ROOT.to_owned())
+            Err(ReadError::Outside)
         }
     }
 
@@ -153,7 +170,7 @@ impl Within {
     /// between a check and the open cannot get around it. Opening a regular
     /// file for reading (never a FIFO: see [`open_file`]) does nothing to it,
     /// so a file outside is opened, found outside, and closed unread.
-    pub fn open(&self, path: &Path) -> Result<(File, u64), String> {
+    pub fn open(&self, path: &Path) -> Result<(File, u64), ReadError> {
         let (file, len) = open_file(path)?;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
         let real = match fs::read_link(format!("/proc/self/fd/{fd}")) {
@@ -164,18 +181,18 @@ impl Within {
         if real.starts_with(&self.root) {
             Ok((file, len))
         } else {
-            Err(OUTSIDE_ROOT.to_owned())
+            Err(ReadError::Outside)
         }
     }
 
     /// Reads a whole regular file inside the root.
-    pub fn read(&self, path: &Path) -> Result<Vec<u8>, String> {
+    pub fn read(&self, path: &Path) -> Result<Vec<u8>, ReadError> {
         let (file, len) = self.open(path)?;
         read_whole(file, len)
     }
 
     /// Reads a whole regular file inside the root; `None` when it does not exist.
-    pub fn read_opt(&self, path: &Path) -> Option<Result<Vec<u8>, String>> {
+    pub fn read_opt(&self, path: &Path) -> Option<Result<Vec<u8>, ReadError>> {
         fs::symlink_metadata(path).ok()?;
         Some(self.read(path))
     }
@@ -278,8 +295,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("f.json");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        assert_eq!(read_regular(&fifo).unwrap_err(), "not a regular file (a FIFO)");
-        assert_eq!(Within::new(dir.path()).read(&fifo).unwrap_err(), "not a regular file (a FIFO)");
+        let refused = read_regular(&fifo).unwrap_err();
+        assert!(matches!(refused, ReadError::NotRegular(Some("a FIFO"))), "{refused:?}");
+        assert_eq!(refused.to_string(), "not a regular file (a FIFO)");
+        assert_eq!(Within::new(dir.path()).read(&fifo).unwrap_err().to_string(), "not a regular file (a FIFO)");
     }
 
     #[test]
@@ -291,11 +310,12 @@ mod tests {
         std::os::unix::fs::symlink(outside.path().join("secret"), root.path().join("link")).unwrap();
         std::os::unix::fs::symlink(root.path().join("inside"), root.path().join("good-link")).unwrap();
         let w = Within::new(root.path());
-        assert_eq!(w.read(&root.path().join("link")).unwrap_err(), OUTSIDE_ROOT);
+        let refused = w.read(&root.path().join("link")).unwrap_err();
+        assert!(matches!(refused, ReadError::Outside) && refused.to_string() == OUTSIDE_ROOT, "{refused:?}");
         assert_eq!(w.read(&root.path().join("good-link")).unwrap(), b"ok");
         // A symlinked folder leading out: its files are outside too.
         std::os::unix::fs::symlink(outside.path(), root.path().join("dir")).unwrap();
-        assert_eq!(w.read(&root.path().join("dir/secret")).unwrap_err(), OUTSIDE_ROOT);
+        assert!(matches!(w.read(&root.path().join("dir/secret")).unwrap_err(), ReadError::Outside));
         assert!(w.read_opt(&root.path().join("missing")).is_none());
     }
 }

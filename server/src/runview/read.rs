@@ -55,7 +55,7 @@ fn advance<'c, S: Incremental>(
         Ok(f) => f,
         Err(e) => {
             *cursor = None;
-            return Some(Err(e));
+            return Some(Err(e.into()));
         }
     };
     let ident = match file.metadata() {
@@ -91,7 +91,7 @@ fn confined_folder(within: &Within, dir: &Path, sub: &str) -> Result<(), String>
     if fs::symlink_metadata(&folder).is_err() {
         return Ok(());
     }
-    within.check(&folder).map(drop)
+    within.check(&folder).map(drop).map_err(String::from)
 }
 
 /// The numbers of the call files in `calls/` (`NNNN.json`).
@@ -151,7 +151,7 @@ fn refresh_memory(within: &Within, dir: &Path, log: &mut MemoryLog) -> Read<()> 
         let path = folder.join(format!("round_{n:02}.md"));
         // The name as listed may have more digits than two (`round_100.md`).
         let path = if path.exists() { path } else { folder.join(format!("round_{n}.md")) };
-        within.read(&path).map(|b| String::from_utf8_lossy(&b).into_owned())
+        within.read(&path).map(|b| String::from_utf8_lossy(&b).into_owned()).map_err(String::from)
     });
     Ok(())
 }
@@ -198,8 +198,8 @@ pub fn read_run(
     let inputs = ViewInputs {
         name: name.to_owned(),
         path: rel.to_owned(),
-        snapshot: snapshot.as_deref().map_err(Clone::clone),
-        state: state.as_ref().map(|r| r.as_deref().map_err(Clone::clone)),
+        snapshot: snapshot.as_deref().map_err(ToString::to_string),
+        state: state.as_ref().map(|r| r.as_deref().map_err(ToString::to_string)),
         ledger,
         events,
         call_files_after_state,
@@ -246,7 +246,7 @@ fn read_folder<T>(
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
             let key = keep(&name)?;
-            let bytes = within.read(&e.path());
+            let bytes = within.read(&e.path()).map_err(String::from);
             Some((name, key, bytes))
         })
         .collect();
