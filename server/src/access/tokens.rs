@@ -109,9 +109,46 @@ fn save_book(data: &Path, book: &TokenBook) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The lock beside the token book, held while it is read and written
+/// again: two `runboard token add` at once each keep their token (without
+/// it, the later write drops the earlier's). The operating system's lock, so
+/// a killed command releases it; waited for at most [`BOOK_WAIT`].
+const BOOK_LOCK: &str = "tokens.lock";
+
+/// The longest a token command waits for another to finish with the book.
+const BOOK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn lock_book(data: &Path) -> anyhow::Result<std::fs::File> {
+    crate::files::atomic::create_private_dir(data)?;
+    let path = data.join(BOOK_LOCK);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| anyhow::anyhow!("opening {}: {e}", path.display()))?;
+    let deadline = std::time::Instant::now() + BOOK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+                "another runboard token command holds {} (waited {} s); try again",
+                path.display(),
+                BOOK_WAIT.as_secs()
+            ),
+            Err(std::fs::TryLockError::Error(e)) => anyhow::bail!("locking {}: {e}", path.display()),
+        }
+    }
+}
+
 /// Makes a named token: kept as its hash, the token itself returned (to be
 /// shown once).
 pub fn add(data: &Path, name: &str, role: Role) -> anyhow::Result<String> {
+    let _held = lock_book(data)?;
     let mut book = book(data)?;
     let token = random_hex(32)?;
     let entry = TokenEntry { name: name.to_owned(), role, sha256: hash(&token), created: crate::system::clock::now() };
@@ -122,6 +159,7 @@ pub fn add(data: &Path, name: &str, role: Role) -> anyhow::Result<String> {
 
 /// Revokes the token named `name`: refused from the next request on.
 pub fn revoke(data: &Path, name: &str) -> anyhow::Result<TokenEntry> {
+    let _held = lock_book(data)?;
     let mut book = book(data)?;
     let gone = book.revoke(name).map_err(anyhow::Error::msg)?;
     save_book(data, &book)?;
@@ -272,6 +310,27 @@ mod tests {
         std::fs::set_permissions(data.join(TOKEN_FILE), std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(console_token(&data).unwrap().0, t);
         assert_eq!(std::fs::metadata(data.join(TOKEN_FILE)).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    /// Sixteen `token add` at once, each by its own thread: every token is
+    /// kept (the book is read and written again under its lock).
+    #[test]
+    fn tokens_added_at_once_are_all_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().to_path_buf();
+        let made: Vec<String> = std::thread::scope(|s| {
+            let adds: Vec<_> = (0..16)
+                .map(|i| {
+                    s.spawn({
+                        let data = &data;
+                        move || add(data, &format!("t{i}"), Role::View).unwrap()
+                    })
+                })
+                .collect();
+            adds.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let kept = book(&data).unwrap();
+        assert!(made.iter().all(|t| kept.find(&hash(t)).is_some()), "{kept:?}");
     }
 
     #[test]
