@@ -248,7 +248,7 @@ impl Discordant {
 
     /// The mixture's log ratio against `q0` after `k` wins of `n`.
     fn ln_e(&self, k: f64, n: f64, q0: f64) -> f64 {
-        self.ln_mixture(k, n) - k * q0.ln() - (n - k) * (1.0 - q0).ln()
+        self.ln_mixture(k, n) - ln_likelihood(k, n, q0)
     }
 
     /// The running (k, n) after each pair.
@@ -277,8 +277,7 @@ impl Discordant {
         let bound = (1.0 / alpha).ln();
         let mut out = Interval { lo: 0.0, hi: 1.0 };
         for (k, n) in self.steps() {
-            let mixture = self.ln_mixture(k, n);
-            let step = mixture_set(|q| mixture - k * q.ln() - (n - k) * (1.0 - q).ln(), k / n, bound);
+            let step = mixture_set(self.ln_mixture(k, n), k, n, bound);
             out = Interval { lo: out.lo.max(step.lo), hi: out.hi.min(step.hi) };
         }
         // Numbers at the edges of the intersection may cross by rounding.
@@ -290,11 +289,19 @@ impl Discordant {
     }
 }
 
-/// The set of rates `q0` whose log ratio `ln_e(q0)` stays below `bound`,
-/// around `centre` (where it is least): each end found by bisection. A
-/// mixture's log ratio is convex in `q0`, so the set is an interval.
-fn mixture_set(ln_e: impl Fn(f64) -> f64, centre: f64, bound: f64) -> Interval {
-    let inside = |q: f64| ln_e(q) < bound;
+/// `ln (q0^k (1 − q0)^(n−k))`: the log likelihood of `k` successes of `n`
+/// at the rate `q0`, what a mixture's ratio is taken against.
+fn ln_likelihood(k: f64, n: f64, q0: f64) -> f64 {
+    k * q0.ln() + (n - k) * (1.0 - q0).ln()
+}
+
+/// The set of rates `q0` a mixture (its log marginal likelihood `mixture`
+/// of `k` successes of `n`) does not reject: its log ratio against `q0`
+/// stays below `bound`. Each end found by bisection from `k / n`, where the
+/// ratio is least; it is convex in `q0`, so the set is an interval.
+fn mixture_set(mixture: f64, k: f64, n: f64, bound: f64) -> Interval {
+    let centre = k / n;
+    let inside = |q: f64| mixture - ln_likelihood(k, n, q) < bound;
     let edge = |mut outside: f64, mut within: f64| {
         if inside(outside) {
             return outside;
@@ -321,7 +328,7 @@ fn mixture_set(ln_e: impl Fn(f64) -> f64, centre: f64, bound: f64) -> Interval {
 /// Prop. 7, the beta-binomial mixture: checked against their reference
 /// implementation below). Counts may be fractional (expected counts).
 pub fn ln_beta_mixture(k: f64, n: f64, a: f64, b: f64, q0: f64) -> f64 {
-    ln_beta(a + k, b + n - k) - ln_beta(a, b) - k * q0.ln() - (n - k) * (1.0 - q0).ln()
+    ln_beta(a + k, b + n - k) - ln_beta(a, b) - ln_likelihood(k, n, q0)
 }
 
 /// The uniform prior of [`rate_interval`]'s mixture: no rate favoured.
@@ -338,7 +345,7 @@ pub fn rate_interval(successes: f64, trials: f64, alpha: f64) -> Interval {
     }
     let (k, n) = (successes.clamp(0.0, trials), trials);
     let mixture = ln_beta(RATE_PRIOR + k, RATE_PRIOR + n - k) - ln_beta(RATE_PRIOR, RATE_PRIOR);
-    mixture_set(|q| mixture - k * q.ln() - (n - k) * (1.0 - q).ln(), k / n, (1.0 / alpha).ln())
+    mixture_set(mixture, k, n, (1.0 / alpha).ln())
 }
 
 /// An always-valid interval for the difference of two pass rates: each

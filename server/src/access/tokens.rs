@@ -128,20 +128,14 @@ fn lock_book(data: &Path) -> anyhow::Result<std::fs::File> {
         .mode(0o600)
         .open(&path)
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", path.display()))?;
-    let deadline = std::time::Instant::now() + BOOK_WAIT;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
-                "another runboard token command holds {} (waited {} s); try again",
-                path.display(),
-                BOOK_WAIT.as_secs()
-            ),
-            Err(std::fs::TryLockError::Error(e)) => anyhow::bail!("locking {}: {e}", path.display()),
-        }
+    match crate::files::atomic::lock_waiting(&file, BOOK_WAIT) {
+        Ok(true) => Ok(file),
+        Ok(false) => anyhow::bail!(
+            "another runboard token command holds {} (waited {} s); try again",
+            path.display(),
+            BOOK_WAIT.as_secs()
+        ),
+        Err(e) => anyhow::bail!("locking {}: {e}", path.display()),
     }
 }
 

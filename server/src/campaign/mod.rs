@@ -35,7 +35,7 @@ mod upkeep;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use runboard::api::ApiError;
 use runboard::campaign::{CampaignConfig, CONFIG_FILE};
@@ -116,23 +116,13 @@ impl Campaign {
         let open = fs::create_dir_all(self.root.join(runsets::CONSOLE_DIR))
             .and_then(|_| fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path));
         let file = open.map_err(|e| crate::web::error::internal("opening the campaign lock", e))?;
-        let deadline = Instant::now() + LOCK_WAIT;
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(CampaignLock(file)),
-                Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(50))
-                }
-                Err(fs::TryLockError::WouldBlock) => {
-                    return Err(ApiError::busy(format!(
-                        "another launch or control holds the campaign (waited {} s); try again",
-                        LOCK_WAIT.as_secs()
-                    )))
-                }
-                Err(fs::TryLockError::Error(e)) => {
-                    return Err(crate::web::error::internal("taking the campaign lock", e))
-                }
-            }
+        match crate::files::atomic::lock_waiting(&file, LOCK_WAIT) {
+            Ok(true) => Ok(CampaignLock(file)),
+            Ok(false) => Err(ApiError::busy(format!(
+                "another launch or control holds the campaign (waited {} s); try again",
+                LOCK_WAIT.as_secs()
+            ))),
+            Err(e) => Err(crate::web::error::internal("taking the campaign lock", e)),
         }
     }
 }

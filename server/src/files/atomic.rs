@@ -1,5 +1,7 @@
 //! Atomic replacement of a file: readers see the old whole file or the new whole
-//! file, never a mix, and a crash leaves one of the two on disk.
+//! file, never a mix, and a crash leaves one of the two on disk. And the
+//! bounded wait for a file's lock ([`lock_waiting`]): the campaign lock's
+//! and the token book's.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -79,6 +81,24 @@ pub fn sweep_stale_temps(path: &Path) {
         }
         if runboard::live::upkeep::temp_writer(&file).is_some_and(|p| !writer_alive(p)) {
             let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Takes the operating system's lock on `file` (`flock`: a killed holder
+/// releases it), trying again every 50 ms for at most `wait`: true once
+/// held, false while another still holds it after `wait` (every wait
+/// bounded: the caller says who holds it and to try again).
+pub fn lock_waiting(file: &File, wait: std::time::Duration) -> io::Result<bool> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(true),
+            Err(fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Err(fs::TryLockError::WouldBlock) => return Ok(false),
+            Err(fs::TryLockError::Error(e)) => return Err(e),
         }
     }
 }
